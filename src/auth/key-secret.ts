@@ -1,0 +1,53 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBase62 } from '../ids.js';
+
+export const SECRET_PREFIX = 'sk-';
+const SECRET_BODY_LENGTH = 48;
+const PEPPER_FILE = 'key-pepper';
+
+export function generateSecret(): string {
+  return SECRET_PREFIX + randomBase62(SECRET_BODY_LENGTH);
+}
+
+/** The masked form shown in lists: `sk-ab…wxyz`. */
+export function maskSecret(prefix: string, lastFour: string): string {
+  return `${prefix}…${lastFour}`;
+}
+
+export function secretParts(secret: string): { prefix: string; lastFour: string } {
+  return { prefix: secret.slice(0, SECRET_PREFIX.length + 2), lastFour: secret.slice(-4) };
+}
+
+/**
+ * Keys are stored as an HMAC-SHA256 under a server-side pepper, so a copy of the database alone
+ * cannot be used to test guesses. The pepper lives outside the database: `SLUICE_KEY_PEPPER`, or a
+ * file created once in the data directory (mode 0600). Losing it invalidates every key.
+ */
+export class SecretHasher {
+  private constructor(private readonly pepper: Buffer) {}
+
+  static forDataDir(dataDir: string, env: NodeJS.ProcessEnv = process.env): SecretHasher {
+    const fromEnv = env.SLUICE_KEY_PEPPER;
+    if (fromEnv !== undefined && fromEnv !== '') return new SecretHasher(Buffer.from(fromEnv, 'utf8'));
+    const path = join(dataDir, PEPPER_FILE);
+    try {
+      return new SecretHasher(readFileSync(path));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    try {
+      // 'wx' fails if another process created the file first; then read theirs.
+      writeFileSync(path, randomBytes(32), { flag: 'wx', mode: 0o600 });
+      chmodSync(path, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    return new SecretHasher(readFileSync(path));
+  }
+
+  hash(secret: string): string {
+    return createHmac('sha256', this.pepper).update(secret).digest('base64url');
+  }
+}

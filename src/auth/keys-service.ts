@@ -1,0 +1,48 @@
+import { randomId } from '../ids.js';
+import type { KeyRecord, KeyStatus, Store } from '../store/store.js';
+import { generateSecret, secretParts, type SecretHasher } from './key-secret.js';
+
+export interface CreateKeyInput {
+  readonly accountName: string;
+  readonly name?: string | undefined;
+  readonly models?: readonly string[] | undefined;
+  readonly expiresAt?: number | undefined;
+}
+
+export class KeyManagementError extends Error {
+  override name = 'KeyManagementError';
+}
+
+/** Key management shared by the CLI and the console; the secret exists only in the return value. */
+export async function createKey(store: Store, hasher: SecretHasher, input: CreateKeyInput): Promise<{ key: KeyRecord; secret: string }> {
+  const accountName = input.accountName.trim();
+  if (accountName === '') throw new KeyManagementError('An account name is required.');
+  if (input.expiresAt !== undefined && input.expiresAt <= Date.now()) {
+    throw new KeyManagementError('The expiry is in the past.');
+  }
+  const account = await store.accounts.ensure(accountName);
+  const secret = generateSecret();
+  const { prefix, lastFour } = secretParts(secret);
+  const models = input.models === undefined || input.models.length === 0 ? null : [...new Set(input.models)];
+  const key = await store.keys.create({
+    id: randomId('key_'),
+    accountId: account.id,
+    name: input.name?.trim() || 'default',
+    secretHash: hasher.hash(secret),
+    secretPrefix: prefix,
+    secretLastFour: lastFour,
+    models,
+    expiresAt: input.expiresAt ?? null,
+    createdAt: Date.now(),
+  });
+  return { key, secret };
+}
+
+/** active ⇄ disabled; revoked is final. */
+export async function changeKeyStatus(store: Store, id: string, status: KeyStatus): Promise<KeyRecord> {
+  const key = await store.keys.get(id);
+  if (key === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
+  if (key.status === 'revoked' && status !== 'revoked') throw new KeyManagementError(`Key '${id}' is revoked; a revoked key cannot be ${status === 'active' ? 'enabled' : 'disabled'}.`);
+  if (key.status === status) return key;
+  return (await store.keys.setStatus(id, status))!;
+}

@@ -1,0 +1,67 @@
+import type { Endpoint, GatewayConfig, ModelConfig } from '../config/config-file.js';
+
+/** A model as the gateway knows it: the public face, the upstream it maps to, and its price. */
+export interface CatalogueModel {
+  readonly id: string;
+  readonly providerId: string;
+  readonly upstreamModel: string;
+  readonly ownedBy: string;
+  /** Unix seconds; 0 when unknown. */
+  readonly created: number;
+  readonly displayName: string | undefined;
+  readonly description: string | undefined;
+  readonly contextWindow: number | undefined;
+  readonly maxOutputTokens: number | undefined;
+  readonly endpoints: ReadonlySet<Endpoint>;
+  readonly pricing: { readonly inputPerMtok: number; readonly outputPerMtok: number } | undefined;
+  /** Where the entry came from, shown by the console ("configuration file" entries are edited there). */
+  readonly origin: 'config';
+}
+
+/**
+ * An immutable snapshot of the models on offer. The order is the configuration's, which is the
+ * order lists use unless a dialect prescribes its own.
+ */
+export class Catalogue {
+  private readonly byId: ReadonlyMap<string, CatalogueModel>;
+  readonly models: readonly CatalogueModel[];
+
+  constructor(models: readonly CatalogueModel[]) {
+    this.models = models;
+    this.byId = new Map(models.map((model) => [model.id, model]));
+  }
+
+  static fromConfig(config: GatewayConfig): Catalogue {
+    return new Catalogue(config.models.map(modelFromConfig));
+  }
+
+  get(id: string): CatalogueModel | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The models a key may use: every model when the key has no list. */
+  permitted(allowed: ReadonlySet<string> | null): CatalogueModel[] {
+    if (allowed === null) return [...this.models];
+    return this.models.filter((model) => allowed.has(model.id));
+  }
+}
+
+function modelFromConfig(entry: ModelConfig): CatalogueModel {
+  return {
+    id: entry.id,
+    providerId: entry.provider,
+    upstreamModel: entry.upstream_model ?? entry.id,
+    ownedBy: entry.owned_by ?? entry.provider,
+    created: entry.created,
+    displayName: entry.display_name,
+    description: entry.description,
+    contextWindow: entry.context_window,
+    maxOutputTokens: entry.max_output_tokens,
+    endpoints: new Set(entry.endpoints),
+    pricing: entry.pricing && {
+      inputPerMtok: entry.pricing.input_per_mtok,
+      outputPerMtok: entry.pricing.output_per_mtok,
+    },
+    origin: 'config',
+  };
+}

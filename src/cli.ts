@@ -1,0 +1,181 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { SecretHasher, maskSecret } from './auth/key-secret.js';
+import { changeKeyStatus, createKey, KeyManagementError } from './auth/keys-service.js';
+import { ConfigError, loadConfigFile } from './config/config-file.js';
+import { startGateway } from './gateway.js';
+import { createLogger } from './log.js';
+import { parseListen, resolveSettings } from './settings.js';
+import { openSqliteStore } from './store/open-store.js';
+import type { KeyRecord, KeyStatus, Store } from './store/store.js';
+
+const dataOption = () => new Option('--data <dir>', 'data directory (env SLUICE_DATA, default ./data)');
+const configOption = () => new Option('--config <file>', 'configuration file (env SLUICE_CONFIG, default ./sluice.yaml when present)');
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+}
+
+function isoDate(value: string): number {
+  const at = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(at)) throw new InvalidArgumentError('expected an ISO 8601 date, e.g. 2027-01-31 or 2027-01-31T12:00:00Z');
+  return at;
+}
+
+async function withStore<T>(data: string | undefined, work: (store: Store, hasher: SecretHasher) => Promise<T>): Promise<T> {
+  const { dataDir } = resolveSettings({ ...(data === undefined ? {} : { data }) });
+  const store = await openSqliteStore(dataDir);
+  try {
+    return await work(store, SecretHasher.forDataDir(dataDir));
+  } finally {
+    await store.close();
+  }
+}
+
+function keyJson(key: KeyRecord) {
+  return {
+    id: key.id,
+    name: key.name,
+    account: key.accountName,
+    masked_key: maskSecret(key.secretPrefix, key.secretLastFour),
+    status: key.status,
+    models: key.models,
+    expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+    created_at: new Date(key.createdAt).toISOString(),
+    last_used_at: key.lastUsedAt === null ? null : new Date(key.lastUsedAt).toISOString(),
+  };
+}
+
+function printKeyTable(keys: readonly KeyRecord[]): void {
+  const rows = keys.map((key) => {
+    const json = keyJson(key);
+    return [json.id, json.name, json.account, json.masked_key, json.status, key.models?.join(',') ?? '*', json.expires_at ?? '-', json.last_used_at ?? 'never'];
+  });
+  const header = ['ID', 'NAME', 'ACCOUNT', 'KEY', 'STATUS', 'MODELS', 'EXPIRES', 'LAST USED'];
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+  for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+}
+
+/** Warns about model ids the configuration does not know, when a configuration can be found. */
+function warnUnknownModels(models: readonly string[], config: string | undefined): void {
+  const { configFile } = resolveSettings({ ...(config === undefined ? {} : { config }) });
+  if (configFile === undefined) return;
+  const known = new Set(loadConfigFile(configFile).models.map((model) => model.id));
+  const unknown = models.filter((model) => !known.has(model));
+  if (unknown.length > 0) console.error(`warning: not in ${configFile}: ${unknown.join(', ')}`);
+}
+
+export function buildCli(): Command {
+  const program = new Command('sluice').description('Sluice, an LLM gateway').showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('run the gateway')
+    .option('--listen <host:port>', 'address to listen on (env SLUICE_LISTEN, default 127.0.0.1:8080)')
+    .addOption(dataOption())
+    .addOption(configOption())
+    .addOption(new Option('--drain-timeout <ms>', 'how long a graceful stop waits for requests in flight').argParser(positiveInt).default(30_000))
+    .addOption(new Option('--max-body-bytes <n>', 'largest request body accepted').argParser(positiveInt).default(32 * 1024 * 1024))
+    .action(async (opts: { listen?: string; data?: string; config?: string; drainTimeout: number; maxBodyBytes: number }) => {
+      const settings = resolveSettings(opts);
+      const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
+      const logger = createLogger();
+      const gateway = await startGateway({ ...settings, host, port, maxBodyBytes: opts.maxBodyBytes, logger });
+      console.log(`sluice listening on ${gateway.url}`);
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'stopping: draining requests in flight');
+        gateway.stop(opts.drainTimeout).then(
+          () => {
+            logger.info('stopped');
+            logger.flush();
+            process.exit(0);
+          },
+          (error: unknown) => {
+            logger.error({ err: error }, 'stop failed');
+            logger.flush();
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+
+  const keys = program.command('keys').description('manage API keys');
+
+  keys
+    .command('create')
+    .description('create a key (and its account if new); prints the secret once, on the last line')
+    .requiredOption('--account <name>', 'owning account')
+    .option('--name <name>', 'a name for the key')
+    .option('--models <ids>', 'comma-separated model ids the key may use (default: every model)')
+    .addOption(new Option('--expires <iso-date>', 'expiry, e.g. 2027-01-31').argParser(isoDate))
+    .option('--json', 'print one JSON object')
+    .addOption(dataOption())
+    .addOption(configOption())
+    .action(async (opts: { account: string; name?: string; models?: string; expires?: number; json?: boolean; data?: string; config?: string }) => {
+      const models = opts.models?.split(',').map((m) => m.trim()).filter((m) => m !== '');
+      if (models !== undefined && models.length > 0) warnUnknownModels(models, opts.config);
+      const { key, secret } = await withStore(opts.data, (store, hasher) =>
+        createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires }),
+      );
+      if (opts.json) {
+        console.log(JSON.stringify({ ...keyJson(key), key: secret }));
+      } else {
+        console.log(`Created key ${key.id} (${key.name}) for account ${key.accountName}. Keep the secret now: it cannot be shown again.`);
+        console.log(secret);
+      }
+    });
+
+  keys
+    .command('list')
+    .description('list keys (masked)')
+    .option('--account <name>', 'only this account')
+    .option('--json', 'print a JSON array')
+    .addOption(dataOption())
+    .action(async (opts: { account?: string; json?: boolean; data?: string }) => {
+      const list = await withStore(opts.data, (store) => store.keys.list(opts.account === undefined ? {} : { accountName: opts.account }));
+      if (opts.json) console.log(JSON.stringify(list.map(keyJson)));
+      else if (list.length === 0) console.log('No keys.');
+      else printKeyTable(list);
+    });
+
+  const statusCommands: [string, KeyStatus, string][] = [
+    ['disable', 'disabled', 'refuse a key until it is enabled again'],
+    ['enable', 'active', 'accept a disabled key again'],
+    ['revoke', 'revoked', 'refuse a key for good'],
+  ];
+  for (const [name, status, description] of statusCommands) {
+    keys
+      .command(name)
+      .description(description)
+      .argument('<id>', 'key id (see `sluice keys list`)')
+      .addOption(dataOption())
+      .action(async (id: string, opts: { data?: string }) => {
+        const key = await withStore(opts.data, (store) => changeKeyStatus(store, id, status));
+        console.log(`Key ${key.id} is ${key.status}.`);
+      });
+  }
+
+  return program;
+}
+
+export async function main(argv: readonly string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync([...argv]);
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof KeyManagementError) {
+      console.error(`sluice: ${error.message}`);
+      process.exit(1);
+    }
+    if (error instanceof Error && /^--listen/.test(error.message)) {
+      console.error(`sluice: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,160 @@
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+
+/** Public operations a model can serve, named as in the configuration file. */
+export const ENDPOINTS = ['completions', 'chat'] as const;
+export type Endpoint = (typeof ENDPOINTS)[number];
+
+export const PROVIDER_KINDS = ['openai'] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
+const nonNegativeInt = z.number().int().nonnegative();
+
+const providerSchema = z.strictObject({
+  id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
+  kind: z.enum(PROVIDER_KINDS),
+  base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  /** Empty (say `${KEY:-}` with KEY unset) means no credential. */
+  api_key: z.string().optional().transform((value) => (value === '' ? undefined : value)),
+  /** Extra headers sent upstream with every request (e.g. an organisation id). */
+  headers: z.record(z.string(), z.string()).optional(),
+  /** Upstream time limits, in milliseconds. */
+  connect_timeout_ms: z.number().int().positive().default(10_000),
+  /** From sending the request to the response headers. */
+  response_timeout_ms: z.number().int().positive().default(300_000),
+  /** The longest silence allowed while reading a body or stream. */
+  idle_timeout_ms: z.number().int().positive().default(300_000),
+  /** Keep-alive connections kept open to this upstream. */
+  max_connections: z.number().int().positive().default(256),
+});
+
+const pricingSchema = z.strictObject({
+  input_per_mtok: z.number().nonnegative(),
+  output_per_mtok: z.number().nonnegative(),
+});
+
+const modelSchema = z.strictObject({
+  id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
+  provider: z.string(),
+  upstream_model: z.string().min(1).optional(),
+  owned_by: z.string().min(1).optional(),
+  created: nonNegativeInt.default(0),
+  display_name: z.string().min(1).optional(),
+  description: z.string().optional(),
+  context_window: z.number().int().positive().optional(),
+  max_output_tokens: z.number().int().positive().optional(),
+  endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(['completions']),
+  pricing: pricingSchema.optional(),
+});
+
+const configSchema = z.strictObject({
+  providers: z.array(providerSchema).default([]),
+  models: z.array(modelSchema).default([]),
+});
+
+export type ProviderConfig = z.output<typeof providerSchema>;
+export type ModelConfig = z.output<typeof modelSchema>;
+export interface GatewayConfig {
+  readonly source: string;
+  readonly providers: readonly ProviderConfig[];
+  readonly models: readonly ModelConfig[];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** An empty configuration, for a gateway started without a file. */
+export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
+  return { source, providers: [], models: [] };
+}
+
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${path}: cannot read the configuration file (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  return parseConfig(text, path, env);
+}
+
+export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const document = parseDocument(text, { prettyErrors: true });
+  if (document.errors.length > 0) {
+    throw new ConfigError(`${source}: not valid YAML: ${document.errors[0]!.message}`);
+  }
+  const raw: unknown = document.toJS() ?? {};
+  const interpolated = interpolateEnv(raw, env, source, [], raw);
+  const parsed = configSchema.safeParse(interpolated);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`${source}: ${describePath(interpolated, issue.path)}: ${issueMessage(issue)}`);
+  }
+  const config = parsed.data;
+  checkReferences(config, source);
+  return { source, providers: config.providers, models: config.models };
+}
+
+function checkReferences(config: z.output<typeof configSchema>, source: string): void {
+  const providerIds = new Set<string>();
+  config.providers.forEach((provider, index) => {
+    if (providerIds.has(provider.id)) {
+      throw new ConfigError(`${source}: providers[${index}] (id: ${provider.id}): field 'id': duplicate provider id '${provider.id}'`);
+    }
+    providerIds.add(provider.id);
+  });
+  const modelIds = new Set<string>();
+  config.models.forEach((model, index) => {
+    const entry = `models[${index}] (id: ${model.id})`;
+    if (modelIds.has(model.id)) {
+      throw new ConfigError(`${source}: ${entry}: field 'id': duplicate model id '${model.id}'`);
+    }
+    modelIds.add(model.id);
+    if (!providerIds.has(model.provider)) {
+      throw new ConfigError(`${source}: ${entry}: field 'provider': no provider has the id '${model.provider}'`);
+    }
+  });
+}
+
+/** `${NAME}` reads the environment; `${NAME:-fallback}` gives a default. An unset name is an error. */
+function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, path: PropertyKey[], root: unknown): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_match, name: string, fallback?: string) => {
+      const found = env[name];
+      if (found !== undefined && found !== '') return found;
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError(
+        `${source}: ${describePath(root, path)}: environment variable ${name} is not set (write \${${name}:-default} for a default)`,
+      );
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, index) => interpolateEnv(item, env, source, [...path, index], root));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = interpolateEnv(item, env, source, [...path, key], root);
+    return out;
+  }
+  return value;
+}
+
+/** "models[2] (id: llama-8b): field 'pricing.input_per_mtok'" from a path into the document. */
+function describePath(root: unknown, path: readonly PropertyKey[]): string {
+  if (path.length === 0) return 'top level';
+  const [section, index, ...rest] = path;
+  if (typeof section === 'string' && typeof index === 'number') {
+    const entry = (root as Record<string, unknown[] | undefined> | undefined)?.[section]?.[index] as Record<string, unknown> | undefined;
+    const id = typeof entry?.id === 'string' ? ` (id: ${entry.id})` : '';
+    const field = rest.length > 0 ? `: field '${rest.map(String).join('.')}'` : '';
+    return `${section}[${index}]${id}${field}`;
+  }
+  return `field '${path.map(String).join('.')}'`;
+}
+
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return `unknown field(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `is required (${issue.expected})`;
+  return issue.message;
+}

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { Catalogue } from '../catalogue/catalogue.js';
+import { openAIDialect, type ErrorDialect } from '../dialects/dialect.js';
+import { GatewayError, toGatewayError } from '../errors.js';
+import type { Provider } from '../providers/provider.js';
+import type { UsageLedger } from '../usage/ledger.js';
+import { completionsRoute } from './routes/completions.js';
+import { healthzRoute } from './routes/healthz.js';
+import { listModelsRoute, retrieveModelRoute } from './routes/models.js';
+
+/** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
+export interface GatewayDeps {
+  readonly logger: Logger;
+  readonly authenticator: Authenticator;
+  /** The current catalogue; a function so that a later change can swap the snapshot. */
+  readonly catalogue: () => Catalogue;
+  readonly providers: ReadonlyMap<string, Provider>;
+  readonly ledger: UsageLedger;
+  readonly maxBodyBytes: number;
+}
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  readonly path: string;
+  /** The raw query string, without `?`. */
+  readonly query: string;
+  /** performance.now() when the request arrived. */
+  readonly startedAt: number;
+  /** The dialect errors are written in; a handler switches it once it knows who is calling. */
+  dialect: ErrorDialect;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<void>;
+
+export interface GatewayServer {
+  readonly server: http.Server;
+  /** Stops accepting, waits up to `graceMs` for requests in flight, then closes what is left. */
+  drain(graceMs: number): Promise<void>;
+}
+
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createServer(deps: GatewayDeps): GatewayServer {
+  const exact = new Map<string, Handler>([
+    ['GET /healthz', healthzRoute()],
+    ['GET /v1/models', listModelsRoute(deps)],
+    ['POST /v1/completions', completionsRoute(deps)],
+  ]);
+  const retrieveModel = retrieveModelRoute(deps);
+  const knownPaths = new Set([...exact.keys()].map((route) => route.slice(route.indexOf(' ') + 1)));
+
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+
+  function route(method: string, path: string): Handler | GatewayError {
+    const handler = exact.get(`${method} ${path}`);
+    if (handler !== undefined) return handler;
+    if (path.startsWith('/v1/models/') && path.length > '/v1/models/'.length) {
+      return method === 'GET' ? retrieveModel : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+    }
+    if (knownPaths.has(path)) return new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+    return new GatewayError('route_not_found', `There is no route ${method} ${path}.`);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const offered = req.headers['x-request-id'];
+    const ctx: RequestContext = {
+      req,
+      res,
+      requestId: typeof offered === 'string' && REQUEST_ID_PATTERN.test(offered) ? offered : randomUUID(),
+      path: q === -1 ? url : url.slice(0, q),
+      query: q === -1 ? '' : url.slice(q + 1),
+      startedAt: performance.now(),
+      dialect: openAIDialect,
+    };
+    res.setHeader('x-request-id', ctx.requestId);
+    try {
+      if (draining) {
+        res.setHeader('connection', 'close');
+        throw new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+      }
+      const target = route(req.method ?? 'GET', ctx.path);
+      if (target instanceof GatewayError) throw target;
+      await target(ctx);
+    } catch (thrown) {
+      sendError(ctx, thrown, deps.logger);
+    }
+  }
+
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (draining && inFlight === 0) drained?.();
+    });
+    void handle(req, res);
+  });
+
+  return {
+    server,
+    async drain(graceMs: number): Promise<void> {
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        const allDone = new Promise<void>((resolve) => (drained = resolve));
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+        await Promise.race([allDone, timeout]);
+        clearTimeout(timer);
+      }
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+/** Writes an error in the context's dialect, or cuts the response if it has already begun. */
+export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger): void {
+  const error = toGatewayError(thrown);
+  if (error.status >= 500 && error.kind !== 'upstream_rate_limited') {
+    logger.warn({ requestId: ctx.requestId, kind: error.kind, err: error.cause ?? error }, error.message);
+  }
+  const { res } = ctx;
+  if (res.headersSent) {
+    if (!res.writableEnded) res.destroy();
+    return;
+  }
+  const { status, body } = ctx.dialect.render(error, ctx.requestId);
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (error.retryAfter !== undefined) headers['retry-after'] = error.retryAfter;
+  res.writeHead(status, headers).end(body);
+}
+
+export function sendJson(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+}

@@ -1,0 +1,15 @@
+import type { ProviderConfig } from '../config/config-file.js';
+import { OpenAICompatibleProvider } from './openai-compatible.js';
+import type { Provider } from './provider.js';
+
+/** The one place that knows which adapter serves which kind of provider. */
+export function createProvider(config: ProviderConfig): Provider {
+  switch (config.kind) {
+    case 'openai':
+      return new OpenAICompatibleProvider(config);
+  }
+}
+
+export function createProviders(configs: readonly ProviderConfig[]): Map<string, Provider> {
+  return new Map(configs.map((config) => [config.id, createProvider(config)]));
+}

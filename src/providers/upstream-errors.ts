@@ -1,0 +1,71 @@
+import { GatewayError } from '../errors.js';
+
+/**
+ * How an upstream's failure looks to the caller. Shared by every adapter: each one only says how to
+ * find a message in its provider's error body.
+ */
+export interface UpstreamFailure {
+  readonly providerId: string;
+  readonly status: number;
+  readonly retryAfter: string | undefined;
+  /** The upstream's own message, type and code, when its body had them. */
+  readonly message: string | undefined;
+  readonly type: string | undefined;
+  readonly code: string | undefined;
+  /** Secrets that must never reach the caller, even inside an upstream's message. */
+  readonly secrets: readonly string[];
+}
+
+export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
+  const { providerId, status } = failure;
+  if (status === 401 || status === 403) {
+    // The client's key was fine: it is Sluice's own credential for this provider that is wrong.
+    return new GatewayError(
+      'upstream_auth_failed',
+      `The upstream provider '${providerId}' refused the gateway's credentials (HTTP ${status}). This is a gateway configuration problem; see /status.`,
+    );
+  }
+  if (status === 429) {
+    const retry = failure.retryAfter === undefined ? '' : ` Retry after ${failure.retryAfter} seconds.`;
+    return new GatewayError('upstream_rate_limited', `The upstream provider '${providerId}' is rate limiting requests.${retry}`, {
+      ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
+    });
+  }
+  if (status === 529 || status === 503) {
+    return new GatewayError('upstream_overloaded', `The upstream provider '${providerId}' is overloaded; try again shortly.`, {
+      ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
+    });
+  }
+  if (status >= 400 && status < 500) {
+    const message = failure.message === undefined ? `The upstream provider '${providerId}' rejected the request (HTTP ${status}).` : redact(failure.message, failure.secrets);
+    return new GatewayError('upstream_rejected_request', message, {
+      status,
+      ...(failure.type === undefined ? {} : { type: failure.type }),
+      ...(failure.code === undefined ? {} : { code: failure.code }),
+    });
+  }
+  return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed (HTTP ${status}); see /status.`);
+}
+
+/** Network-level failures of undici: refused, reset, timed out. */
+export function upstreamTransportError(providerId: string, error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const code = (error as { code?: string } | null)?.code ?? '';
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new GatewayError('upstream_timeout', `The upstream provider '${providerId}' did not answer in time.`, { cause: error });
+  }
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
+    return new GatewayError('upstream_unreachable', `The upstream provider '${providerId}' could not be reached.`, { cause: error });
+  }
+  return new GatewayError('upstream_error', `The connection to the upstream provider '${providerId}' failed.`, { cause: error });
+}
+
+export function unreadableUpstream(providerId: string, what: string): GatewayError {
+  return new GatewayError('upstream_error', `The upstream provider '${providerId}' sent ${what}.`);
+}
+
+function redact(message: string, secrets: readonly string[]): string {
+  let out = message;
+  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
+  return out;
+}

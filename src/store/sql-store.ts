@@ -1,0 +1,255 @@
+import { Kysely, Migrator, sql, type Selectable } from 'kysely';
+import { randomId } from '../ids.js';
+import { migrationsFor } from './migrations.js';
+import type { Database } from './schema.js';
+import type {
+  AccountRecord,
+  AccountsRepository,
+  KeyRecord,
+  KeysRepository,
+  KeyStatus,
+  NewKey,
+  Store,
+  UsageRepository,
+  UsageRow,
+} from './store.js';
+
+/** Rows per INSERT: stays far below either dialect's limit on bound parameters. */
+const USAGE_INSERT_CHUNK = 500;
+
+/** The Store written once in Kysely's SQL builder; the dialect is chosen by whoever opens it. */
+export class SqlStore implements Store {
+  readonly accounts: AccountsRepository;
+  readonly keys: KeysRepository;
+  readonly usage: UsageRepository;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly dialect: 'sqlite' | 'postgres',
+  ) {
+    this.accounts = new SqlAccounts(db);
+    this.keys = new SqlKeys(db);
+    this.usage = new SqlUsage(db);
+  }
+
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: migrationsFor(this.dialect) });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}
+
+class SqlAccounts implements AccountsRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async ensure(name: string): Promise<AccountRecord> {
+    await this.db
+      .insertInto('accounts')
+      .values({ id: randomId('acct_'), name, created_at: Date.now() })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    return (await this.byName(name))!;
+  }
+
+  async byName(name: string): Promise<AccountRecord | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
+    return row && { id: row.id, name: row.name, createdAt: Number(row.created_at) };
+  }
+}
+
+const keyColumns = [
+  'api_keys.id',
+  'api_keys.account_id',
+  'accounts.name as account_name',
+  'api_keys.name',
+  'api_keys.secret_prefix',
+  'api_keys.secret_last_four',
+  'api_keys.status',
+  'api_keys.models',
+  'api_keys.expires_at',
+  'api_keys.created_at',
+  'api_keys.last_used_at',
+] as const;
+
+type KeyRow = Omit<Selectable<Database['api_keys']>, 'secret_hash' | 'updated_at'> & { account_name: string };
+
+function toKeyRecord(row: KeyRow): KeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    accountName: row.account_name,
+    name: row.name,
+    secretPrefix: row.secret_prefix,
+    secretLastFour: row.secret_last_four,
+    status: row.status as KeyStatus,
+    models: row.models === null ? null : (JSON.parse(row.models) as string[]),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    createdAt: Number(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
+  };
+}
+
+class SqlKeys implements KeysRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  private selectKeys() {
+    return this.db.selectFrom('api_keys').innerJoin('accounts', 'accounts.id', 'api_keys.account_id').select(keyColumns);
+  }
+
+  async create(key: NewKey): Promise<KeyRecord> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('api_keys')
+        .values({
+          id: key.id,
+          account_id: key.accountId,
+          name: key.name,
+          secret_hash: key.secretHash,
+          secret_prefix: key.secretPrefix,
+          secret_last_four: key.secretLastFour,
+          status: 'active',
+          models: key.models === null ? null : JSON.stringify(key.models),
+          expires_at: key.expiresAt,
+          created_at: key.createdAt,
+          updated_at: key.createdAt,
+          last_used_at: null,
+        })
+        .execute();
+      await bumpKeysVersion(tx);
+    });
+    return (await this.get(key.id))!;
+  }
+
+  async get(id: string): Promise<KeyRecord | undefined> {
+    const row = await this.selectKeys().where('api_keys.id', '=', id).executeTakeFirst();
+    return row && toKeyRecord(row);
+  }
+
+  async list(filter: { accountName?: string } = {}): Promise<KeyRecord[]> {
+    let query = this.selectKeys().orderBy('api_keys.created_at').orderBy('api_keys.id');
+    if (filter.accountName !== undefined) query = query.where('accounts.name', '=', filter.accountName);
+    return (await query.execute()).map(toKeyRecord);
+  }
+
+  async findBySecretHash(secretHash: string): Promise<KeyRecord | undefined> {
+    const row = await this.selectKeys().where('api_keys.secret_hash', '=', secretHash).executeTakeFirst();
+    return row && toKeyRecord(row);
+  }
+
+  async setStatus(id: string, status: KeyStatus): Promise<KeyRecord | undefined> {
+    const changed = await this.db.transaction().execute(async (tx) => {
+      const result = await tx
+        .updateTable('api_keys')
+        .set({ status, updated_at: Date.now() })
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      await bumpKeysVersion(tx);
+      return true;
+    });
+    return changed ? this.get(id) : undefined;
+  }
+
+  async recordUse(lastUsed: ReadonlyMap<string, number>): Promise<void> {
+    if (lastUsed.size === 0) return;
+    // Not a key change for caches: last-used time does not decide whether a key is accepted.
+    await this.db.transaction().execute(async (tx) => {
+      for (const [id, at] of lastUsed) {
+        await tx
+          .updateTable('api_keys')
+          .set({ last_used_at: at })
+          .where('id', '=', id)
+          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+          .execute();
+      }
+    });
+  }
+
+  async version(): Promise<number> {
+    const row = await this.db.selectFrom('meta').select('value').where('name', '=', 'keys_version').executeTakeFirstOrThrow();
+    return Number(row.value);
+  }
+}
+
+async function bumpKeysVersion(db: Kysely<Database>): Promise<void> {
+  await db
+    .updateTable('meta')
+    .set({ value: sql`value + 1` })
+    .where('name', '=', 'keys_version')
+    .execute();
+}
+
+class SqlUsage implements UsageRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async append(rows: readonly UsageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.transaction().execute(async (tx) => {
+      for (let start = 0; start < rows.length; start += USAGE_INSERT_CHUNK) {
+        await tx
+          .insertInto('usage_ledger')
+          .values(rows.slice(start, start + USAGE_INSERT_CHUNK).map(toLedgerRow))
+          .execute();
+      }
+    });
+  }
+
+  async count(): Promise<number> {
+    const row = await this.db
+      .selectFrom('usage_ledger')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async recent(limit: number): Promise<UsageRow[]> {
+    const rows = await this.db.selectFrom('usage_ledger').selectAll().orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(fromLedgerRow);
+  }
+}
+
+function toLedgerRow(row: UsageRow) {
+  return {
+    at: row.at,
+    request_id: row.requestId,
+    account_id: row.accountId,
+    key_id: row.keyId,
+    operation: row.operation,
+    model: row.model,
+    provider_id: row.providerId,
+    status: row.status,
+    error_kind: row.errorKind,
+    stream: row.stream ? 1 : 0,
+    prompt_tokens: row.promptTokens,
+    completion_tokens: row.completionTokens,
+    tokens_counted: row.tokensCounted ? 1 : 0,
+    latency_ms: row.latencyMs,
+    ttfb_ms: row.ttfbMs,
+    cost_usd: row.costUsd,
+  };
+}
+
+function fromLedgerRow(row: Selectable<Database['usage_ledger']>): UsageRow {
+  return {
+    at: Number(row.at),
+    requestId: row.request_id,
+    accountId: row.account_id,
+    keyId: row.key_id,
+    operation: row.operation,
+    model: row.model,
+    providerId: row.provider_id,
+    status: row.status,
+    errorKind: row.error_kind,
+    stream: row.stream === 1,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    tokensCounted: row.tokens_counted === 1,
+    latencyMs: row.latency_ms,
+    ttfbMs: row.ttfb_ms,
+    costUsd: row.cost_usd,
+  };
+}

@@ -1,0 +1,149 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+
+const run = promisify(execFile);
+export const SLUICE_BIN = resolve(import.meta.dirname, '../../bin/sluice.js');
+
+export function tempDir(prefix = 'sluice-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `sluice` command. */
+export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [SLUICE_BIN, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof failed.code === 'number' ? failed.code : 1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+export interface CreatedKey {
+  id: string;
+  key: string;
+}
+
+export async function createKey(dataDir: string, account: string, extra: string[] = []): Promise<CreatedKey> {
+  const result = await cli(['keys', 'create', '--account', account, '--json', '--data', dataDir, ...extra]);
+  if (result.code !== 0) throw new Error(`keys create failed: ${result.stderr}`);
+  return JSON.parse(result.stdout.trim().split('\n').at(-1)!) as CreatedKey;
+}
+
+export interface RunningSluice {
+  readonly url: string;
+  readonly dataDir: string;
+  readonly child: ChildProcess;
+  stderr(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Reads the usage ledger from the real SQLite file. */
+  ledger(): LedgerRow[];
+}
+
+export interface LedgerRow {
+  request_id: string;
+  account_id: string;
+  key_id: string;
+  model: string;
+  provider_id: string | null;
+  status: number;
+  error_kind: string | null;
+  stream: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  tokens_counted: number;
+  latency_ms: number;
+  ttfb_ms: number | null;
+  cost_usd: number;
+}
+
+/** Starts the real gateway on a free port with a configuration written from YAML text. */
+export async function startSluice(options: { config?: string; dataDir?: string; env?: NodeJS.ProcessEnv; args?: string[] } = {}): Promise<RunningSluice> {
+  const dataDir = options.dataDir ?? tempDir();
+  const args = [SLUICE_BIN, 'serve', '--listen', '127.0.0.1:0', '--data', dataDir, ...(options.args ?? [])];
+  if (options.config !== undefined) {
+    const file = join(dataDir, 'sluice.yaml');
+    writeFileSync(file, options.config);
+    args.push('--config', file);
+  }
+  const child = spawn(process.execPath, args, { env: { ...process.env, SLUICE_LOG_LEVEL: 'warn', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolvePromise, reject) => {
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /sluice listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) resolvePromise(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`sluice exited with ${code} before listening: ${stderr}`)));
+  });
+  const exited = new Promise<number | null>((resolvePromise) => child.once('exit', (code) => resolvePromise(code)));
+  return {
+    url,
+    dataDir,
+    child,
+    stderr: () => stderr,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+    ledger() {
+      const db = new Database(join(dataDir, 'sluice.db'), { readonly: true });
+      try {
+        return db.prepare('SELECT * FROM usage_ledger ORDER BY id').all() as LedgerRow[];
+      } finally {
+        db.close();
+      }
+    },
+  };
+}
+
+/** Polls until `check` returns a value other than undefined, or fails after `ms`. */
+export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, ms = 3000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export function configFor(upstreamUrl: string, extra = ''): string {
+  return `
+providers:
+  - id: fake-vllm
+    kind: openai
+    base_url: ${upstreamUrl}
+    api_key: upstream-secret-credential
+models:
+  - id: llama-8b
+    provider: fake-vllm
+    upstream_model: upstream-model
+    owned_by: meta
+    created: 1721692800
+    display_name: Llama 3.1 8B
+    context_window: 131072
+    max_output_tokens: 4096
+    endpoints: [completions]
+    pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6 }
+  - id: other-model
+    provider: fake-vllm
+    upstream_model: upstream-model
+  - id: chat-only
+    provider: fake-vllm
+    endpoints: [chat]
+${extra}`;
+}
