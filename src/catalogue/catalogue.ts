@@ -9,6 +9,7 @@ export interface CatalogueModel {
   /** Unix seconds; 0 when unknown. */
   readonly created: number;
   readonly displayName: string | undefined;
+  readonly version: string | undefined;
   readonly description: string | undefined;
   readonly contextWindow: number | undefined;
   readonly maxOutputTokens: number | undefined;
@@ -54,6 +55,7 @@ function modelFromConfig(entry: ModelConfig): CatalogueModel {
     ownedBy: entry.owned_by ?? entry.provider,
     created: entry.created,
     displayName: entry.display_name,
+    version: entry.version,
     description: entry.description,
     contextWindow: entry.context_window,
     maxOutputTokens: entry.max_output_tokens,

@@ -42,6 +42,8 @@ const modelSchema = z.strictObject({
   owned_by: z.string().min(1).optional(),
   created: nonNegativeInt.default(0),
   display_name: z.string().min(1).optional(),
+  /** The model's version string, shown to Gemini-dialect callers. */
+  version: z.string().min(1).optional(),
   description: z.string().optional(),
   context_window: z.number().int().positive().optional(),
   max_output_tokens: z.number().int().positive().optional(),

@@ -1,13 +1,26 @@
+import type { CallerDialect } from '../auth/key-carriers.js';
+import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { GatewayError } from '../errors.js';
-import { openAIErrorBody } from './openai/errors.js';
+import { anthropicDialect } from './anthropic/dialect.js';
+import { geminiDialect } from './gemini/dialect.js';
+import { openAIDialect } from './openai/dialect.js';
 
-/** How one family of callers is answered when something fails. */
-export interface ErrorDialect {
-  readonly name: 'openai' | 'anthropic' | 'gemini';
-  render(error: GatewayError, requestId: string): { status: number; body: string };
+/**
+ * How one family of callers is spoken to: its error bodies and its model listing. Handlers pick a
+ * Dialect once they know the caller and never format a body themselves.
+ */
+export interface Dialect {
+  readonly name: CallerDialect;
+  renderError(error: GatewayError, requestId: string): { status: number; body: string };
+  /** One page of the models a key may use, paged by the dialect's own query parameters. */
+  listModels(models: readonly CatalogueModel[], query: URLSearchParams): unknown;
+  describeModel(model: CatalogueModel): unknown;
 }
 
-export const openAIDialect: ErrorDialect = {
-  name: 'openai',
-  render: (error) => ({ status: error.status, body: openAIErrorBody(error) }),
+export const DIALECTS: Readonly<Record<CallerDialect, Dialect>> = {
+  openai: openAIDialect,
+  anthropic: anthropicDialect,
+  gemini: geminiDialect,
 };
+
+export { openAIDialect };

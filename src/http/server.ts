@@ -4,13 +4,13 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
-import { openAIDialect, type ErrorDialect } from '../dialects/dialect.js';
+import { openAIDialect, type Dialect } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../errors.js';
 import type { Provider } from '../providers/provider.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { completionsRoute } from './routes/completions.js';
 import { healthzRoute } from './routes/healthz.js';
-import { listModelsRoute, retrieveModelRoute } from './routes/models.js';
+import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
 
 /** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
 export interface GatewayDeps {
@@ -33,7 +33,7 @@ export interface RequestContext {
   /** performance.now() when the request arrived. */
   readonly startedAt: number;
   /** The dialect errors are written in; a handler switches it once it knows who is calling. */
-  dialect: ErrorDialect;
+  dialect: Dialect;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void>;
@@ -50,6 +50,7 @@ export function createServer(deps: GatewayDeps): GatewayServer {
   const exact = new Map<string, Handler>([
     ['GET /healthz', healthzRoute()],
     ['GET /v1/models', listModelsRoute(deps)],
+    ['GET /v1beta/models', listModelsRoute(deps)],
     ['POST /v1/completions', completionsRoute(deps)],
   ]);
   const retrieveModel = retrieveModelRoute(deps);
@@ -62,8 +63,10 @@ export function createServer(deps: GatewayDeps): GatewayServer {
   function route(method: string, path: string): Handler | GatewayError {
     const handler = exact.get(`${method} ${path}`);
     if (handler !== undefined) return handler;
-    if (path.startsWith('/v1/models/') && path.length > '/v1/models/'.length) {
-      return method === 'GET' ? retrieveModel : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+    for (const prefix of MODEL_PATH_PREFIXES) {
+      if (path.startsWith(prefix) && path.length > prefix.length) {
+        return method === 'GET' ? retrieveModel : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+      }
     }
     if (knownPaths.has(path)) return new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
     return new GatewayError('route_not_found', `There is no route ${method} ${path}.`);
@@ -135,7 +138,7 @@ export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger):
     if (!res.writableEnded) res.destroy();
     return;
   }
-  const { status, body } = ctx.dialect.render(error, ctx.requestId);
+  const { status, body } = ctx.dialect.renderError(error, ctx.requestId);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (error.retryAfter !== undefined) headers['retry-after'] = error.retryAfter;
   res.writeHead(status, headers).end(body);

@@ -4,7 +4,3 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 export function openAIModel(model: CatalogueModel) {
   return { id: model.id, object: 'model', created: model.created, owned_by: model.ownedBy };
 }
-
-export function openAIModelList(models: readonly CatalogueModel[]) {
-  return { object: 'list', data: models.map(openAIModel) };
-}
