@@ -1,10 +1,15 @@
-import type { Endpoint, GatewayConfig, ModelConfig } from '../config/config-file.js';
+import type { Endpoint, GatewayConfig, ModelConfig, UpstreamApi } from '../config/config-file.js';
+
+/** `config`: from the configuration file (changed there); `console`: registered in the console, kept in the store. */
+export type CatalogueOrigin = 'config' | 'console';
 
 /** A model as the gateway knows it: the public face, the upstream it maps to, and its price. */
 export interface CatalogueModel {
   readonly id: string;
   readonly providerId: string;
   readonly upstreamModel: string;
+  /** How an `openai` provider is asked for legacy completions. */
+  readonly upstreamApi: UpstreamApi;
   readonly ownedBy: string;
   /** Unix seconds; 0 when unknown. */
   readonly created: number;
@@ -16,7 +21,7 @@ export interface CatalogueModel {
   readonly endpoints: ReadonlySet<Endpoint>;
   readonly pricing: { readonly inputPerMtok: number; readonly outputPerMtok: number } | undefined;
   /** Where the entry came from, shown by the console ("configuration file" entries are edited there). */
-  readonly origin: 'config';
+  readonly origin: CatalogueOrigin;
 }
 
 /**
@@ -33,7 +38,7 @@ export class Catalogue {
   }
 
   static fromConfig(config: GatewayConfig): Catalogue {
-    return new Catalogue(config.models.map(modelFromConfig));
+    return new Catalogue(config.models.map((entry) => modelFromConfig(entry)));
   }
 
   get(id: string): CatalogueModel | undefined {
@@ -47,11 +52,12 @@ export class Catalogue {
   }
 }
 
-function modelFromConfig(entry: ModelConfig): CatalogueModel {
+export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'config'): CatalogueModel {
   return {
     id: entry.id,
     providerId: entry.provider,
     upstreamModel: entry.upstream_model ?? entry.id,
+    upstreamApi: entry.upstream_api ?? 'completions',
     ownedBy: entry.owned_by ?? entry.provider,
     created: entry.created,
     displayName: entry.display_name,
@@ -64,6 +70,6 @@ function modelFromConfig(entry: ModelConfig): CatalogueModel {
       inputPerMtok: entry.pricing.input_per_mtok,
       outputPerMtok: entry.pricing.output_per_mtok,
     },
-    origin: 'config',
+    origin,
   };
 }

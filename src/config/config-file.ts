@@ -6,16 +6,26 @@ import { z } from 'zod';
 export const ENDPOINTS = ['completions', 'chat'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
-export const PROVIDER_KINDS = ['openai'] as const;
+export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini'] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+/** Where a provider kind lives when `base_url` is left out; an OpenAI-compatible server must be named. */
+export const DEFAULT_BASE_URLS: Partial<Record<ProviderKind, string>> = {
+  anthropic: 'https://api.anthropic.com/v1',
+  gemini: 'https://generativelanguage.googleapis.com/v1beta',
+};
+
+/** How an `openai` provider is asked for a legacy completion: natively, or through its chat API. */
+export const UPSTREAM_APIS = ['completions', 'chat'] as const;
+export type UpstreamApi = (typeof UPSTREAM_APIS)[number];
 
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
 const nonNegativeInt = z.number().int().nonnegative();
 
-const providerSchema = z.strictObject({
+export const providerSchema = z.strictObject({
   id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
   kind: z.enum(PROVIDER_KINDS),
-  base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   /** Empty (say `${KEY:-}` with KEY unset) means no credential. */
   api_key: z.string().optional().transform((value) => (value === '' ? undefined : value)),
   /** Extra headers sent upstream with every request (e.g. an organisation id). */
@@ -28,6 +38,10 @@ const providerSchema = z.strictObject({
   idle_timeout_ms: z.number().int().positive().default(300_000),
   /** Keep-alive connections kept open to this upstream. */
   max_connections: z.number().int().positive().default(256),
+  /** An optional active health check: a one-token completion of `model` (a catalogue id) every `interval_ms`; never billed to a key. */
+  probe: z.strictObject({ interval_ms: z.number().int().min(1000), model: z.string().min(1) }).optional(),
+  /** The `anthropic-version` header sent to an `anthropic` provider. */
+  anthropic_version: z.string().min(1).default('2023-06-01'),
 });
 
 const pricingSchema = z.strictObject({
@@ -35,7 +49,7 @@ const pricingSchema = z.strictObject({
   output_per_mtok: z.number().nonnegative(),
 });
 
-const modelSchema = z.strictObject({
+export const modelSchema = z.strictObject({
   id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
   provider: z.string(),
   upstream_model: z.string().min(1).optional(),
@@ -48,6 +62,8 @@ const modelSchema = z.strictObject({
   context_window: z.number().int().positive().optional(),
   max_output_tokens: z.number().int().positive().optional(),
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(['completions']),
+  /** For `openai` providers: `chat` serves legacy completions through the upstream's chat API. */
+  upstream_api: z.enum(UPSTREAM_APIS).optional(),
   pricing: pricingSchema.optional(),
 });
 
@@ -56,7 +72,8 @@ const configSchema = z.strictObject({
   models: z.array(modelSchema).default([]),
 });
 
-export type ProviderConfig = z.output<typeof providerSchema>;
+/** A provider entry with its base URL settled (explicit, or the kind's default). */
+export type ProviderConfig = z.output<typeof providerSchema> & { base_url: string };
 export type ModelConfig = z.output<typeof modelSchema>;
 export interface GatewayConfig {
   readonly source: string;
@@ -97,16 +114,24 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
   }
   const config = parsed.data;
   checkReferences(config, source);
-  return { source, providers: config.providers, models: config.models };
+  const providers = config.providers.map((provider) => ({
+    ...provider,
+    base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
+  }));
+  return { source, providers, models: config.models };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {
-  const providerIds = new Set<string>();
+  const providerKinds = new Map<string, ProviderKind>();
   config.providers.forEach((provider, index) => {
-    if (providerIds.has(provider.id)) {
-      throw new ConfigError(`${source}: providers[${index}] (id: ${provider.id}): field 'id': duplicate provider id '${provider.id}'`);
+    const entry = `providers[${index}] (id: ${provider.id})`;
+    if (providerKinds.has(provider.id)) {
+      throw new ConfigError(`${source}: ${entry}: field 'id': duplicate provider id '${provider.id}'`);
     }
-    providerIds.add(provider.id);
+    if (provider.base_url === undefined && DEFAULT_BASE_URLS[provider.kind] === undefined) {
+      throw new ConfigError(`${source}: ${entry}: field 'base_url': is required for kind '${provider.kind}'`);
+    }
+    providerKinds.set(provider.id, provider.kind);
   });
   const modelIds = new Set<string>();
   config.models.forEach((model, index) => {
@@ -115,8 +140,12 @@ function checkReferences(config: z.output<typeof configSchema>, source: string):
       throw new ConfigError(`${source}: ${entry}: field 'id': duplicate model id '${model.id}'`);
     }
     modelIds.add(model.id);
-    if (!providerIds.has(model.provider)) {
+    const kind = providerKinds.get(model.provider);
+    if (kind === undefined) {
       throw new ConfigError(`${source}: ${entry}: field 'provider': no provider has the id '${model.provider}'`);
+    }
+    if (model.upstream_api !== undefined && kind !== 'openai') {
+      throw new ConfigError(`${source}: ${entry}: field 'upstream_api': applies to 'openai' providers only ('${model.provider}' is '${kind}', which is always reached through its chat API)`);
     }
   });
 }

@@ -1,126 +1,37 @@
-import { createParser } from 'eventsource-parser';
-import { Pool, type Dispatcher } from 'undici';
-import type {
-  Completion,
-  CompletionCall,
-  CompletionChoice,
-  CompletionEvent,
-  LegacyLogprobs,
-  Usage,
-} from '../completions/completion.js';
+import { checkTranslatable } from '../completions/chat-translation.js';
+import type { Completion, CompletionCall, CompletionChoice, CompletionEvent, LegacyLogprobs, Usage } from '../completions/completion.js';
+import { completeByTurns, streamByTurns } from '../completions/fan-out.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import { GatewayError } from '../errors.js';
+import { OPENAI_CHAT_CAPABILITIES, OpenAIChatTurns } from './openai-chat.js';
 import type { Provider } from './provider.js';
-import { unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
-
-type Json = Record<string, unknown>;
+import { midStreamError, toUsage } from './openai-wire.js';
+import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
+import { unreadableUpstream } from './upstream-errors.js';
 
 /**
- * Any server that speaks OpenAI's legacy completions (vLLM, llama.cpp, Ollama, OpenAI). The body
- * the client sent is relayed as it came, fields Sluice does not know included; only `model` is
- * rewritten and, for streams, usage is always asked for so the ledger can account.
+ * Any server that speaks OpenAI's API (vLLM, llama.cpp, Ollama, OpenAI). For a model with
+ * `upstream_api: completions` the client's body is relayed as it came, fields Sluice does not know
+ * included: only `model` is rewritten and, for streams, usage is always asked for so the ledger can
+ * account. A model with `upstream_api: chat` is translated through `/chat/completions`.
  */
 export class OpenAICompatibleProvider implements Provider {
   readonly kind = 'openai';
   readonly id: string;
-  private readonly pool: Pool;
-  private readonly basePath: string;
-  private readonly headers: Record<string, string>;
-  private readonly secrets: string[];
+  private readonly client: UpstreamClient;
+  private readonly chat: OpenAIChatTurns;
 
   constructor(config: ProviderConfig) {
     this.id = config.id;
-    const url = new URL(config.base_url);
-    this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
-      connections: config.max_connections,
-      connectTimeout: config.connect_timeout_ms,
-      headersTimeout: config.response_timeout_ms,
-      bodyTimeout: config.idle_timeout_ms,
-      keepAliveTimeout: 30_000,
-    });
-    this.headers = { 'content-type': 'application/json', accept: 'application/json', ...config.headers };
-    if (config.api_key !== undefined) this.headers.authorization = `Bearer ${config.api_key}`;
-    this.secrets = config.api_key === undefined ? [] : [config.api_key];
+    this.client = new UpstreamClient(config, config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` });
+    this.chat = new OpenAIChatTurns(this.client);
   }
 
   async complete(call: CompletionCall): Promise<Completion> {
-    const body = { ...call.request.body, model: call.model.upstreamModel };
-    const response = await this.post(call, body);
-    const parsed = await this.readJson(response);
-    return this.toCompletion(parsed);
-  }
-
-  async streamCompletion(call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
-    const streamOptions = (call.request.body.stream_options as Json | null | undefined) ?? {};
-    const body = {
-      ...call.request.body,
-      model: call.model.upstreamModel,
-      stream: true,
-      stream_options: { ...streamOptions, include_usage: true },
-    };
-    const response = await this.post(call, body);
-    return this.events(response.body);
-  }
-
-  async close(): Promise<void> {
-    await this.pool.close();
-  }
-
-  private async post(call: CompletionCall, body: Json): Promise<Dispatcher.ResponseData> {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.pool.request({
-        method: 'POST',
-        path: `${this.basePath}/completions`,
-        headers: { ...this.headers, 'x-request-id': call.requestId },
-        body: JSON.stringify(body),
-        signal: call.signal,
-      });
-    } catch (error) {
-      throw upstreamTransportError(this.id, error);
+    if (call.model.upstreamApi === 'chat') {
+      checkTranslatable(call.request, call.model, OPENAI_CHAT_CAPABILITIES);
+      return completeByTurns(this.chat, call);
     }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
-    throw await this.failure(response);
-  }
-
-  private async failure(response: Dispatcher.ResponseData): Promise<GatewayError> {
-    let text = '';
-    try {
-      text = await response.body.text();
-    } catch {
-      // The status alone still says what went wrong.
-    }
-    const { message, type, code } = readErrorBody(text);
-    const retryAfter = response.headers['retry-after'];
-    return upstreamHttpError({
-      providerId: this.id,
-      status: response.statusCode,
-      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
-      message,
-      type,
-      code,
-      secrets: this.secrets,
-    });
-  }
-
-  private async readJson(response: Dispatcher.ResponseData): Promise<Json> {
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw upstreamTransportError(this.id, error);
-    }
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Json;
-    } catch {
-      // Falls through to the error below.
-    }
-    throw unreadableUpstream(this.id, 'an answer that is not a JSON object');
-  }
-
-  private toCompletion(body: Json): Completion {
+    const body = await this.client.postJson('/completions', { ...call.request.body, model: call.model.upstreamModel }, call);
     const choices = body.choices;
     if (!Array.isArray(choices)) throw unreadableUpstream(this.id, 'an answer without choices');
     return {
@@ -132,113 +43,70 @@ export class OpenAICompatibleProvider implements Provider {
     };
   }
 
-  private toChoice(raw: unknown): CompletionChoice {
-    const choice = raw as Json | null;
-    if (choice === null || typeof choice !== 'object' || typeof choice.text !== 'string') {
-      throw unreadableUpstream(this.id, 'a choice without text');
+  async streamCompletion(call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
+    if (call.model.upstreamApi === 'chat') {
+      checkTranslatable(call.request, call.model, OPENAI_CHAT_CAPABILITIES);
+      return streamByTurns(this.chat, call);
     }
+    const streamOptions = (call.request.body.stream_options as Json | null | undefined) ?? {};
+    const body = {
+      ...call.request.body,
+      model: call.model.upstreamModel,
+      stream: true,
+      stream_options: { ...streamOptions, include_usage: true },
+    };
+    const response = await this.client.post('/completions', body, call);
+    return this.events(response.body);
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  private toChoice(raw: unknown): CompletionChoice {
+    if (!isObject(raw) || typeof raw.text !== 'string') throw unreadableUpstream(this.id, 'a choice without text');
     return {
-      index: typeof choice.index === 'number' ? choice.index : 0,
-      text: choice.text,
-      logprobs: (choice.logprobs as LegacyLogprobs | null | undefined) ?? null,
-      finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
-      extra: choice,
+      index: typeof raw.index === 'number' ? raw.index : 0,
+      text: raw.text,
+      logprobs: (raw.logprobs as LegacyLogprobs | null | undefined) ?? null,
+      finishReason: typeof raw.finish_reason === 'string' ? raw.finish_reason : null,
+      extra: raw,
     };
   }
 
-  private async *events(body: Dispatcher.ResponseData['body']): AsyncGenerator<CompletionEvent> {
-    const pending: string[] = [];
-    const parser = createParser({ onEvent: (event) => pending.push(event.data) });
-    const decoder = new TextDecoder();
+  private async *events(body: ResponseBody): AsyncGenerator<CompletionEvent> {
     let started = false;
     let usage: Usage | null = null;
     let usageSent = false;
-    try {
-      for await (const bytes of body) {
-        parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
-        for (let i = 0; i < pending.length; i++) {
-          const data = pending[i]!;
-          if (data === '[DONE]') {
-            if (usage !== null && !usageSent) yield { type: 'usage', usage };
-            return;
-          }
-          const chunk = this.parseChunk(data);
-          if (!started) {
-            started = true;
-            yield {
-              type: 'start',
-              id: typeof chunk.id === 'string' ? chunk.id : '',
-              created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000),
-            };
-          }
-          const choices = chunk.choices as unknown[];
-          for (let c = 0; c < choices.length; c++) yield { type: 'choice', ...this.toChoice(choices[c]) };
-          const chunkUsage = toUsage(chunk.usage);
-          if (chunkUsage !== null) {
-            usage = chunkUsage;
-            // A chunk with no choices is the final usage chunk; vLLM's continuous stats put
-            // running totals on every chunk, of which only the last counts.
-            if (choices.length === 0) {
-              usageSent = true;
-              yield { type: 'usage', usage };
-            }
-          }
-        }
-        pending.length = 0;
+    for await (const { data } of this.client.events(body)) {
+      if (data === '[DONE]') {
+        if (usage !== null && !usageSent) yield { type: 'usage', usage };
+        return;
       }
-    } catch (error) {
-      throw upstreamTransportError(this.id, error);
+      const chunk = this.client.parseEvent(data);
+      if (chunk.error !== undefined && chunk.error !== null) throw midStreamError(this.id, data);
+      const choices = chunk.choices;
+      if (!Array.isArray(choices)) throw unreadableUpstream(this.id, 'a stream event without choices');
+      if (!started) {
+        started = true;
+        yield {
+          type: 'start',
+          id: typeof chunk.id === 'string' ? chunk.id : '',
+          created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000),
+        };
+      }
+      for (let c = 0; c < choices.length; c++) yield { type: 'choice', ...this.toChoice(choices[c]) };
+      const chunkUsage = toUsage(chunk.usage);
+      if (chunkUsage !== null) {
+        usage = chunkUsage;
+        // A chunk with no choices is the final usage chunk; vLLM's continuous stats put running
+        // totals on every chunk, of which only the last counts.
+        if (choices.length === 0) {
+          usageSent = true;
+          yield { type: 'usage', usage };
+        }
+      }
     }
     throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
   }
-
-  private parseChunk(data: string): Json {
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      throw unreadableUpstream(this.id, 'a stream event that is not JSON');
-    }
-    if (chunk === null || typeof chunk !== 'object') throw unreadableUpstream(this.id, 'a stream event that is not an object');
-    const object = chunk as Json;
-    if (object.error !== undefined && object.error !== null) {
-      const { message } = readErrorBody(data);
-      throw new GatewayError('upstream_error', `The upstream provider '${this.id}' failed mid-stream${message ? `: ${message}` : '.'}`);
-    }
-    if (!Array.isArray(object.choices)) throw unreadableUpstream(this.id, 'a stream event without choices');
-    return object;
-  }
-}
-
-function toUsage(raw: unknown): Usage | null {
-  const usage = raw as Json | null | undefined;
-  if (usage === null || usage === undefined || typeof usage !== 'object') return null;
-  const prompt = usage.prompt_tokens;
-  const completion = usage.completion_tokens;
-  if (typeof prompt !== 'number' || typeof completion !== 'number') return null;
-  return { promptTokens: prompt, completionTokens: completion };
-}
-
-/**
- * Message, type and code from the error bodies OpenAI-compatible servers send:
- * `{"error":{"message",…}}` (OpenAI, vLLM ≥ 0.10.1), `{"object":"error","message",…}` (older vLLM),
- * `{"error":"Unauthorized"}` (vLLM's key check), `{"detail":…}` (FastAPI servers).
- */
-function readErrorBody(text: string): { message?: string; type?: string; code?: string } {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return {};
-  }
-  if (body === null || typeof body !== 'object') return {};
-  const outer = body as Json;
-  const inner = typeof outer.error === 'object' && outer.error !== null ? (outer.error as Json) : outer;
-  const message =
-    typeof inner.message === 'string' ? inner.message : typeof outer.error === 'string' ? outer.error : typeof outer.detail === 'string' ? outer.detail : undefined;
-  return {
-    ...(message === undefined ? {} : { message }),
-    ...(typeof inner.type === 'string' ? { type: inner.type } : {}),
-    ...(typeof inner.code === 'string' ? { code: inner.code } : {}),
-  };
 }

@@ -1,4 +1,6 @@
 import type { ProviderConfig } from '../config/config-file.js';
+import { AnthropicProvider } from './anthropic.js';
+import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
 import type { Provider } from './provider.js';
 
@@ -7,6 +9,10 @@ export function createProvider(config: ProviderConfig): Provider {
   switch (config.kind) {
     case 'openai':
       return new OpenAICompatibleProvider(config);
+    case 'anthropic':
+      return new AnthropicProvider(config);
+    case 'gemini':
+      return new GeminiProvider(config);
   }
 }
 

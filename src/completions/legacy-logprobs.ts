@@ -1,0 +1,64 @@
+import type { LegacyLogprobs } from './completion.js';
+
+/** One generated token with its log-probability, as chat-style upstreams report them. */
+export interface TokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  /** The token's UTF-8 bytes when the upstream gives them (a token may hold half a character). */
+  readonly bytes?: readonly number[] | null | undefined;
+  readonly top: readonly { readonly token: string; readonly logprob: number }[];
+}
+
+const encoder = new TextEncoder();
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/**
+ * Builds the legacy `{tokens, token_logprobs, top_logprobs, text_offset}` for one choice, batch by
+ * batch as a stream delivers tokens. Offsets count Unicode code points of the choice's text (as
+ * OpenAI's Python server does), decoding the tokens' bytes so that a character split across two
+ * tokens is counted once, at the token that starts it.
+ */
+export class LegacyLogprobsBuilder {
+  private offset: number;
+  private readonly decoder = new TextDecoder('utf-8');
+
+  /** `startOffset`: characters already in the choice's text before the first token (an echoed prompt). */
+  constructor(
+    private readonly topCount: number,
+    startOffset = 0,
+  ) {
+    this.offset = startOffset;
+  }
+
+  add(tokens: readonly TokenLogprob[]): LegacyLogprobs {
+    const textOffset: number[] = [];
+    for (const token of tokens) {
+      textOffset.push(this.offset);
+      const bytes = token.bytes ? Uint8Array.from(token.bytes) : encoder.encode(token.token);
+      this.offset += codePoints(this.decoder.decode(bytes, { stream: true }));
+    }
+    return {
+      tokens: tokens.map((t) => t.token),
+      token_logprobs: tokens.map((t) => t.logprob),
+      top_logprobs:
+        this.topCount > 0 ? tokens.map((t) => Object.fromEntries(t.top.slice(0, this.topCount).map((c) => [c.token, c.logprob]))) : null,
+      text_offset: textOffset,
+    };
+  }
+}
+
+/** Joins the per-chunk pieces of one choice into one object, for answers returned whole. */
+export function concatLogprobs(parts: readonly LegacyLogprobs[]): LegacyLogprobs | null {
+  if (parts.length === 0) return null;
+  return {
+    tokens: parts.flatMap((p) => p.tokens),
+    token_logprobs: parts.flatMap((p) => p.token_logprobs),
+    top_logprobs: parts[0]!.top_logprobs === null ? null : parts.flatMap((p) => p.top_logprobs ?? []),
+    text_offset: parts.flatMap((p) => p.text_offset),
+  };
+}

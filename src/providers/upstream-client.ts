@@ -1,0 +1,160 @@
+import { createParser } from 'eventsource-parser';
+import { Pool, type Dispatcher } from 'undici';
+import type { CompletionCall } from '../completions/completion.js';
+import type { ProviderConfig } from '../config/config-file.js';
+import type { GatewayError } from '../errors.js';
+import { unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
+
+export type Json = Record<string, unknown>;
+export type ResponseBody = Dispatcher.ResponseData['body'];
+
+export interface SseEvent {
+  readonly event: string | undefined;
+  readonly data: string;
+}
+
+/**
+ * One keep-alive pool to one upstream, and the plumbing every adapter shares: JSON requests with
+ * the provider's credentials, failures turned into GatewayErrors, and server-sent events parsed.
+ * Adapters own only their mapping.
+ */
+export class UpstreamClient {
+  readonly providerId: string;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly headers: Record<string, string>;
+  private readonly secrets: string[];
+
+  /**
+   * `credentialRejected`: says whether a failure means the upstream refused Sluice's credential,
+   * for upstreams that do not say so with 401/403 (Google answers 400 API_KEY_INVALID).
+   */
+  constructor(
+    config: ProviderConfig,
+    credentialHeaders: Record<string, string>,
+    private readonly credentialRejected: (status: number, body: string) => boolean = () => false,
+  ) {
+    this.providerId = config.id;
+    const url = new URL(config.base_url);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: config.max_connections,
+      connectTimeout: config.connect_timeout_ms,
+      headersTimeout: config.response_timeout_ms,
+      bodyTimeout: config.idle_timeout_ms,
+      keepAliveTimeout: 30_000,
+    });
+    this.headers = { 'content-type': 'application/json', ...config.headers, ...credentialHeaders };
+    this.secrets = config.api_key === undefined ? [] : [config.api_key];
+  }
+
+  /** POSTs JSON; resolves with a 2xx response, rejects with a GatewayError otherwise. */
+  async post(path: string, body: unknown, call: CompletionCall): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.pool.request({
+        method: 'POST',
+        path: this.basePath + path,
+        headers: { ...this.headers, 'x-request-id': call.requestId },
+        body: JSON.stringify(body),
+        signal: call.signal,
+      });
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    throw await this.failure(response);
+  }
+
+  async postJson(path: string, body: unknown, call: CompletionCall): Promise<Json> {
+    const response = await this.post(path, body, call);
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (isObject(parsed)) return parsed;
+    } catch {
+      // Reported below.
+    }
+    throw unreadableUpstream(this.providerId, 'an answer that is not a JSON object');
+  }
+
+  /** The events of a server-sent event stream, as they arrive; transport failures become GatewayErrors. */
+  async *events(body: ResponseBody): AsyncGenerator<SseEvent> {
+    const pending: SseEvent[] = [];
+    const parser = createParser({ onEvent: (event) => pending.push({ event: event.event, data: event.data }) });
+    const decoder = new TextDecoder();
+    try {
+      for await (const bytes of body) {
+        parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
+        for (let i = 0; i < pending.length; i++) yield pending[i]!;
+        pending.length = 0;
+      }
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+  }
+
+  /** Parses one stream event's JSON, or fails as an unreadable upstream. */
+  parseEvent(data: string): Json {
+    try {
+      const parsed: unknown = JSON.parse(data);
+      if (isObject(parsed)) return parsed;
+    } catch {
+      // Reported below.
+    }
+    throw unreadableUpstream(this.providerId, 'a stream event that is not a JSON object');
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private async failure(response: Dispatcher.ResponseData): Promise<GatewayError> {
+    let text = '';
+    try {
+      text = await response.body.text();
+    } catch {
+      // The status alone still says what went wrong.
+    }
+    const retryAfter = response.headers['retry-after'];
+    return upstreamHttpError({
+      providerId: this.providerId,
+      status: this.credentialRejected(response.statusCode, text) ? 401 : response.statusCode,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      ...readErrorBody(text),
+      secrets: this.secrets,
+    });
+  }
+}
+
+export function isObject(value: unknown): value is Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * Message, type and code from the error bodies upstreams send: `{"error":{"message","type","code"}}`
+ * (OpenAI, vLLM ≥ 0.10.1, Anthropic inside `{"type":"error"}`, Google with a `status`),
+ * `{"object":"error","message"}` (older vLLM), `{"error":"Unauthorized"}`, `{"detail":…}` (FastAPI).
+ */
+export function readErrorBody(text: string): { message: string | undefined; type: string | undefined; code: string | undefined } {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { message: undefined, type: undefined, code: undefined };
+  }
+  if (!isObject(body)) return { message: undefined, type: undefined, code: undefined };
+  const inner = isObject(body.error) ? body.error : body;
+  const message =
+    typeof inner.message === 'string' ? inner.message : typeof body.error === 'string' ? body.error : typeof body.detail === 'string' ? body.detail : undefined;
+  return {
+    message,
+    type: typeof inner.type === 'string' ? inner.type : undefined,
+    code: typeof inner.code === 'string' ? inner.code : undefined,
+  };
+}
