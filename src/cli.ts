@@ -1,9 +1,9 @@
+import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
 import { changeKeyStatus, createKey, KeyManagementError } from './auth/keys-service.js';
 import { ConfigError, loadConfigFile } from './config/config-file.js';
-import { startGateway } from './gateway.js';
-import { createLogger } from './log.js';
+import { serve } from './serve.js';
 import { parseListen, resolveSettings } from './settings.js';
 import { openSqliteStore } from './store/open-store.js';
 import type { KeyRecord, KeyStatus, Store } from './store/store.js';
@@ -77,32 +77,11 @@ export function buildCli(): Command {
     .addOption(configOption())
     .addOption(new Option('--drain-timeout <ms>', 'how long a graceful stop waits for requests in flight').argParser(positiveInt).default(30_000))
     .addOption(new Option('--max-body-bytes <n>', 'largest request body accepted').argParser(positiveInt).default(32 * 1024 * 1024))
-    .action(async (opts: { listen?: string; data?: string; config?: string; drainTimeout: number; maxBodyBytes: number }) => {
-      const settings = resolveSettings(opts);
+    .addOption(new Option('--workers <n>', 'processes serving requests (env SLUICE_WORKERS, default: the number of cores)').argParser(positiveInt))
+    .action(async (opts: { listen?: string; data?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number }) => {
       const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
-      const logger = createLogger();
-      const gateway = await startGateway({ ...settings, host, port, maxBodyBytes: opts.maxBodyBytes, logger });
-      console.log(`sluice listening on ${gateway.url}`);
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ signal }, 'stopping: draining requests in flight');
-        gateway.stop(opts.drainTimeout).then(
-          () => {
-            logger.info('stopped');
-            logger.flush();
-            process.exit(0);
-          },
-          (error: unknown) => {
-            logger.error({ err: error }, 'stop failed');
-            logger.flush();
-            process.exit(1);
-          },
-        );
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      const workers = opts.workers ?? (process.env.SLUICE_WORKERS ? positiveInt(process.env.SLUICE_WORKERS) : availableParallelism());
+      await serve({ ...resolveSettings(opts), host, port, maxBodyBytes: opts.maxBodyBytes, drainTimeoutMs: opts.drainTimeout, workers });
     });
 
   const keys = program.command('keys').description('manage API keys');

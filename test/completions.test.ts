@@ -398,13 +398,16 @@ describe('usage ledger', () => {
   test('one row per request, streamed or not, with tokens, cost and timings', async () => {
     const ledgerKey = await createKey(sluice.dataDir, 'ledger-account', ['--name', 'ledger']);
     const c = new OpenAI({ apiKey: ledgerKey.key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
-    const whole = await c.completions.create({ model: 'llama-8b', prompt: 'one two three', max_tokens: 4 });
-    const stream = await c.completions.create({ model: 'llama-8b', prompt: 'one two', max_tokens: 2, stream: true });
+    const { data: whole, request_id: wholeId } = await c.completions.create({ model: 'llama-8b', prompt: 'one two three', max_tokens: 4 }).withResponse();
+    const { data: stream, request_id: streamId } = await c.completions.create({ model: 'llama-8b', prompt: 'one two', max_tokens: 2, stream: true }).withResponse();
     for await (const _ of stream) void _;
-    await assert.rejects(c.completions.create({ model: 'nope', prompt: 'x' }));
+    const failure = await c.completions.create({ model: 'nope', prompt: 'x' }).catch((e: InstanceType<typeof OpenAI.APIError>) => e);
+    assert.ok(failure instanceof OpenAI.NotFoundError);
+    // Rows are matched by request id: with several workers they are written in flush order.
     const rows = await eventually(() => {
-      const mine = sluice.ledger().filter((r) => r.key_id === ledgerKey.id);
-      return mine.length === 3 ? mine : undefined;
+      const byId = new Map(sluice.ledger().filter((r) => r.key_id === ledgerKey.id).map((r) => [r.request_id, r]));
+      const found = [wholeId, streamId, failure.requestID].map((id) => byId.get(id!));
+      return byId.size === 3 && found.every(Boolean) ? found : undefined;
     }, 3000, 'three ledger rows');
     const [first, second, third] = rows as [any, any, any];
     assert.equal(first.stream, 0);
