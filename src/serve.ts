@@ -1,9 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { SecretHasher } from './auth/key-secret.js';
-import { loadConfigFile } from './config/config-file.js';
-import { startGateway, type GatewayOptions } from './gateway.js';
-import { createLogger } from './log.js';
-import { openSqliteStore } from './store/open-store.js';
+import type { GatewayOptions } from './gateway.js';
 
 export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
   readonly drainTimeoutMs: number;
@@ -12,18 +8,19 @@ export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
 }
 
 /**
- * `sluice serve`. With several workers the primary prepares what must happen once (configuration
- * check, migrations, the key pepper), forks the workers, which share the listening port, and
- * relays SIGTERM to them. State the workers share lives in the store: key and catalogue caches
- * poll its change counters, and each worker writes its own ledger batches.
+ * `sluice serve`. With several workers the primary only supervises: it loads none of the gateway
+ * (its memory stays that of a bare Node process), starts one worker, which checks the
+ * configuration, migrates the store and creates the key pepper, then starts the others once that
+ * one listens. Workers share the listening port; what they share beyond it lives in the store (key
+ * and catalogue caches poll its change counters; each worker writes its own ledger batches).
  */
 export async function serve(options: ServeOptions): Promise<void> {
-  if (options.workers <= 1) return serveInProcess(options, true);
-  if (cluster.isPrimary) return servePrimary(options);
-  return serveInProcess(options, false);
+  if (options.workers > 1 && cluster.isPrimary) return supervise(options);
+  return serveInProcess(options, options.workers <= 1);
 }
 
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
+  const [{ startGateway }, { createLogger }] = await Promise.all([import('./gateway.js'), import('./log.js')]);
   const logger = createLogger();
   const gateway = await startGateway({ ...options, logger });
   if (announce) console.log(`sluice listening on ${gateway.url}`);
@@ -49,19 +46,13 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-async function servePrimary(options: ServeOptions): Promise<void> {
-  const logger = createLogger();
-  // Fail before forking, once, with the configuration's own message.
-  if (options.configFile !== undefined) loadConfigFile(options.configFile);
-  const store = await openSqliteStore(options.dataDir);
-  await store.close();
-  SecretHasher.forDataDir(options.dataDir);
-
+function supervise(options: ServeOptions): void {
   let stopping = false;
   let announced = false;
   let failed = false;
   const listening = new Set<number>();
   const liveWorkers = () => Object.keys(cluster.workers ?? {}).length;
+  const say = (message: string) => process.stderr.write(`sluice: ${message}\n`);
 
   const stopAll = () => {
     if (stopping) return;
@@ -71,6 +62,8 @@ async function servePrimary(options: ServeOptions): Promise<void> {
   };
   cluster.on('listening', (worker: Worker, address) => {
     listening.add(worker.id);
+    // The first worker has prepared the store: the others can start together.
+    if (listening.size === 1 && !announced) for (let i = 1; i < options.workers; i++) cluster.fork();
     if (!announced && listening.size === options.workers) {
       announced = true;
       const host = address.addressType === 6 ? `[${address.address}]` : address.address;
@@ -80,18 +73,18 @@ async function servePrimary(options: ServeOptions): Promise<void> {
   cluster.on('exit', (worker, code, signal) => {
     listening.delete(worker.id);
     if (!stopping && announced) {
-      logger.error({ worker: worker.id, code, signal }, 'a worker died; starting another');
+      say(`worker ${worker.id} exited (${signal ?? `code ${code}`}); starting another`);
       cluster.fork();
       return;
     }
     if (code !== 0) failed = true;
     if (!stopping) {
-      logger.error({ worker: worker.id, code, signal }, 'a worker failed to start');
+      say(`worker ${worker.id} failed to start (${signal ?? `code ${code}`})`);
       stopAll();
     }
     if (liveWorkers() === 0) process.exit(failed ? 1 : 0);
   });
   process.once('SIGTERM', stopAll);
   process.once('SIGINT', stopAll);
-  for (let i = 0; i < options.workers; i++) cluster.fork();
+  cluster.fork();
 }

@@ -1,9 +1,9 @@
-import { checkTranslatable, DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../completions/chat-translation.js';
-import type { Completion, CompletionCall, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
-import { completeByTurns, streamByTurns, type ChatTurnRunner, type TurnResult } from '../completions/fan-out.js';
+import { DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../completions/chat-translation.js';
+import type { CompletionCall, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
+import type { TurnResult } from '../completions/fan-out.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
-import type { Provider } from './provider.js';
+import { ChatTranslatingProvider } from './chat-translating-provider.js';
 import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
@@ -41,32 +41,15 @@ function usageOf(raw: unknown, outputTokens?: number): Usage | null {
 }
 
 /** Legacy completions through Anthropic's Messages API: each prompt is one user turn. */
-export class AnthropicProvider implements Provider, ChatTurnRunner {
+export class AnthropicProvider extends ChatTranslatingProvider {
   readonly kind = 'anthropic';
-  readonly id: string;
-  readonly maxChoicesPerCall = ANTHROPIC_CAPABILITIES.maxChoicesPerCall;
-  private readonly client: UpstreamClient;
 
   constructor(config: ProviderConfig) {
-    this.id = config.id;
-    this.client = new UpstreamClient(config, {
+    const credentials = {
       ...(config.api_key === undefined ? {} : { 'x-api-key': config.api_key }),
       'anthropic-version': config.anthropic_version,
-    });
-  }
-
-  async complete(call: CompletionCall): Promise<Completion> {
-    checkTranslatable(call.request, call.model, ANTHROPIC_CAPABILITIES);
-    return completeByTurns(this, call);
-  }
-
-  async streamCompletion(call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
-    checkTranslatable(call.request, call.model, ANTHROPIC_CAPABILITIES);
-    return streamByTurns(this, call);
-  }
-
-  async close(): Promise<void> {
-    await this.client.close();
+    };
+    super(config.id, new UpstreamClient(config, credentials), ANTHROPIC_CAPABILITIES);
   }
 
   private body(turn: ChatTurn, call: CompletionCall, stream: boolean): Json {

@@ -1,10 +1,10 @@
-import { checkTranslatable, DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../completions/chat-translation.js';
-import type { Completion, CompletionCall, CompletionChoice, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
-import { completeByTurns, streamByTurns, type ChatTurnRunner, type TurnResult } from '../completions/fan-out.js';
+import { DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../completions/chat-translation.js';
+import type { CompletionCall, CompletionChoice, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
+import type { TurnResult } from '../completions/fan-out.js';
 import { LegacyLogprobsBuilder, type TokenLogprob } from '../completions/legacy-logprobs.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
-import type { Provider } from './provider.js';
+import { ChatTranslatingProvider } from './chat-translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
@@ -64,33 +64,16 @@ function blockedChoices(turn: ChatTurn): CompletionChoice[] {
 }
 
 /** Legacy completions through Gemini's generateContent; `candidateCount` serves `n` up to 8 a call. */
-export class GeminiProvider implements Provider, ChatTurnRunner {
+export class GeminiProvider extends ChatTranslatingProvider {
   readonly kind = 'gemini';
-  readonly id: string;
-  readonly maxChoicesPerCall = GEMINI_CAPABILITIES.maxChoicesPerCall;
-  private readonly client: UpstreamClient;
 
   constructor(config: ProviderConfig) {
-    this.id = config.id;
-    this.client = new UpstreamClient(
+    const client = new UpstreamClient(
       config,
       config.api_key === undefined ? {} : { 'x-goog-api-key': config.api_key },
       (status, body) => status === 400 && body.includes('API_KEY_INVALID'),
     );
-  }
-
-  async complete(call: CompletionCall): Promise<Completion> {
-    checkTranslatable(call.request, call.model, GEMINI_CAPABILITIES);
-    return completeByTurns(this, call);
-  }
-
-  async streamCompletion(call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
-    checkTranslatable(call.request, call.model, GEMINI_CAPABILITIES);
-    return streamByTurns(this, call);
-  }
-
-  async close(): Promise<void> {
-    await this.client.close();
+    super(config.id, client, GEMINI_CAPABILITIES);
   }
 
   private path(call: CompletionCall, method: string): string {

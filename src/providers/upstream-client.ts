@@ -1,5 +1,5 @@
 import { createParser } from 'eventsource-parser';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { CompletionCall } from '../completions/completion.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import type { GatewayError } from '../errors.js';
@@ -7,6 +7,12 @@ import { unreadableUpstream, upstreamHttpError, upstreamTransportError } from '.
 
 export type Json = Record<string, unknown>;
 export type ResponseBody = Dispatcher.ResponseData['body'];
+
+/**
+ * undici is loaded with the first upstream call rather than at start-up: it is a fifth of an idle
+ * gateway's memory, and a gateway with no traffic yet has no use for it.
+ */
+let undici: Promise<typeof import('undici')> | undefined;
 
 export interface SseEvent {
   readonly event: string | undefined;
@@ -20,7 +26,9 @@ export interface SseEvent {
  */
 export class UpstreamClient {
   readonly providerId: string;
-  private readonly pool: Pool;
+  private pool: Pool | undefined;
+  private readonly origin: string;
+  private readonly poolOptions: Pool.Options;
   private readonly basePath: string;
   private readonly headers: Record<string, string>;
   private readonly secrets: string[];
@@ -37,13 +45,14 @@ export class UpstreamClient {
     this.providerId = config.id;
     const url = new URL(config.base_url);
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
+    this.origin = url.origin;
+    this.poolOptions = {
       connections: config.max_connections,
       connectTimeout: config.connect_timeout_ms,
       headersTimeout: config.response_timeout_ms,
       bodyTimeout: config.idle_timeout_ms,
       keepAliveTimeout: 30_000,
-    });
+    };
     this.headers = { 'content-type': 'application/json', ...config.headers, ...credentialHeaders };
     this.secrets = config.api_key === undefined ? [] : [config.api_key];
   }
@@ -52,6 +61,10 @@ export class UpstreamClient {
   async post(path: string, body: unknown, call: CompletionCall): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
+      if (this.pool === undefined) {
+        const { Pool } = await (undici ??= import('undici'));
+        this.pool ??= new Pool(this.origin, this.poolOptions);
+      }
       response = await this.pool.request({
         method: 'POST',
         path: this.basePath + path,
@@ -111,7 +124,7 @@ export class UpstreamClient {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    await this.pool?.close();
   }
 
   private async failure(response: Dispatcher.ResponseData): Promise<GatewayError> {

@@ -3,7 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
+import SQLite from 'better-sqlite3';
+import type { Selectable } from 'kysely';
+import type { Database } from '../../src/store/schema.js';
 
 const run = promisify(execFile);
 export const SLUICE_BIN = resolve(import.meta.dirname, '../../bin/sluice.js');
@@ -51,22 +53,8 @@ export interface RunningSluice {
   ledger(): LedgerRow[];
 }
 
-export interface LedgerRow {
-  request_id: string;
-  account_id: string;
-  key_id: string;
-  model: string;
-  provider_id: string | null;
-  status: number;
-  error_kind: string | null;
-  stream: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  tokens_counted: number;
-  latency_ms: number;
-  ttfb_ms: number | null;
-  cost_usd: number;
-}
+/** A ledger row as stored (the schema's own type). */
+export type LedgerRow = Selectable<Database['usage_ledger']>;
 
 /** Starts the real gateway on a free port with a configuration written from YAML text. */
 export async function startSluice(options: { config?: string; dataDir?: string; env?: NodeJS.ProcessEnv; args?: string[] } = {}): Promise<RunningSluice> {
@@ -100,7 +88,7 @@ export async function startSluice(options: { config?: string; dataDir?: string; 
       return exited;
     },
     ledger() {
-      const db = new Database(join(dataDir, 'sluice.db'), { readonly: true });
+      const db = new SQLite(join(dataDir, 'sluice.db'), { readonly: true });
       try {
         return db.prepare('SELECT * FROM usage_ledger ORDER BY id').all() as LedgerRow[];
       } finally {
