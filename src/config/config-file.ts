@@ -36,8 +36,11 @@ export const providerSchema = z.strictObject({
   response_timeout_ms: z.number().int().positive().default(300_000),
   /** The longest silence allowed while reading a body or stream. */
   idle_timeout_ms: z.number().int().positive().default(300_000),
-  /** Keep-alive connections kept open to this upstream. */
-  max_connections: z.number().int().positive().default(256),
+  /**
+   * Most connections open to this upstream at once. Unset: no limit, since each HTTP/1.1 stream
+   * holds a connection for its whole life and a cap would queue streams behind it.
+   */
+  max_connections: z.number().int().positive().optional(),
   /** An optional active health check: a one-token completion of `model` (a catalogue id) every `interval_ms`; never billed to a key. */
   probe: z.strictObject({ interval_ms: z.number().int().min(1000), model: z.string().min(1) }).optional(),
   /** The `anthropic-version` header sent to an `anthropic` provider. */

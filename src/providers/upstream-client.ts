@@ -47,7 +47,7 @@ export class UpstreamClient {
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.origin = url.origin;
     this.poolOptions = {
-      connections: config.max_connections,
+      connections: config.max_connections ?? null,
       connectTimeout: config.connect_timeout_ms,
       headersTimeout: config.response_timeout_ms,
       bodyTimeout: config.idle_timeout_ms,
