@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
 import { changeKeyStatus, createKey, KeyManagementError } from './auth/keys-service.js';
 import { ConfigError, loadConfigFile } from './config/config-file.js';
+import { AccountError, changePassword, createConsoleAccount } from './console/accounts.js';
 import { serve } from './serve.js';
 import { parseListen, resolveSettings } from './settings.js';
 import { openSqliteStore } from './store/open-store.js';
@@ -21,6 +22,14 @@ function isoDate(value: string): number {
   const at = Date.parse(value);
   if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(at)) throw new InvalidArgumentError('expected an ISO 8601 date, e.g. 2027-01-31 or 2027-01-31T12:00:00Z');
   return at;
+}
+
+/** The password from standard input (one line; a trailing newline is dropped), so it never appears in argv or shell history. */
+async function readPasswordFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password (then Enter, Ctrl-D): ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
 async function withStore<T>(data: string | undefined, work: (store: Store, hasher: SecretHasher) => Promise<T>): Promise<T> {
@@ -78,10 +87,11 @@ export function buildCli(): Command {
     .addOption(new Option('--drain-timeout <ms>', 'how long a graceful stop waits for requests in flight').argParser(positiveInt).default(30_000))
     .addOption(new Option('--max-body-bytes <n>', 'largest request body accepted').argParser(positiveInt).default(32 * 1024 * 1024))
     .addOption(new Option('--workers <n>', 'processes serving requests (env SLUICE_WORKERS, default: the number of cores)').argParser(positiveInt))
-    .action(async (opts: { listen?: string; data?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number }) => {
+    .addOption(new Option('--session-ttl <ms>', 'how long a console sign-in lasts').argParser(positiveInt).default(12 * 3_600_000))
+    .action(async (opts: { listen?: string; data?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number }) => {
       const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
       const workers = opts.workers ?? (process.env.SLUICE_WORKERS ? positiveInt(process.env.SLUICE_WORKERS) : availableParallelism());
-      await serve({ ...resolveSettings(opts), host, port, maxBodyBytes: opts.maxBodyBytes, drainTimeoutMs: opts.drainTimeout, workers });
+      await serve({ ...resolveSettings(opts), host, port, maxBodyBytes: opts.maxBodyBytes, drainTimeoutMs: opts.drainTimeout, workers, sessionTtlMs: opts.sessionTtl });
     });
 
   const keys = program.command('keys').description('manage API keys');
@@ -98,7 +108,9 @@ export function buildCli(): Command {
     .addOption(configOption())
     .action(async (opts: { account: string; name?: string; models?: string; expires?: number; json?: boolean; data?: string; config?: string }) => {
       const models = opts.models?.split(',').map((m) => m.trim()).filter((m) => m !== '');
-      if (models !== undefined && models.length > 0) warnUnknownModels(models, opts.config);
+      // An empty list would silently make an unrestricted key.
+      if (models !== undefined && models.length === 0) throw new KeyManagementError('--models needs at least one model id.');
+      if (models !== undefined) warnUnknownModels(models, opts.config);
       const { key, secret } = await withStore(opts.data, (store, hasher) =>
         createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires }),
       );
@@ -140,6 +152,33 @@ export function buildCli(): Command {
       });
   }
 
+  const accounts = program.command('accounts').description('manage console accounts (who can sign in at /app/login)');
+
+  accounts
+    .command('create')
+    .description('give an account a console password (creating the account if new)')
+    .argument('<name>', 'account name, also the sign-in username')
+    .option('--admin', 'an admin sees every account and manages the catalogue')
+    .requiredOption('--password-stdin', 'read the password from standard input')
+    .addOption(dataOption())
+    .action(async (name: string, opts: { admin?: boolean; data?: string }) => {
+      const password = await readPasswordFromStdin();
+      const account = await withStore(opts.data, (store) => createConsoleAccount(store, name, password, opts.admin === true));
+      console.log(`Account ${account.name} can now sign in at /app/login${account.isAdmin ? ' as an admin' : ''}.`);
+    });
+
+  accounts
+    .command('passwd')
+    .description("change an account's console password (signs it out everywhere)")
+    .argument('<name>', 'account name')
+    .requiredOption('--password-stdin', 'read the new password from standard input')
+    .addOption(dataOption())
+    .action(async (name: string, opts: { data?: string }) => {
+      const password = await readPasswordFromStdin();
+      const account = await withStore(opts.data, (store) => changePassword(store, name, password));
+      console.log(`Password of ${account.name} changed; its sessions are ended.`);
+    });
+
   return program;
 }
 
@@ -147,7 +186,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   try {
     await buildCli().parseAsync([...argv]);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof KeyManagementError) {
+    if (error instanceof ConfigError || error instanceof KeyManagementError || error instanceof AccountError) {
       console.error(`sluice: ${error.message}`);
       process.exit(1);
     }

@@ -2,10 +2,16 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
 import { SecretHasher } from './auth/key-secret.js';
-import { Catalogue } from './catalogue/catalogue.js';
+import { CatalogueAdmin } from './catalogue/catalogue-admin.js';
+import { CredentialCipher } from './catalogue/credential-cipher.js';
+import { LiveCatalogue } from './catalogue/live-catalogue.js';
 import { emptyConfig, loadConfigFile } from './config/config-file.js';
+import { LoginThrottle } from './console/login-throttle.js';
+import { DEFAULT_SESSION_TTL_MS, Sessions } from './console/sessions.js';
 import { createServer } from './http/server.js';
-import { createProviders } from './providers/registry.js';
+import { createProvider } from './providers/registry.js';
+import { Prober } from './status/prober.js';
+import { StatusMonitor } from './status/status-monitor.js';
 import { openSqliteStore } from './store/open-store.js';
 import { UsageLedger } from './usage/ledger.js';
 
@@ -16,6 +22,8 @@ export interface GatewayOptions {
   readonly port: number;
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /** How long a console session lasts; default 12 hours. */
+  readonly sessionTtlMs?: number;
 }
 
 export interface RunningGateway {
@@ -29,20 +37,37 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const { logger } = options;
   const config = options.configFile === undefined ? emptyConfig() : loadConfigFile(options.configFile);
   const store = await openSqliteStore(options.dataDir);
-  const authenticator = new Authenticator(store.keys, SecretHasher.forDataDir(options.dataDir));
+  const hasher = SecretHasher.forDataDir(options.dataDir);
+  const authenticator = new Authenticator(store.keys, hasher);
   await authenticator.start();
-  const catalogue = Catalogue.fromConfig(config);
-  const providers = createProviders(config.providers);
+  const cipher = CredentialCipher.forDataDir(options.dataDir);
+  // Configuration-file entries merged with the console's, reloaded when any process changes them.
+  const catalogue = new LiveCatalogue(config, store.catalogue, cipher, createProvider, logger);
+  await catalogue.start();
   const ledger = new UsageLedger(store, () => authenticator.takeLastUsed(), logger);
   ledger.start();
+  const status = new StatusMonitor(store, catalogue, logger);
+  status.start();
+  const prober = new Prober(store, catalogue, logger);
+  prober.start();
 
   const gateway = createServer({
     logger,
     authenticator,
-    catalogue: () => catalogue,
-    providers,
+    catalogue: () => catalogue.current(),
+    providers: catalogue,
     ledger,
     maxBodyBytes: options.maxBodyBytes,
+    console: {
+      store,
+      hasher,
+      catalogue,
+      catalogueAdmin: new CatalogueAdmin(store.catalogue, catalogue, cipher),
+      status,
+      sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
+      throttle: new LoginThrottle(store),
+      logger,
+    },
   });
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);
@@ -54,15 +79,17 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const address = gateway.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info({ url, config: config.source, data: options.dataDir, models: catalogue.models.length }, 'sluice is listening');
+  logger.info({ url, config: config.source, data: options.dataDir, models: catalogue.current().models.length }, 'sluice is listening');
 
   return {
     url,
     async stop(graceMs: number) {
       await gateway.drain(graceMs);
+      prober.stop();
+      status.stop();
       authenticator.stop();
       await ledger.stop();
-      await Promise.all([...providers.values()].map((provider) => provider.close()));
+      await catalogue.close();
       await store.close();
     },
   };

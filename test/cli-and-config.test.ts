@@ -68,6 +68,9 @@ describe('sluice keys', () => {
     const garbage = await cli(['keys', 'create', '--account', 'a', '--expires', 'tomorrow', '--data', data]);
     assert.notEqual(garbage.code, 0);
     assert.match(garbage.stderr, /ISO 8601/);
+    const emptyModels = await cli(['keys', 'create', '--account', 'a', '--models', ' , ', '--data', data]);
+    assert.equal(emptyModels.code, 1);
+    assert.match(emptyModels.stderr, /--models needs at least one model id/);
     const missing = await cli(['keys', 'create', '--data', data]);
     assert.notEqual(missing.code, 0);
     assert.match(missing.stderr, /--account/);

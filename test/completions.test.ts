@@ -126,6 +126,16 @@ describe('relaying to an OpenAI-compatible upstream', () => {
     assert.ok(chunks.slice(0, -1).every((c) => c.usage === null));
   });
 
+  test('finished streams hand their upstream connection back to the pool', async () => {
+    const before = upstream.connections;
+    for (let i = 0; i < 6; i++) {
+      const stream = await client.completions.create({ model: 'llama-8b', prompt: 'Go', max_tokens: 2, stream: true });
+      for await (const _ of stream) void _;
+    }
+    // One kept-alive connection per worker process at most.
+    assert.ok(upstream.connections - before <= 2, `${upstream.connections - before} new upstream connections for 6 streams`);
+  });
+
   test('raw stream framing is data-only SSE ending in data: [DONE]', async () => {
     const response = await fetch(`${sluice.url}/v1/completions`, {
       method: 'POST',
@@ -175,6 +185,7 @@ describe('validation: malformed requests get 400 naming the parameter and never 
     ['an array body', '[1,2]', null],
     ['missing model', { prompt: 'x' }, 'model'],
     ['missing prompt', { model: 'llama-8b' }, 'prompt'],
+    ['missing prompt with n', { model: 'llama-8b', n: 2 }, 'prompt'],
     ['prompt of wrong type', { model: 'llama-8b', prompt: 5 }, 'prompt'],
     ['empty prompt array', { model: 'llama-8b', prompt: [] }, 'prompt'],
     ['max_tokens as a string', { model: 'llama-8b', prompt: 'x', max_tokens: '5' }, 'max_tokens'],
@@ -203,6 +214,7 @@ describe('validation: malformed requests get 400 naming the parameter and never 
       assert.equal(response.body.error.type, 'invalid_request_error');
       assert.equal(response.body.error.param, param);
       if (param !== null) assert.ok(response.body.error.message.includes(param.split('.')[0]!), response.body.error.message);
+      if (name.startsWith('missing')) assert.equal(response.body.error.code, 'missing_required_parameter');
       assert.equal(upstream.requests.length, 0);
     });
   }
@@ -391,6 +403,8 @@ models:
     assert.ok(Date.now() - closedAt < 1000);
     const row = await eventually(() => sluice.ledger().find((r) => r.status === 499), 2000, 'a client-closed ledger row');
     assert.equal(row.error_kind, 'client_closed');
+    assert.ok(row.prompt_tokens > 0 && row.completion_tokens > 0, 'what was generated before the hang-up is billed');
+    assert.equal(row.tokens_counted, 1);
   });
 });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
-import { configFor, createKey, startSluice } from './support/sluice.js';
+import { configFor, createKey, eventually, startSluice } from './support/sluice.js';
 
 describe('serve', () => {
   test('healthz answers 200 and every response carries x-request-id', async () => {
@@ -39,6 +39,26 @@ describe('serve', () => {
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.status, 200);
     assert.equal(rows[0]!.completion_tokens, 8);
+    await upstream.close();
+  });
+
+  test('a request still running when the drain timeout ends is cut, and its ledger row is still written', async () => {
+    const upstream = await startFakeOpenAI();
+    upstream.behaviour = { headerDelayMs: 10_000 };
+    const sluice = await startSluice({ config: configFor(upstream.url), args: ['--drain-timeout', '300'] });
+    const { key } = await createKey(sluice.dataDir, 'acme');
+    const pending = fetch(`${sluice.url}/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'x-request-id': 'cut-at-drain' },
+      body: JSON.stringify({ model: 'llama-8b', prompt: 'x' }),
+    }).catch((error: unknown) => error);
+    await eventually(() => (upstream.requests.length === 1 ? true : undefined), 3000, 'the request to reach the upstream');
+    assert.equal(await sluice.stop('SIGTERM'), 0);
+    await pending;
+    const row = sluice.ledger().find((r) => r.request_id === 'cut-at-drain');
+    assert.ok(row, 'the cut request has its ledger row');
+    assert.equal(row.status, 499);
+    assert.ok(row.prompt_tokens > 0, 'the prompt the upstream received is billed');
     await upstream.close();
   });
 

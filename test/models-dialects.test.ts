@@ -219,9 +219,13 @@ describe('Gemini dialect', () => {
       ['/v1beta/models?pageSize=-1', { 'x-goog-api-key': full }, 400, 'INVALID_ARGUMENT'],
       ['/v1beta/models?pageToken=garbage', { 'x-goog-api-key': full }, 400, 'INVALID_ARGUMENT'],
       ['/v1beta/models/missing', { 'x-goog-api-key': full }, 404, 'NOT_FOUND'],
+      ['/v1beta/models/m-01:generateContent', { 'x-goog-api-key': full, 'x-method': 'POST' }, 405, 'UNIMPLEMENTED'],
     ];
-    for (const [path, headers, status, name] of cases) {
-      const response = await get(path, headers);
+    for (const [path, { 'x-method': method, ...headers }, status, name] of cases as [string, Record<string, string>, number, string][]) {
+      const response = method === undefined ? await get(path, headers) : await (async () => {
+        const r = await fetch(sluice.url + path, { method, headers, body: '{}' });
+        return { status: r.status, body: (await r.json()) as any };
+      })();
       assert.equal(response.status, status, path);
       assert.deepEqual(response.body, { error: { code: status, message: response.body.error.message, status: name } }, path);
       assert.ok(response.body.error.message.length > 0);

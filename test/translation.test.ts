@@ -217,6 +217,7 @@ for (const adapter of ADAPTERS) {
         [{ prompt: 'x', best_of: 2 }, 'best_of'],
         [{ prompt: 'x', suffix: 'tail' }, 'suffix'],
         [{ prompt: 'x', max_tokens: 0 }, 'max_tokens'],
+        [{ prompt: Array.from({ length: 129 }, (_, i) => `p${i}`), n: 128 }, 'n'],
       ];
       for (const [body, param] of cases) {
         const response = await raw({ model, ...body });

@@ -53,7 +53,10 @@ export class Authenticator {
 
   async authenticate(secret: string | undefined): Promise<Principal> {
     if (secret === undefined || secret === '') {
-      throw new GatewayError('missing_api_key', 'You did not provide an API key. Send it as `Authorization: Bearer <key>`.');
+      throw new GatewayError(
+        'missing_api_key',
+        'You did not provide an API key. Send it as `Authorization: Bearer <key>` (model listings also take `x-api-key`, `x-goog-api-key` or `?key=`).',
+      );
     }
     const hash = this.hasher.hash(secret);
     let entry = this.known.get(hash);

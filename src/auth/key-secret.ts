@@ -1,7 +1,6 @@
-import { createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHmac } from 'node:crypto';
 import { randomBase62 } from '../ids.js';
+import { readOrCreateDataSecret } from './data-dir-secret.js';
 
 export const SECRET_PREFIX = 'sk-';
 const SECRET_BODY_LENGTH = 48;
@@ -31,20 +30,7 @@ export class SecretHasher {
   static forDataDir(dataDir: string, env: NodeJS.ProcessEnv = process.env): SecretHasher {
     const fromEnv = env.SLUICE_KEY_PEPPER;
     if (fromEnv !== undefined && fromEnv !== '') return new SecretHasher(Buffer.from(fromEnv, 'utf8'));
-    const path = join(dataDir, PEPPER_FILE);
-    try {
-      return new SecretHasher(readFileSync(path));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-    try {
-      // 'wx' fails if another process created the file first; then read theirs.
-      writeFileSync(path, randomBytes(32), { flag: 'wx', mode: 0o600 });
-      chmodSync(path, 0o600);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    return new SecretHasher(readFileSync(path));
+    return new SecretHasher(readOrCreateDataSecret(dataDir, PEPPER_FILE));
   }
 
   hash(secret: string): string {

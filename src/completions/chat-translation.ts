@@ -28,6 +28,9 @@ export const LEGACY_PARAMETERS: ReadonlySet<string> = new Set([
 /** Legacy `max_tokens` default, which chat APIs do not share (Anthropic requires a value). */
 export const DEFAULT_MAX_TOKENS = 16;
 
+/** Upstream calls one request may fan out to (prompts × n, over the upstream's own `n`). */
+export const MAX_TURNS_PER_REQUEST = 128;
+
 
 /**
  * Refuses, with a 400 naming the parameter and the model, whatever the upstream cannot honour:
@@ -42,6 +45,11 @@ export function checkTranslatable(request: CompletionRequest, model: CatalogueMo
     });
   if (typeof request.prompt !== 'string' && request.prompt.some((p) => typeof p !== 'string')) {
     throw unsupported('prompt', 'token-id prompts (send text)');
+  }
+  const prompts = typeof request.prompt === 'string' ? 1 : request.prompt.length;
+  const turns = prompts * Math.ceil(request.n / caps.maxChoicesPerCall);
+  if (turns > MAX_TURNS_PER_REQUEST) {
+    throw unsupported('n', `${prompts} prompt(s) × n = ${request.n}, which would take ${turns} upstream calls (at most ${MAX_TURNS_PER_REQUEST})`);
   }
   if (request.bestOf !== undefined && request.bestOf > 1) throw unsupported('best_of', "'best_of' greater than 1");
   if (request.suffix !== null && request.suffix !== '') throw unsupported('suffix', "'suffix' (no fill-in-the-middle)");

@@ -1,9 +1,12 @@
+import { setMaxListeners } from 'node:events';
 import { randomBase62 } from '../ids.js';
 import { planTurns, type ChatTurn } from './chat-translation.js';
 import type { Completion, CompletionCall, CompletionChoice, CompletionEvent, Usage } from './completion.js';
 
 /** Upstream calls in flight at once for one client request. */
 const MAX_PARALLEL_TURNS = 8;
+/** Events waiting for a slow client before the upstream reads pause. */
+const QUEUE_HIGH_WATER = 256;
 
 export interface TurnResult {
   /** Choices indexed from 0 within the turn. */
@@ -31,6 +34,8 @@ function addUsage(total: Usage | null, next: Usage | null): Usage | null {
 /** A child signal that also aborts when the call's own signal does, so one failure stops every turn. */
 function linkedAbort(signal: AbortSignal): { controller: AbortController; release: () => void } {
   const controller = new AbortController();
+  // Every turn's request listens on it; undici lets go of a finished one a tick late.
+  setMaxListeners(4 * MAX_PARALLEL_TURNS, controller.signal);
   const onAbort = () => controller.abort();
   if (signal.aborted) controller.abort();
   else signal.addEventListener('abort', onAbort, { once: true });
@@ -107,11 +112,12 @@ async function* mergeTurns(
   const queue = new EventQueue<CompletionEvent>();
   let usage: Usage | null = { promptTokens: 0, completionTokens: 0 };
   let next = firstWave.length;
+  let completed = false;
 
   const consume = async (turn: ChatTurn, events: AsyncIterable<CompletionEvent>) => {
     let turnUsage: Usage | null = null;
     for await (const event of events) {
-      if (event.type === 'choice') queue.push({ ...event, index: turn.firstChoice + event.index });
+      if (event.type === 'choice') await queue.push({ ...event, index: turn.firstChoice + event.index });
       else if (event.type === 'usage') turnUsage = event.usage;
     }
     usage = addUsage(usage, turnUsage);
@@ -139,33 +145,48 @@ async function* mergeTurns(
     }
     yield* queue;
     if (usage !== null) yield { type: 'usage', usage };
+    completed = true;
   } finally {
-    // Normal end, failure, or the client leaving: nothing upstream is left running.
-    controller.abort();
+    // On a failure or the client leaving, nothing upstream is left running; a normal end leaves
+    // the finished connections to the pool.
+    if (!completed) controller.abort();
+    queue.close();
     release();
   }
 }
 
-/** An unbounded hand-over from several producers to one consumer; events are token-sized. */
+/**
+ * A hand-over from several producers to one consumer. A producer that gets ahead of a slow client
+ * by QUEUE_HIGH_WATER events waits, which stops it reading its upstream: back-pressure.
+ */
 class EventQueue<T> implements AsyncIterable<T> {
   private buffer: T[] = [];
   private wake: (() => void) | null = null;
+  private waitingForRoom: (() => void)[] = [];
   private closed = false;
   private failure: { error: unknown } | null = null;
 
-  push(item: T): void {
+  async push(item: T): Promise<void> {
     this.buffer.push(item);
     this.notify();
+    if (this.buffer.length >= QUEUE_HIGH_WATER && !this.closed) await new Promise<void>((resolve) => this.waitingForRoom.push(resolve));
   }
 
   close(): void {
     this.closed = true;
     this.notify();
+    this.makeRoom();
   }
 
   fail(error: unknown): void {
     this.failure ??= { error };
     this.notify();
+  }
+
+  private makeRoom(): void {
+    const waiting = this.waitingForRoom;
+    this.waitingForRoom = [];
+    for (const resume of waiting) resume();
   }
 
   private notify(): void {
@@ -179,6 +200,7 @@ class EventQueue<T> implements AsyncIterable<T> {
       if (this.buffer.length > 0) {
         const items = this.buffer;
         this.buffer = [];
+        this.makeRoom();
         yield* items;
         continue;
       }

@@ -4,9 +4,11 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
-import { openAIDialect, type Dialect } from '../dialects/dialect.js';
+import type { ProviderRegistry } from '../catalogue/live-catalogue.js';
+import { consoleRoutes } from '../console/routes.js';
+import type { ConsoleDeps } from '../console/console-context.js';
+import { DIALECTS, openAIDialect, type Dialect } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../errors.js';
-import type { Provider } from '../providers/provider.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { completionsRoute } from './routes/completions.js';
 import { healthzRoute } from './routes/healthz.js';
@@ -18,9 +20,12 @@ export interface GatewayDeps {
   readonly authenticator: Authenticator;
   /** The current catalogue; a function so that a later change can swap the snapshot. */
   readonly catalogue: () => Catalogue;
-  readonly providers: ReadonlyMap<string, Provider>;
+  /** The adapters by provider id; console-registered providers come and go while the gateway runs. */
+  readonly providers: ProviderRegistry;
   readonly ledger: UsageLedger;
   readonly maxBodyBytes: number;
+  /** The web console and the public /models and /status pages. */
+  readonly console: ConsoleDeps;
 }
 
 export interface RequestContext {
@@ -53,6 +58,8 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['GET /v1beta/models', listModelsRoute(deps)],
     ['POST /v1/completions', completionsRoute(deps)],
   ]);
+  const pages = consoleRoutes(deps.console);
+  for (const [route, handler] of pages.exact) exact.set(route, handler);
   const retrieveModel = retrieveModelRoute(deps);
   const knownPaths = new Set([...exact.keys()].map((route) => route.slice(route.indexOf(' ') + 1)));
 
@@ -63,6 +70,11 @@ export function createServer(deps: GatewayDeps): GatewayServer {
   function route(method: string, path: string): Handler | GatewayError {
     const handler = exact.get(`${method} ${path}`);
     if (handler !== undefined) return handler;
+    for (const page of pages.prefixes) {
+      if (path.startsWith(page.prefix) && path.length > page.prefix.length) {
+        return page.methods.includes(method) ? page.handler : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+      }
+    }
     for (const prefix of MODEL_PATH_PREFIXES) {
       if (path.startsWith(prefix) && path.length > prefix.length) {
         return method === 'GET' ? retrieveModel : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
@@ -76,14 +88,16 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const offered = req.headers['x-request-id'];
+    const path = q === -1 ? url : url.slice(0, q);
     const ctx: RequestContext = {
       req,
       res,
       requestId: typeof offered === 'string' && REQUEST_ID_PATTERN.test(offered) ? offered : randomUUID(),
-      path: q === -1 ? url : url.slice(0, q),
+      path,
       query: q === -1 ? '' : url.slice(q + 1),
       startedAt: performance.now(),
-      dialect: openAIDialect,
+      // Google's paths are only ever called by Gemini clients; elsewhere a handler refines this.
+      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : openAIDialect,
     };
     res.setHeader('x-request-id', ctx.requestId);
     try {
@@ -99,14 +113,22 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     }
   }
 
+  // In flight means until the handler has finished, ledger row included, not until the socket closes.
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     inFlight++;
-    res.once('close', () => {
+    void handle(req, res).finally(() => {
       inFlight--;
       if (draining && inFlight === 0) drained?.();
     });
-    void handle(req, res);
   });
+  const settled = (ms: number): Promise<void> => {
+    if (inFlight === 0) return Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([
+      new Promise<void>((resolve) => (drained = resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+    ]).finally(() => clearTimeout(timer));
+  };
 
   return {
     server,
@@ -114,14 +136,10 @@ export function createServer(deps: GatewayDeps): GatewayServer {
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      if (inFlight > 0) {
-        const allDone = new Promise<void>((resolve) => (drained = resolve));
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-        await Promise.race([allDone, timeout]);
-        clearTimeout(timer);
-      }
+      await settled(graceMs);
+      // Requests still running are cut; their handlers then see the abort and record their rows.
       server.closeAllConnections();
+      await settled(5_000);
       await closed;
     },
   };

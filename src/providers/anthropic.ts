@@ -2,7 +2,6 @@ import { DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../com
 import type { CompletionCall, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
 import type { TurnResult } from '../completions/fan-out.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import { GatewayError } from '../errors.js';
 import { ChatTranslatingProvider } from './chat-translating-provider.js';
 import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
@@ -90,7 +89,10 @@ export class AnthropicProvider extends ChatTranslatingProvider {
     let inputUsage: unknown;
     let reason: FinishReason = 'stop';
     let outputTokens: number | undefined;
+    let stopped = false;
+    // Read on past message_stop to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
+      if (stopped) continue;
       const event = this.client.parseEvent(data);
       switch (event.type) {
         case 'message_start':
@@ -113,20 +115,18 @@ export class AnthropicProvider extends ChatTranslatingProvider {
           yield { type: 'choice', index: 0, text: '', logprobs: null, finishReason: reason };
           const usage = usageOf(inputUsage, outputTokens);
           if (usage !== null && outputTokens !== undefined) yield { type: 'usage', usage };
-          return;
+          stopped = true;
+          break;
         }
         case 'error': {
           const error = isObject(event.error) ? event.error : {};
-          const message = typeof error.message === 'string' ? `: ${error.message}` : '.';
-          if (error.type === 'overloaded_error') {
-            throw new GatewayError('upstream_overloaded', `The upstream provider '${this.id}' is overloaded${message}`);
-          }
-          throw new GatewayError('upstream_error', `The upstream provider '${this.id}' failed mid-stream${message}`);
+          const message = typeof error.message === 'string' ? error.message : undefined;
+          throw this.client.midStreamFailure(message, error.type === 'overloaded_error' ? 'upstream_overloaded' : 'upstream_error');
         }
         default:
           break; // ping, content_block_start/stop, and event types added later
       }
     }
-    throw unreadableUpstream(this.id, 'a stream that ended before message_stop');
+    if (!stopped) throw unreadableUpstream(this.id, 'a stream that ended before message_stop');
   }
 }

@@ -3,7 +3,6 @@ import type { CompletionCall, CompletionChoice, CompletionEvent, FinishReason, U
 import type { TurnResult } from '../completions/fan-out.js';
 import { LegacyLogprobsBuilder, type TokenLogprob } from '../completions/legacy-logprobs.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import { GatewayError } from '../errors.js';
 import { ChatTranslatingProvider } from './chat-translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
@@ -109,8 +108,9 @@ export class GeminiProvider extends ChatTranslatingProvider {
       throw unreadableUpstream(this.id, 'an answer without candidates');
     }
     const choices = blockedChoices(turn); // a candidate withheld by the safety system stays filtered
-    candidates.forEach((candidate, i) => {
-      const index = typeof candidate.index === 'number' ? candidate.index : i;
+    candidates.forEach((candidate) => {
+      // Proto3 JSON leaves out a zero: a candidate without an index is candidate 0.
+      const index = typeof candidate.index === 'number' ? candidate.index : 0;
       if (index >= choices.length) return;
       choices[index] = {
         index,
@@ -134,10 +134,7 @@ export class GeminiProvider extends ChatTranslatingProvider {
     let usage: Usage | null = null;
     for await (const { data } of this.client.events(body)) {
       const event = this.client.parseEvent(data);
-      if (isObject(event.error)) {
-        const { message } = readErrorBody(data);
-        throw new GatewayError('upstream_error', `The upstream provider '${this.id}' failed mid-stream${message ? `: ${message}` : '.'}`);
-      }
+      if (isObject(event.error)) throw this.client.midStreamFailure(readErrorBody(data).message);
       usage = usageOf(event.usageMetadata) ?? usage;
       const candidates = Array.isArray(event.candidates) ? (event.candidates as unknown[]).filter(isObject) : [];
       if (candidates.length === 0 && isObject(event.promptFeedback) && event.promptFeedback.blockReason) {
@@ -145,8 +142,8 @@ export class GeminiProvider extends ChatTranslatingProvider {
         if (usage !== null) yield { type: 'usage', usage };
         return;
       }
-      for (const [i, candidate] of candidates.entries()) {
-        const index = typeof candidate.index === 'number' ? candidate.index : i;
+      for (const candidate of candidates) {
+        const index = typeof candidate.index === 'number' ? candidate.index : 0;
         const reason = finishReason(candidate.finishReason);
         let logprobs = null;
         if (call.request.logprobs !== null) {

@@ -2,8 +2,8 @@ import { DEFAULT_MAX_TOKENS, LEGACY_PARAMETERS, type ChatCapabilities, type Chat
 import type { CompletionCall, CompletionChoice, CompletionEvent, FinishReason } from '../completions/completion.js';
 import type { ChatTurnRunner, TurnResult } from '../completions/fan-out.js';
 import { LegacyLogprobsBuilder, type TokenLogprob } from '../completions/legacy-logprobs.js';
-import { midStreamError, toUsage } from './openai-wire.js';
-import { isObject, type Json, type ResponseBody, type UpstreamClient } from './upstream-client.js';
+import { toUsage } from './openai-wire.js';
+import { isObject, readErrorBody, type Json, type ResponseBody, type UpstreamClient } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
 export const OPENAI_CHAT_CAPABILITIES: ChatCapabilities = {
@@ -88,10 +88,16 @@ export class OpenAIChatTurns implements ChatTurnRunner {
   private async *events(body: ResponseBody, call: CompletionCall): AsyncGenerator<CompletionEvent> {
     const builders = new Map<number, LegacyLogprobsBuilder>();
     const topCount = call.request.logprobs;
+    let done = false;
+    // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
-      if (data === '[DONE]') return;
+      if (done) continue;
+      if (data === '[DONE]') {
+        done = true;
+        continue;
+      }
       const chunk = this.client.parseEvent(data);
-      if (chunk.error !== undefined && chunk.error !== null) throw midStreamError(this.client.providerId, data);
+      if (chunk.error !== undefined && chunk.error !== null) throw this.client.midStreamFailure(readErrorBody(data).message);
       const usage = toUsage(chunk.usage);
       if (usage !== null) yield { type: 'usage', usage };
       if (!Array.isArray(chunk.choices)) continue;
@@ -111,6 +117,6 @@ export class OpenAIChatTurns implements ChatTurnRunner {
         yield { type: 'choice', index, text, logprobs, finishReason: reason };
       }
     }
-    throw unreadableUpstream(this.client.providerId, 'a stream that ended before [DONE]');
+    if (!done) throw unreadableUpstream(this.client.providerId, 'a stream that ended before [DONE]');
   }
 }

@@ -4,8 +4,8 @@ import { completeByTurns, streamByTurns } from '../completions/fan-out.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { OPENAI_CHAT_CAPABILITIES, OpenAIChatTurns } from './openai-chat.js';
 import type { Provider } from './provider.js';
-import { midStreamError, toUsage } from './openai-wire.js';
-import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
+import { toUsage } from './openai-wire.js';
+import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
 /**
@@ -76,15 +76,19 @@ export class OpenAICompatibleProvider implements Provider {
 
   private async *events(body: ResponseBody): AsyncGenerator<CompletionEvent> {
     let started = false;
+    let done = false;
     let usage: Usage | null = null;
     let usageSent = false;
+    // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
+      if (done) continue;
       if (data === '[DONE]') {
+        done = true;
         if (usage !== null && !usageSent) yield { type: 'usage', usage };
-        return;
+        continue;
       }
       const chunk = this.client.parseEvent(data);
-      if (chunk.error !== undefined && chunk.error !== null) throw midStreamError(this.id, data);
+      if (chunk.error !== undefined && chunk.error !== null) throw this.client.midStreamFailure(readErrorBody(data).message);
       const choices = chunk.choices;
       if (!Array.isArray(choices)) throw unreadableUpstream(this.id, 'a stream event without choices');
       if (!started) {
@@ -107,6 +111,6 @@ export class OpenAICompatibleProvider implements Provider {
         }
       }
     }
-    throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
+    if (!done) throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
   }
 }

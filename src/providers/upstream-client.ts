@@ -2,8 +2,8 @@ import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
 import type { CompletionCall } from '../completions/completion.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import type { GatewayError } from '../errors.js';
-import { unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
+import { GatewayError } from '../errors.js';
+import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
 
 export type Json = Record<string, unknown>;
 export type ResponseBody = Dispatcher.ResponseData['body'];
@@ -121,6 +121,13 @@ export class UpstreamClient {
       // Reported below.
     }
     throw unreadableUpstream(this.providerId, 'a stream event that is not a JSON object');
+  }
+
+  /** A failure the upstream reported inside a stream that had begun; its words are kept, its secrets not. */
+  midStreamFailure(message: string | undefined, kind: 'upstream_error' | 'upstream_overloaded' = 'upstream_error'): GatewayError {
+    const detail = message === undefined ? '.' : `: ${redact(message, this.secrets)}`;
+    const what = kind === 'upstream_overloaded' ? 'is overloaded' : 'failed mid-stream';
+    return new GatewayError(kind, `The upstream provider '${this.providerId}' ${what}${detail}`);
   }
 
   async close(): Promise<void> {

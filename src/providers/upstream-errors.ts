@@ -64,7 +64,7 @@ export function unreadableUpstream(providerId: string, what: string): GatewayErr
   return new GatewayError('upstream_error', `The upstream provider '${providerId}' sent ${what}.`);
 }
 
-function redact(message: string, secrets: readonly string[]): string {
+export function redact(message: string, secrets: readonly string[]): string {
   let out = message;
   for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
   return out;

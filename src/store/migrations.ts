@@ -65,6 +65,71 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.createIndex('usage_ledger_at').on('usage_ledger').column('at').execute();
       },
     },
+    '0002_console': {
+      async up(db: Kysely<any>) {
+        // SQLite adds one column per ALTER TABLE.
+        await db.schema.alterTable('accounts').addColumn('password_hash', 'text').execute();
+        await db.schema.alterTable('accounts').addColumn('is_admin', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+
+        await db.schema
+          .createTable('console_sessions')
+          .addColumn('token_hash', 'text', (c) => c.primaryKey())
+          .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('console_sessions_account').on('console_sessions').column('account_id').execute();
+
+        await db.schema
+          .createTable('login_throttle')
+          .addColumn('subject', 'text', (c) => c.primaryKey())
+          .addColumn('failures', 'integer', (c) => c.notNull())
+          .addColumn('last_failure_at', 'bigint', (c) => c.notNull())
+          .addColumn('blocked_until', 'bigint', (c) => c.notNull())
+          .execute();
+
+        await db.insertInto('meta').values({ name: 'catalogue_version', value: 0 }).execute();
+        await db.schema
+          .createTable('console_providers')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('config', 'text', (c) => c.notNull())
+          .addColumn('secrets', 'text')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('console_models')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('provider_id', 'text', (c) => c.notNull())
+          .addColumn('config', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .execute();
+
+        await db.schema
+          .createTable('status_daily')
+          .addColumn('day', 'integer', (c) => c.notNull())
+          .addColumn('provider_id', 'text', (c) => c.notNull())
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('probes', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('probe_failures', 'integer', (c) => c.notNull().defaultTo(0))
+          .addPrimaryKeyConstraint('status_daily_pk', ['day', 'provider_id', 'model'])
+          .execute();
+        await db.schema
+          .createTable('status_probes')
+          .addColumn('id', dialect === 'postgres' ? sql`bigint generated always as identity` : 'integer', (c) => c.primaryKey())
+          .addColumn('at', 'bigint', (c) => c.notNull())
+          .addColumn('provider_id', 'text', (c) => c.notNull())
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('ok', 'integer', (c) => c.notNull())
+          .addColumn('latency_ms', 'double precision', (c) => c.notNull())
+          .addColumn('error_kind', 'text')
+          .execute();
+        await db.schema.createIndex('status_probes_at').on('status_probes').column('at').execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

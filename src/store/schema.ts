@@ -3,7 +3,46 @@ import type { Generated } from 'kysely';
 /** Table shapes as Kysely sees them. Booleans are stored as 0/1 so both dialects read them alike. */
 export interface Database {
   meta: { name: string; value: number };
-  accounts: { id: string; name: string; created_at: number };
+  accounts: {
+    id: string;
+    name: string;
+    created_at: number;
+    /** Console sign-in: an encoded scrypt hash (see console/passwords.ts); null for accounts without console access. */
+    password_hash: Generated<string | null>;
+    is_admin: Generated<number>;
+  };
+  /** Console sessions; only a SHA-256 of the session token is kept. */
+  console_sessions: { token_hash: string; account_id: string; created_at: number; expires_at: number };
+  /** Failed console sign-ins per `username|ip`, so every process slows the same guesser down. */
+  login_throttle: { subject: string; failures: number; last_failure_at: number; blocked_until: number };
+  /** Providers and models registered in the console: the configuration-file fields as JSON. */
+  console_providers: {
+    id: string;
+    config: string; // JSON, without api_key and headers
+    secrets: string | null; // AES-256-GCM sealed JSON {api_key?, headers?}
+    created_at: number;
+    updated_at: number;
+  };
+  console_models: { id: string; provider_id: string; config: string; created_at: number; updated_at: number };
+  /** Per UTC day (days since the epoch) and provider/model: traffic and probe outcomes, kept for the uptime history. */
+  status_daily: {
+    day: number;
+    provider_id: string;
+    model: string;
+    requests: Generated<number>;
+    failures: Generated<number>;
+    probes: Generated<number>;
+    probe_failures: Generated<number>;
+  };
+  status_probes: {
+    id: Generated<number>;
+    at: number;
+    provider_id: string;
+    model: string;
+    ok: number;
+    latency_ms: number;
+    error_kind: string | null;
+  };
   api_keys: {
     id: string;
     account_id: string;

@@ -2,14 +2,23 @@ import { Kysely, Migrator, sql, type Selectable } from 'kysely';
 import { randomId } from '../ids.js';
 import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';
+import { SqlCatalogue } from './sql-catalogue.js';
+import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
+import { SqlStatus } from './sql-status.js';
 import type {
   AccountRecord,
   AccountsRepository,
+  CatalogueRepository,
   KeyRecord,
   KeysRepository,
   KeyStatus,
+  KeyUsage,
+  LoginThrottleRepository,
   NewKey,
+  SessionsRepository,
+  StatusRepository,
   Store,
+  TrafficSample,
   UsageRepository,
   UsageRow,
 } from './store.js';
@@ -22,6 +31,10 @@ export class SqlStore implements Store {
   readonly accounts: AccountsRepository;
   readonly keys: KeysRepository;
   readonly usage: UsageRepository;
+  readonly sessions: SessionsRepository;
+  readonly loginThrottle: LoginThrottleRepository;
+  readonly catalogue: CatalogueRepository;
+  readonly status: StatusRepository;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -30,6 +43,10 @@ export class SqlStore implements Store {
     this.accounts = new SqlAccounts(db);
     this.keys = new SqlKeys(db);
     this.usage = new SqlUsage(db);
+    this.sessions = new SqlSessions(db);
+    this.loginThrottle = new SqlLoginThrottle(db);
+    this.catalogue = new SqlCatalogue(db);
+    this.status = new SqlStatus(db);
   }
 
   async migrate(): Promise<void> {
@@ -57,8 +74,42 @@ class SqlAccounts implements AccountsRepository {
 
   async byName(name: string): Promise<AccountRecord | undefined> {
     const row = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
-    return row && { id: row.id, name: row.name, createdAt: Number(row.created_at) };
+    return row && toAccountRecord(row);
   }
+
+  async get(id: string): Promise<AccountRecord | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toAccountRecord(row);
+  }
+
+  async list(): Promise<AccountRecord[]> {
+    return (await this.db.selectFrom('accounts').selectAll().orderBy('name').execute()).map(toAccountRecord);
+  }
+
+  async passwordHash(name: string): Promise<{ account: AccountRecord; passwordHash: string } | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
+    if (row === undefined || row.password_hash === null) return undefined;
+    return { account: toAccountRecord(row), passwordHash: row.password_hash };
+  }
+
+  async setConsoleAccess(name: string, access: { passwordHash: string; isAdmin?: boolean }): Promise<AccountRecord | undefined> {
+    await this.db
+      .updateTable('accounts')
+      .set({ password_hash: access.passwordHash, ...(access.isAdmin === undefined ? {} : { is_admin: access.isAdmin ? 1 : 0 }) })
+      .where('name', '=', name)
+      .execute();
+    return this.byName(name);
+  }
+}
+
+function toAccountRecord(row: Selectable<Database['accounts']>): AccountRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    createdAt: Number(row.created_at),
+    isAdmin: Number(row.is_admin) === 1,
+    hasPassword: row.password_hash !== null,
+  };
 }
 
 const keyColumns = [
@@ -209,6 +260,51 @@ class SqlUsage implements UsageRepository {
   async recent(limit: number): Promise<UsageRow[]> {
     const rows = await this.db.selectFrom('usage_ledger').selectAll().orderBy('id', 'desc').limit(limit).execute();
     return rows.map(fromLedgerRow);
+  }
+
+  async byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>> {
+    let query = this.db
+      .selectFrom('usage_ledger')
+      .select((eb) => [
+        'key_id',
+        eb.fn.countAll().as('requests'),
+        eb.fn.sum<number>('prompt_tokens').as('prompt_tokens'),
+        eb.fn.sum<number>('completion_tokens').as('completion_tokens'),
+        eb.fn.sum<number>('cost_usd').as('cost_usd'),
+      ])
+      .where('at', '>=', since)
+      .groupBy('key_id');
+    if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+    const rows = await query.execute();
+    return new Map(
+      rows.map((row) => [
+        row.key_id,
+        {
+          requests: Number(row.requests),
+          promptTokens: Number(row.prompt_tokens ?? 0),
+          completionTokens: Number(row.completion_tokens ?? 0),
+          costUsd: Number(row.cost_usd ?? 0),
+        },
+      ]),
+    );
+  }
+
+  async traffic(since: number, limit: number): Promise<TrafficSample[]> {
+    const rows = await this.db
+      .selectFrom('usage_ledger')
+      .select(['at', 'provider_id', 'model', 'status', 'latency_ms'])
+      .where('at', '>=', since)
+      .where('provider_id', 'is not', null)
+      .orderBy('at', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      at: Number(row.at),
+      providerId: row.provider_id!,
+      model: row.model,
+      status: row.status,
+      latencyMs: row.latency_ms,
+    }));
   }
 }
 

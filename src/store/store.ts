@@ -9,6 +9,10 @@ export interface AccountRecord {
   readonly id: string;
   readonly name: string;
   readonly createdAt: number;
+  /** Admins see and manage every account's keys and the console catalogue. */
+  readonly isAdmin: boolean;
+  /** False for accounts made only to own keys (e.g. by `sluice keys create`): they cannot sign in. */
+  readonly hasPassword: boolean;
 }
 
 export interface KeyRecord {
@@ -64,6 +68,123 @@ export interface AccountsRepository {
   /** Returns the account of that name, creating it when missing. */
   ensure(name: string): Promise<AccountRecord>;
   byName(name: string): Promise<AccountRecord | undefined>;
+  get(id: string): Promise<AccountRecord | undefined>;
+  list(): Promise<AccountRecord[]>;
+  /** The stored password hash, for signing in; undefined for an unknown name or an account without one. */
+  passwordHash(name: string): Promise<{ account: AccountRecord; passwordHash: string } | undefined>;
+  /** Sets the password hash (and, when given, the admin flag) of an existing account. */
+  setConsoleAccess(name: string, access: { passwordHash: string; isAdmin?: boolean }): Promise<AccountRecord | undefined>;
+}
+
+export interface SessionRecord {
+  readonly tokenHash: string;
+  readonly accountId: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface SessionsRepository {
+  create(session: SessionRecord): Promise<void>;
+  /** The session with that token hash, if it has not expired at `now`. */
+  find(tokenHash: string, now: number): Promise<SessionRecord | undefined>;
+  delete(tokenHash: string): Promise<void>;
+  deleteForAccount(accountId: string): Promise<void>;
+  deleteExpired(now: number): Promise<void>;
+}
+
+export interface LoginThrottleRecord {
+  readonly failures: number;
+  readonly lastFailureAt: number;
+  readonly blockedUntil: number;
+}
+
+export interface LoginThrottleRepository {
+  get(subject: string): Promise<LoginThrottleRecord | undefined>;
+  /** Counts one failure (starting again from 1 when the last one is older than `windowMs`); returns the new count. */
+  recordFailure(subject: string, now: number, windowMs: number): Promise<number>;
+  block(subject: string, until: number): Promise<void>;
+  clear(subject: string): Promise<void>;
+}
+
+/** A provider or model registered in the console, as stored: the configuration-file fields as JSON. */
+export interface StoredProvider {
+  readonly id: string;
+  /** The provider's fields except api_key and headers. */
+  readonly config: Readonly<Record<string, unknown>>;
+  /** Sealed (encrypted) JSON of api_key and headers, or null when there are none. */
+  readonly secrets: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface StoredModel {
+  readonly id: string;
+  readonly providerId: string;
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface CatalogueRepository {
+  providers(): Promise<StoredProvider[]>;
+  models(): Promise<StoredModel[]>;
+  /** false when `create` finds the id taken, or an update finds it missing. */
+  putProvider(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean>;
+  /** 'in_use' when a console model still names the provider. */
+  deleteProvider(id: string): Promise<'deleted' | 'missing' | 'in_use'>;
+  putModel(entry: { id: string; providerId: string; config: object }, mode: 'create' | 'update'): Promise<boolean>;
+  deleteModel(id: string): Promise<boolean>;
+  /** A counter bumped by every change above, polled by every process to reload its catalogue. */
+  version(): Promise<number>;
+}
+
+export interface KeyUsage {
+  readonly requests: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly costUsd: number;
+}
+
+/** One request that reached a provider, for health figures. */
+export interface TrafficSample {
+  readonly at: number;
+  readonly providerId: string;
+  readonly model: string;
+  readonly status: number;
+  readonly latencyMs: number;
+}
+
+export interface ProbeResult {
+  readonly at: number;
+  readonly providerId: string;
+  readonly model: string;
+  readonly ok: boolean;
+  readonly latencyMs: number;
+  readonly errorKind: string | null;
+}
+
+export interface DailyStatusRow {
+  /** Days since the Unix epoch (UTC). */
+  readonly day: number;
+  readonly providerId: string;
+  readonly model: string;
+  readonly requests: number;
+  readonly failures: number;
+  readonly probes: number;
+  readonly probeFailures: number;
+}
+
+export interface StatusRepository {
+  recordProbe(result: ProbeResult): Promise<void>;
+  probes(since: number): Promise<ProbeResult[]>;
+  /**
+   * Recomputes the daily rows of days `fromDay`..`toDay` from the ledger and the probe results.
+   * Idempotent, so any number of processes may run it.
+   */
+  rollup(fromDay: number, toDay: number): Promise<void>;
+  daily(sinceDay: number): Promise<DailyStatusRow[]>;
+  /** Atomically claims the next probe of a provider, so that one process of many runs it. */
+  claimProbe(providerId: string, now: number, intervalMs: number): Promise<boolean>;
 }
 
 export interface KeysRepository {
@@ -81,6 +202,10 @@ export interface UsageRepository {
   append(rows: readonly UsageRow[]): Promise<void>;
   count(): Promise<number>;
   recent(limit: number): Promise<UsageRow[]>;
+  /** Usage per key since a time, for every key or one account's. */
+  byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>>;
+  /** Requests that reached a provider since a time (newest first, at most `limit`). */
+  traffic(since: number, limit: number): Promise<TrafficSample[]>;
 }
 
 export interface Store {
@@ -88,5 +213,18 @@ export interface Store {
   readonly accounts: AccountsRepository;
   readonly keys: KeysRepository;
   readonly usage: UsageRepository;
+  readonly sessions: SessionsRepository;
+  readonly loginThrottle: LoginThrottleRepository;
+  readonly catalogue: CatalogueRepository;
+  readonly status: StatusRepository;
   close(): Promise<void>;
+}
+
+/**
+ * Whether a ledger status counts against a provider's health: its own failures (5xx, timeouts) and
+ * rate limiting. Callers' mistakes (other 4xx) and callers going away (499) say nothing about it.
+ * The SQL rollup in sql-status.ts mirrors this rule.
+ */
+export function isFailureStatus(status: number): boolean {
+  return status >= 500 || status === 429;
 }

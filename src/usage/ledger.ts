@@ -10,8 +10,8 @@ export interface LedgerOptions {
 
 /**
  * One usage row per request, written in batches off the request path. Requests only append to
- * an in-memory buffer; a timer (or a full batch) writes it in one transaction, together with the
- * keys' last-used times. `stop()` writes whatever is left, so a graceful stop loses nothing.
+ * an in-memory buffer; a timer (or a full batch) writes it in one transaction, then the keys'
+ * last-used times. `stop()` writes whatever is left, so a graceful stop loses nothing.
  */
 export class UsageLedger {
   private buffer: UsageRow[] = [];
@@ -60,7 +60,6 @@ export class UsageLedger {
     this.buffer = [];
     try {
       await this.store.usage.append(rows);
-      await this.store.keys.recordUse(lastUsed);
     } catch (error) {
       // Keep the rows for the next attempt rather than lose what callers were charged for.
       this.buffer = rows.concat(this.buffer);
@@ -70,6 +69,14 @@ export class UsageLedger {
         this.logger.error({ dropped }, 'usage ledger: store failing, oldest rows dropped');
       }
       this.logger.error({ err: error, pending: this.buffer.length }, 'usage ledger: write failed; will retry');
+      return;
+    }
+    // Apart from the rows, which are written and must not be written again: last-used times are
+    // a convenience that the next request of each key refreshes.
+    try {
+      await this.store.keys.recordUse(lastUsed);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'usage ledger: last-used times not written');
     }
   }
 }

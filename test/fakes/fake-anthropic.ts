@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
+import { endStream, json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
 import { countWords, generate } from './generation.js';
 
 /**
@@ -66,7 +66,7 @@ export async function startFakeAnthropic(options: { apiKey: string; models?: str
       }
       if (!(await writeEvent(res, `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`, behaviour))) return;
     }
-    res.end();
+    await endStream(res, '');
   });
 }
 

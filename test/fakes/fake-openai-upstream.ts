@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { countWords, fakeLogprob, generate, type Generation } from './generation.js';
-import { json, startFakeServer, writeEvent, type Behaviour, type FakeUpstream } from './fake-server.js';
+import { endStream, json, startFakeServer, writeEvent, type Behaviour, type FakeUpstream } from './fake-server.js';
 
 export { WORDS } from './generation.js';
 export type { FakeUpstream } from './fake-server.js';
@@ -140,7 +140,7 @@ async function legacyCompletion(res: ServerResponse, body: any, behaviour: Behav
   if (includeUsage && !behaviour.omitUsage) {
     if (!(await writeEvent(res, `data: ${JSON.stringify({ id, object: 'text_completion', created, model: body.model, choices: [], usage })}\n\n`, behaviour))) return;
   }
-  res.end('data: [DONE]\n\n');
+  await endStream(res, 'data: [DONE]\n\n');
 }
 
 /** Chat logprobs with `bytes`; the astral character of UNICODE_TOKENS is split over two tokens. */
@@ -203,7 +203,7 @@ async function chatCompletion(res: ServerResponse, body: any, behaviour: Behavio
   if (body.stream_options?.include_usage && !behaviour.omitUsage) {
     if (!(await writeEvent(res, `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage })}\n\n`, behaviour))) return;
   }
-  res.end('data: [DONE]\n\n');
+  await endStream(res, 'data: [DONE]\n\n');
 }
 
 function vllmError(res: ServerResponse, status: number, type: string, message: string, param: string | null): void {

@@ -29,6 +29,8 @@ export interface FakeUpstream {
   readonly requests: RecordedRequest[];
   /** Requests whose connection closed before the answer was complete. */
   readonly aborted: RecordedRequest[];
+  /** TCP connections accepted so far (keep-alive reuse keeps this low). */
+  readonly connections: number;
   behaviour: Behaviour;
   close(): Promise<void>;
 }
@@ -69,12 +71,17 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
     }
     await handle(record, res, behaviour, req);
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}${pathPrefix}`,
     requests,
     aborted,
+    get connections() {
+      return connections;
+    },
     get behaviour() {
       return state.behaviour;
     },
@@ -96,6 +103,13 @@ export function json(res: ServerResponse, status: number, payload: unknown): voi
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Ends a stream the way servers often do: the last event flushed, the body's end a moment later. */
+export async function endStream(res: ServerResponse, lastEvent: string): Promise<void> {
+  if (lastEvent !== '') res.write(lastEvent);
+  await sleep(5);
+  res.end();
 }
 
 /** Writes SSE events with an optional delay between them; false once the client has gone. */

@@ -90,6 +90,7 @@ function validationError(issue: z.core.$ZodIssue): GatewayError {
       if (issue.input === undefined) return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
       return invalid(param, `Invalid type for '${param}': expected ${expectedPhrase(issue.expected)}, but got ${got} instead.`, 'invalid_type');
     case 'invalid_union':
+      if (issue.input === undefined) return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
       if (param === 'prompt') {
         return invalid(param, `Invalid 'prompt': expected a string, an array of strings, an array of token ids or an array of token-id arrays, but got ${got} instead.`, 'invalid_type');
       }

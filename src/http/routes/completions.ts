@@ -3,7 +3,7 @@ import type { Principal } from '../../auth/authenticator.js';
 import { bearerToken } from '../../auth/key-carriers.js';
 import { modelForOperation } from '../../catalogue/access.js';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
-import type { CompletionCall, Usage } from '../../completions/completion.js';
+import type { CompletionCall, CompletionRequest, Usage } from '../../completions/completion.js';
 import { openAICompletionBody, OpenAICompletionStreamWriter } from '../../dialects/openai/completion-writer.js';
 import { parseCompletionRequest } from '../../dialects/openai/completions-request.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
@@ -46,10 +46,11 @@ export function completionsRoute(deps: GatewayDeps): Handler {
     };
     ctx.res.once('close', onClose);
     let stream = false;
+    let request: CompletionRequest | undefined;
     try {
       const body = await readJsonBody(ctx.req, deps.maxBodyBytes);
       outcome.model = modelNameOf(body);
-      const request = parseCompletionRequest(body);
+      request = parseCompletionRequest(body);
       stream = request.stream;
       const model = modelForOperation(deps.catalogue(), request.model, principal, 'completions');
       outcome.catalogueModel = model;
@@ -60,9 +61,15 @@ export function completionsRoute(deps: GatewayDeps): Handler {
       else await relayWhole(ctx, provider, call, outcome);
     } catch (thrown) {
       const error = toGatewayError(thrown);
-      outcome.status = controller.signal.aborted ? CLIENT_CLOSED_REQUEST : error.status;
-      outcome.errorKind = controller.signal.aborted ? 'client_closed' : error.kind;
-      if (!controller.signal.aborted) throw error;
+      const clientLeft = controller.signal.aborted;
+      outcome.status = clientLeft ? CLIENT_CLOSED_REQUEST : error.status;
+      outcome.errorKind = clientLeft ? 'client_closed' : error.kind;
+      // The upstream had the prompt once the call was made: that much is owed even if nothing came back.
+      if (clientLeft && outcome.usage === null && request !== undefined && outcome.catalogueModel !== undefined) {
+        outcome.usage = await countOwnUsage(request, []);
+        outcome.tokensCounted = true;
+      }
+      if (!clientLeft) throw error;
     } finally {
       ctx.res.off('close', onClose);
       record(deps, ctx, principal, outcome, stream);
@@ -74,7 +81,7 @@ async function relayWhole(ctx: RequestContext, provider: Provider, call: Complet
   const completion = await provider.complete(call);
   let usage = completion.usage;
   if (usage === null) {
-    usage = await countUsage(call.request.prompt, completion.choices.map((choice) => choice.text));
+    usage = await countOwnUsage(call.request, completion.choices.map((choice) => choice.text));
     outcome.tokensCounted = true;
   }
   outcome.usage = usage;
@@ -103,7 +110,7 @@ async function relayStream(ctx: RequestContext, provider: Provider, call: Comple
       }
     }
     if (usage === null) {
-      usage = await countUsage(request.prompt, texts.filter((text) => text !== undefined));
+      usage = await countOwnUsage(request, texts);
       outcome.tokensCounted = true;
     }
     outcome.usage = usage;
@@ -111,13 +118,14 @@ async function relayStream(ctx: RequestContext, provider: Provider, call: Comple
     await writer.usage(usage);
     writer.end();
   } catch (thrown) {
+    // What was generated before a failure or a hang-up was produced, and delivered, all the same.
+    outcome.usage = await countOwnUsage(request, texts);
+    outcome.tokensCounted = true;
     // Before the first byte the caller still gets a proper status; after it, an error event.
     if (!writer.hasStarted || call.signal.aborted) throw thrown;
     const error = toGatewayError(thrown);
     outcome.status = error.status;
     outcome.errorKind = error.kind;
-    outcome.usage = await countUsage(request.prompt, texts.filter((text) => text !== undefined));
-    outcome.tokensCounted = true;
     await writer.error(error).catch(() => undefined);
     ctx.res.end();
   }
@@ -143,6 +151,21 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
     ttfbMs: outcome.ttfbAt === null ? null : outcome.ttfbAt - ctx.startedAt,
     costUsd: costUsd(outcome.catalogueModel, usage),
   });
+}
+
+/**
+ * Tokens Sluice counts itself when the upstream reported none: the prompts, and what was generated
+ * for each choice (an echoed prompt is the prompt, not output).
+ */
+function countOwnUsage(request: CompletionRequest, texts: readonly (string | undefined)[]): Promise<Usage> {
+  const prompts = typeof request.prompt === 'string' ? [request.prompt] : request.prompt;
+  const generated: string[] = [];
+  texts.forEach((text, index) => {
+    if (text === undefined) return;
+    const prompt = prompts[Math.floor(index / request.n)];
+    generated.push(request.echo && typeof prompt === 'string' && text.startsWith(prompt) ? text.slice(prompt.length) : text);
+  });
+  return countUsage(request.prompt, generated);
 }
 
 function modelNameOf(body: unknown): string {

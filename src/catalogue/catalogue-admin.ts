@@ -1,0 +1,132 @@
+import type { z } from 'zod';
+import { DEFAULT_BASE_URLS, modelSchema, providerSchema } from '../config/config-file.js';
+import type { CatalogueRepository } from '../store/store.js';
+import type { CredentialCipher } from './credential-cipher.js';
+import type { LiveCatalogue, ProviderSecrets } from './live-catalogue.js';
+
+/** Field name → what is wrong with it; `_` for the entry as a whole. */
+export type FieldErrors = Record<string, string>;
+export type AdminResult = { ok: true } | { ok: false; errors: FieldErrors };
+
+/** For a credential field on update: undefined keeps what is stored, null removes it. */
+export interface SecretChanges {
+  readonly apiKey?: string | null;
+  readonly headers?: Record<string, string> | null;
+}
+
+/**
+ * Changes to the console's providers and models, validated with the configuration file's own
+ * schemas so an entry means the same wherever it was written. Configuration-file entries are
+ * read-only here. Every write reloads this process's catalogue at once; others see it on their poll.
+ */
+export class CatalogueAdmin {
+  constructor(
+    private readonly repository: CatalogueRepository,
+    private readonly live: LiveCatalogue,
+    private readonly cipher: CredentialCipher,
+  ) {}
+
+  async saveProvider(mode: 'create' | 'update', raw: Record<string, unknown>, secrets: SecretChanges): Promise<AdminResult> {
+    await this.live.refresh(); // judge against the store as it is now, whichever process wrote last
+    const id = typeof raw.id === 'string' ? raw.id : '';
+    if (this.live.configProviders().some((p) => p.id === id)) {
+      return refused('id', mode === 'create' ? `The configuration file already declares a provider '${id}'.` : `Provider '${id}' comes from the configuration file; change it there.`);
+    }
+    const stored = (await this.repository.providers()).find((p) => p.id === id);
+    if (mode === 'update' && stored === undefined) return refused('_', `There is no console provider '${id}'.`);
+    if (mode === 'create' && stored !== undefined) return refused('id', `A provider '${id}' already exists.`);
+
+    let current: ProviderSecrets = {};
+    if (stored?.secrets != null) {
+      try {
+        current = JSON.parse(this.cipher.open(stored.secrets, id)) as ProviderSecrets;
+      } catch {
+        current = {}; // unreadable (credential key changed): the admin re-enters it
+      }
+    }
+    const merged: ProviderSecrets = { ...current };
+    if (secrets.apiKey === null) delete merged.api_key;
+    else if (secrets.apiKey !== undefined) merged.api_key = secrets.apiKey;
+    if (secrets.headers === null) delete merged.headers;
+    else if (secrets.headers !== undefined) merged.headers = secrets.headers;
+
+    const parsed = providerSchema.safeParse({ ...raw, ...merged });
+    if (!parsed.success) return { ok: false, errors: fieldErrors(parsed.error) };
+    if (parsed.data.base_url === undefined && DEFAULT_BASE_URLS[parsed.data.kind] === undefined) {
+      return refused('base_url', `is required for kind '${parsed.data.kind}'`);
+    }
+    const { api_key: apiKey, headers, ...config } = parsed.data;
+    const toSeal: ProviderSecrets = {};
+    if (apiKey !== undefined) toSeal.api_key = apiKey;
+    if (headers !== undefined && Object.keys(headers).length > 0) toSeal.headers = headers;
+    const sealed = Object.keys(toSeal).length === 0 ? null : this.cipher.seal(JSON.stringify(toSeal), id);
+    const written = await this.repository.putProvider({ id, config, secrets: sealed }, mode);
+    if (!written) return refused('id', mode === 'create' ? `A provider '${id}' already exists.` : `There is no console provider '${id}'.`);
+    await this.live.refresh();
+    return { ok: true };
+  }
+
+  async deleteProvider(id: string): Promise<AdminResult> {
+    await this.live.refresh(); // judge against the store as it is now, whichever process wrote last
+    if (this.live.configProviders().some((p) => p.id === id)) return refused('_', `Provider '${id}' comes from the configuration file; change it there.`);
+    const outcome = await this.repository.deleteProvider(id);
+    if (outcome === 'missing') return refused('_', `There is no console provider '${id}'.`);
+    if (outcome === 'in_use') return refused('_', `Models still use provider '${id}'; remove or move them first.`);
+    await this.live.refresh();
+    return { ok: true };
+  }
+
+  async saveModel(mode: 'create' | 'update', raw: Record<string, unknown>): Promise<AdminResult> {
+    await this.live.refresh(); // judge against the store as it is now, whichever process wrote last
+    const id = typeof raw.id === 'string' ? raw.id : '';
+    if (this.live.configModels().some((m) => m.id === id)) {
+      return refused('id', mode === 'create' ? `The configuration file already declares a model '${id}'.` : `Model '${id}' comes from the configuration file; change it there.`);
+    }
+    const parsed = modelSchema.safeParse(raw);
+    if (!parsed.success) return { ok: false, errors: fieldErrors(parsed.error) };
+    const { id: _id, provider, ...config } = parsed.data;
+    if (!this.live.providers().some((p) => p.id === provider)) return refused('provider', `no provider has the id '${provider}'`);
+    const written = await this.repository.putModel({ id, providerId: provider, config }, mode);
+    if (!written) return refused('id', mode === 'create' ? `A model '${id}' already exists.` : `There is no console model '${id}'.`);
+    await this.live.refresh();
+    return { ok: true };
+  }
+
+  async deleteModel(id: string): Promise<AdminResult> {
+    await this.live.refresh(); // judge against the store as it is now, whichever process wrote last
+    if (this.live.configModels().some((m) => m.id === id)) return refused('_', `Model '${id}' comes from the configuration file; change it there.`);
+    if (!(await this.repository.deleteModel(id))) return refused('_', `There is no console model '${id}'.`);
+    await this.live.refresh();
+    return { ok: true };
+  }
+
+  /** The stored (unsealed-free) fields of a console entry, to fill an edit form. */
+  async storedProvider(id: string): Promise<Record<string, unknown> | undefined> {
+    const stored = (await this.repository.providers()).find((p) => p.id === id);
+    return stored && { ...stored.config, id: stored.id };
+  }
+
+  async storedModel(id: string): Promise<Record<string, unknown> | undefined> {
+    const stored = (await this.repository.models()).find((m) => m.id === id);
+    return stored && { ...stored.config, id: stored.id, provider: stored.providerId };
+  }
+}
+
+function refused(field: string, message: string): AdminResult {
+  return { ok: false, errors: { [field]: message } };
+}
+
+function fieldErrors(error: z.ZodError): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const issue of error.issues) {
+    const field = issue.path.length === 0 ? '_' : issue.path.map(String).join('.');
+    if (errors[field] !== undefined) continue;
+    errors[field] =
+      issue.code === 'unrecognized_keys'
+        ? `unknown field(s) ${issue.keys.join(', ')}`
+        : issue.code === 'invalid_type' && issue.input === undefined
+          ? 'is required'
+          : issue.message;
+  }
+  return errors;
+}

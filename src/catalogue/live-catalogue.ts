@@ -1,0 +1,187 @@
+import type { Logger } from 'pino';
+import { DEFAULT_BASE_URLS, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
+import type { Provider } from '../providers/provider.js';
+import type { CatalogueOrigin } from './catalogue.js';
+import { Catalogue, modelFromConfig } from './catalogue.js';
+import type { CatalogueRepository, StoredProvider } from '../store/store.js';
+import type { CredentialCipher } from './credential-cipher.js';
+
+/** Finds the adapter of a provider; the set changes while the gateway runs. */
+export interface ProviderRegistry {
+  get(id: string): Provider | undefined;
+}
+
+/** A provider as the console and the status page see it. `config` holds the credential: never render it. */
+export interface ProviderEntry {
+  readonly id: string;
+  readonly origin: CatalogueOrigin;
+  readonly config: ProviderConfig;
+  readonly hasApiKey: boolean;
+  readonly headerNames: readonly string[];
+}
+
+/** The credential-bearing fields of a provider, sealed together in the store. */
+export interface ProviderSecrets {
+  api_key?: string;
+  headers?: Record<string, string>;
+}
+
+/** How often the catalogue version is polled: a change made by another process is seen within this. */
+const VERSION_POLL_MS = 250;
+
+/**
+ * The catalogue and the provider adapters, merged from the configuration file (fixed for the
+ * life of the process) and the console's entries in the store (which change). Every console write
+ * bumps `catalogue_version`; each process polls it and rebuilds its snapshot, so a model
+ * registered in any process reaches `/v1/models` in all of them within the poll interval.
+ * Configuration-file entries win any clash of ids.
+ */
+export class LiveCatalogue implements ProviderRegistry {
+  private snapshot: Catalogue;
+  private entries: readonly ProviderEntry[];
+  private readonly adapters = new Map<string, { provider: Provider; stamp: string }>();
+  private version = -1;
+  private poller: NodeJS.Timeout | undefined;
+  private reloading: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly repository: CatalogueRepository,
+    private readonly cipher: CredentialCipher,
+    private readonly createProvider: (config: ProviderConfig) => Provider,
+    private readonly logger: Logger,
+  ) {
+    this.snapshot = Catalogue.fromConfig(config);
+    this.entries = config.providers.map((provider) => entryFor(provider, 'config'));
+    for (const provider of config.providers) {
+      this.adapters.set(provider.id, { provider: createProvider(provider), stamp: 'config' });
+    }
+  }
+
+  async start(): Promise<void> {
+    await this.refresh();
+    this.poller = setInterval(() => void this.refresh().catch((error: unknown) => this.logger.warn({ err: error }, 'catalogue reload failed')), VERSION_POLL_MS);
+    this.poller.unref();
+  }
+
+  current(): Catalogue {
+    return this.snapshot;
+  }
+
+  get(id: string): Provider | undefined {
+    return this.adapters.get(id)?.provider;
+  }
+
+  providers(): readonly ProviderEntry[] {
+    return this.entries;
+  }
+
+  configModels(): readonly ModelConfig[] {
+    return this.config.models;
+  }
+
+  configProviders(): readonly ProviderConfig[] {
+    return this.config.providers;
+  }
+
+  /** Reloads when the stored version moved; a write in this process calls it at once. */
+  refresh(): Promise<void> {
+    this.reloading = this.reloading.then(
+      () => this.reloadIfChanged(),
+      () => this.reloadIfChanged(),
+    );
+    return this.reloading;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.poller);
+    await this.reloading.catch(() => undefined);
+    await Promise.all([...this.adapters.values()].map(({ provider }) => provider.close()));
+  }
+
+  private async reloadIfChanged(): Promise<void> {
+    const version = await this.repository.version();
+    if (version === this.version) return;
+    const [storedProviders, storedModels] = await Promise.all([this.repository.providers(), this.repository.models()]);
+    const configProviderIds = new Set(this.config.providers.map((p) => p.id));
+    const configModelIds = new Set(this.config.models.map((m) => m.id));
+
+    const consoleProviders: { config: ProviderConfig; stamp: string }[] = [];
+    for (const stored of storedProviders) {
+      if (configProviderIds.has(stored.id)) continue;
+      const config = this.providerFromStore(stored);
+      if (config !== undefined) consoleProviders.push({ config, stamp: String(stored.updatedAt) });
+    }
+    const knownProviders = new Set([...configProviderIds, ...consoleProviders.map((p) => p.config.id)]);
+    const consoleModels = [];
+    for (const stored of storedModels) {
+      if (configModelIds.has(stored.id) || !knownProviders.has(stored.providerId)) continue;
+      const parsed = modelSchema.safeParse({ ...stored.config, id: stored.id, provider: stored.providerId });
+      if (!parsed.success) {
+        this.logger.warn({ model: stored.id }, 'console model entry no longer valid; left out of the catalogue');
+        continue;
+      }
+      consoleModels.push(modelFromConfig(parsed.data, 'console'));
+    }
+
+    // Swap adapters: new or changed console providers get a fresh one; a replaced or removed one
+    // is closed, which lets its requests in flight finish.
+    const retired: Provider[] = [];
+    const wanted = new Set(consoleProviders.map((p) => p.config.id));
+    for (const { config, stamp } of consoleProviders) {
+      const existing = this.adapters.get(config.id);
+      if (existing?.stamp === stamp) continue;
+      try {
+        this.adapters.set(config.id, { provider: this.createProvider(config), stamp });
+        if (existing !== undefined) retired.push(existing.provider);
+      } catch (error) {
+        this.logger.warn({ provider: config.id, err: error }, 'console provider could not be created');
+      }
+    }
+    for (const [id, adapter] of this.adapters) {
+      if (adapter.stamp !== 'config' && !wanted.has(id)) {
+        this.adapters.delete(id);
+        retired.push(adapter.provider);
+      }
+    }
+
+    this.entries = [
+      ...this.config.providers.map((provider) => entryFor(provider, 'config')),
+      ...consoleProviders.map(({ config }) => entryFor(config, 'console')),
+    ];
+    this.snapshot = new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]);
+    this.version = version;
+    for (const provider of retired) void provider.close().catch(() => undefined);
+  }
+
+  private providerFromStore(stored: StoredProvider): ProviderConfig | undefined {
+    let secrets: ProviderSecrets = {};
+    if (stored.secrets !== null) {
+      try {
+        secrets = JSON.parse(this.cipher.open(stored.secrets, stored.id)) as ProviderSecrets;
+      } catch {
+        // Never log the value; the id says which entry to re-enter.
+        this.logger.warn({ provider: stored.id }, 'console provider credential cannot be decrypted (credential key changed?); provider left out');
+        return undefined;
+      }
+    }
+    const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
+    if (!parsed.success) {
+      this.logger.warn({ provider: stored.id }, 'console provider entry no longer valid; left out of the catalogue');
+      return undefined;
+    }
+    const baseUrl = parsed.data.base_url ?? DEFAULT_BASE_URLS[parsed.data.kind];
+    if (baseUrl === undefined) return undefined;
+    return { ...parsed.data, base_url: baseUrl };
+  }
+}
+
+function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntry {
+  return {
+    id: config.id,
+    origin,
+    config,
+    hasApiKey: config.api_key !== undefined,
+    headerNames: Object.keys(config.headers ?? {}),
+  };
+}

@@ -1,0 +1,49 @@
+/** The console's one script, served at /assets/console.js: progressive enhancement only. */
+export const CONSOLE_JS = String.raw`// Progressive enhancement only: every page works without this file.
+(function () {
+  'use strict';
+
+  // Copy buttons: <button data-copy-target="ID" hidden> copies the text of #ID.
+  document.querySelectorAll('[data-copy-target]').forEach(function (button) {
+    var target = document.getElementById(button.getAttribute('data-copy-target'));
+    if (!target) return;
+    var status = button.parentElement && button.parentElement.querySelector('.copy-status');
+    button.hidden = false;
+    button.addEventListener('click', function () {
+      var text = target.textContent.trim();
+      var done = function () {
+        button.textContent = 'Copied';
+        if (status) status.textContent = 'Copied to the clipboard.';
+        setTimeout(function () { button.textContent = 'Copy'; }, 2500);
+      };
+      var fallback = function () {
+        var range = document.createRange();
+        range.selectNodeContents(target);
+        var selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        try { if (document.execCommand('copy')) return done(); } catch (e) { /* fall through */ }
+        if (status) status.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy.';
+      };
+      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, fallback);
+      else fallback();
+    });
+  });
+
+  // Live refresh: <main data-refresh="SECONDS"> reloads its content while the tab is visible.
+  var main = document.querySelector('main[data-refresh]');
+  if (main && window.fetch && window.DOMParser) {
+    var seconds = Math.max(5, Number(main.getAttribute('data-refresh')) || 15);
+    setInterval(function () {
+      if (document.hidden || main.contains(document.activeElement) && document.activeElement !== main) return;
+      fetch(location.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (text) {
+          var fresh = new DOMParser().parseFromString(text, 'text/html').querySelector('main');
+          if (fresh) main.innerHTML = fresh.innerHTML;
+        })
+        .catch(function () { /* keep what is shown; try again next time */ });
+    }, seconds * 1000);
+  }
+})();
+`;

@@ -1,0 +1,81 @@
+import type { Logger } from 'pino';
+import type { SecretHasher } from '../auth/key-secret.js';
+import type { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
+import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
+import type { Handler, RequestContext } from '../http/server.js';
+import type { StatusMonitor } from '../status/status-monitor.js';
+import type { Store } from '../store/store.js';
+import { html, layout, type LayoutOptions } from './html.js';
+import { FormError, readForm, redirect, safeEqual, sameOrigin, sendHtml } from './http.js';
+import type { LoginThrottle } from './login-throttle.js';
+import type { Session, Sessions } from './sessions.js';
+
+/** What the console's pages need; built once by the gateway. */
+export interface ConsoleDeps {
+  readonly store: Store;
+  readonly hasher: SecretHasher;
+  readonly catalogue: LiveCatalogue;
+  readonly catalogueAdmin: CatalogueAdmin;
+  readonly status: StatusMonitor;
+  readonly sessions: Sessions;
+  readonly throttle: LoginThrottle;
+  readonly logger: Logger;
+}
+
+export type PageHandler = (ctx: RequestContext) => Promise<void>;
+
+/** Wraps a page so any failure is answered as an HTML page (never with internals), not in an API dialect. */
+export function page(deps: ConsoleDeps, handler: PageHandler): Handler {
+  return async (ctx) => {
+    try {
+      await handler(ctx);
+    } catch (thrown) {
+      if (ctx.res.headersSent) {
+        ctx.res.destroy();
+        return;
+      }
+      if (thrown instanceof FormError) {
+        sendHtml(ctx.res, thrown.status, errorPage(thrown.status === 403 ? 'Refused' : 'Cannot do that', thrown.message));
+        return;
+      }
+      deps.logger.warn({ requestId: ctx.requestId, err: thrown }, 'console page failed');
+      sendHtml(ctx.res, 500, errorPage('Something went wrong', 'The console could not handle this request. Try again shortly.'));
+    }
+  };
+}
+
+export function errorPage(title: string, message: string, user?: LayoutOptions['user']): ReturnType<typeof layout> {
+  return layout({ title, user, body: html`<h1>${title}</h1><p class="notice notice-error" role="alert">${message}</p><p><a href="/app/keys">Back to the console</a></p>` });
+}
+
+export function userOf(session: Session): NonNullable<LayoutOptions['user']> {
+  return { name: session.account.name, isAdmin: session.account.isAdmin, csrf: session.csrf };
+}
+
+/**
+ * The signed-in session, or undefined after answering: a browser without a (live) session is sent
+ * to the sign-in page; a member asking for an admin page is refused.
+ */
+export async function requireSession(deps: ConsoleDeps, ctx: RequestContext, options: { admin?: boolean } = {}): Promise<Session | undefined> {
+  const session = await deps.sessions.current(ctx.req);
+  if (session === undefined) {
+    const next = ctx.req.method === 'GET' ? `?next=${encodeURIComponent(ctx.path)}` : '';
+    const expired = deps.sessions.hadCookie(ctx.req) ? (next ? '&' : '?') + 'expired=1' : '';
+    redirect(ctx.res, `/app/login${next}${expired}`, deps.sessions.hadCookie(ctx.req) ? { 'set-cookie': deps.sessions.clearCookie(ctx.req) } : {});
+    return undefined;
+  }
+  if (options.admin && !session.account.isAdmin) {
+    sendHtml(ctx.res, 403, errorPage('Admins only', 'This page is for console admins.', userOf(session)));
+    return undefined;
+  }
+  return session;
+}
+
+/** Reads a state-changing form and refuses it (403) without this session's CSRF token or from another origin. */
+export async function checkedForm(ctx: RequestContext, session: Session): Promise<URLSearchParams> {
+  const form = await readForm(ctx.req);
+  if (!sameOrigin(ctx.req) || !safeEqual(form.get('csrf') ?? '', session.csrf)) {
+    throw new FormError(403, 'This form is missing its security token or has expired. Reload the page and try again.');
+  }
+  return form;
+}

@@ -1,0 +1,122 @@
+/**
+ * HTML built with a tagged template that escapes every interpolated value unless it is already
+ * Html. Pages are written only through `html`, so user-controlled text (key names, account names,
+ * model fields) cannot become markup.
+ */
+export class Html {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+
+function render(value: Part): string {
+  if (value === null || value === undefined || value === false) return '';
+  if (value instanceof Html) return value.value;
+  if (Array.isArray(value)) return value.map(render).join('');
+  return escapeHtml(String(value));
+}
+
+export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
+  let out = strings[0]!;
+  values.forEach((value, i) => (out += render(value) + strings[i + 1]!));
+  return new Html(out);
+}
+
+/** Markup written by us, not derived from input. */
+export function trusted(markup: string): Html {
+  return new Html(markup);
+}
+
+export interface LayoutOptions {
+  readonly title: string;
+  readonly body: Html;
+  /** Which nav item is current. */
+  readonly nav?: 'models' | 'status' | 'keys' | 'catalogue' | 'login';
+  /** The signed-in account; public pages leave it out so they never carry account data. */
+  readonly user?: { readonly name: string; readonly isAdmin: boolean; readonly csrf: string };
+  /** Seconds between live refreshes of <main> (with JavaScript). */
+  readonly refreshSeconds?: number;
+}
+
+export function layout(options: LayoutOptions): Html {
+  const { user } = options;
+  const item = (key: LayoutOptions['nav'], href: string, label: string) =>
+    html`<li><a href="${href}"${options.nav === key ? trusted(' aria-current="page"') : ''}>${label}</a></li>`;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${options.title} · Sluice</title>
+<link rel="stylesheet" href="/assets/console.css">
+<script src="/assets/console.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+  <nav aria-label="Main">
+    <a class="brand" href="/models"><span aria-hidden="true">◆</span> Sluice</a>
+    <ul>
+      ${item('models', '/models', 'Models')}
+      ${item('status', '/status', 'Status')}
+      ${item('keys', '/app/keys', 'API keys')}
+      ${user?.isAdmin ? item('catalogue', '/app/catalogue', 'Catalogue') : ''}
+    </ul>
+    ${
+      user
+        ? html`<form class="signout" method="post" action="/app/logout">
+      <input type="hidden" name="csrf" value="${user.csrf}">
+      <span class="who">${user.name}${user.isAdmin ? ' (admin)' : ''}</span>
+      <button type="submit" class="btn btn-quiet">Sign out</button>
+    </form>`
+        : options.nav === 'login'
+          ? ''
+          : html`<a class="signin" href="/app/login">Sign in</a>`
+    }
+  </nav>
+</header>
+<main id="main" tabindex="-1"${options.refreshSeconds ? html` data-refresh="${options.refreshSeconds}"` : ''}>
+${options.body}
+</main>
+<footer class="foot"><p>Sluice LLM gateway · <a href="/models.json">models.json</a> · <a href="/status.json">status.json</a></p></footer>
+</body>
+</html>
+`;
+}
+
+export function formatUsd(value: number): string {
+  if (value === 0) return '$0';
+  if (value < 0.0001) return '<$0.0001';
+  if (value < 0.01) return `$${value.toFixed(4)}`;
+  return `$${value.toFixed(2)}`;
+}
+
+/** Per-million-token prices keep the precision they were given (0.2 → $0.20, 0.075 → $0.075). */
+export function formatPrice(value: number): string {
+  const text = value.toFixed(value * 100 === Math.round(value * 100) ? 2 : 4).replace(/(\.\d\d\d*?)0+$/, '$1');
+  return `$${text}`;
+}
+
+export function formatInt(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+export function formatDate(at: number | null, withTime = false): string {
+  if (at === null) return '—';
+  const iso = new Date(at).toISOString();
+  return withTime ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : iso.slice(0, 10);
+}
+
+export function timeTag(at: number | null, withTime = true): Html {
+  if (at === null) return html`<span class="muted">never</span>`;
+  return html`<time datetime="${new Date(at).toISOString()}">${formatDate(at, withTime)}</time>`;
+}

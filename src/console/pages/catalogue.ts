@@ -1,0 +1,366 @@
+import type { AdminResult, FieldErrors, SecretChanges } from '../../catalogue/catalogue-admin.js';
+import { ENDPOINTS, PROVIDER_KINDS } from '../../config/config-file.js';
+import type { Handler, RequestContext } from '../../http/server.js';
+import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
+import { formatPrice, html, layout, type Html } from '../html.js';
+import { FormError, redirect, sendHtml } from '../http.js';
+import type { Session } from '../sessions.js';
+
+type Values = Record<string, string | string[]>;
+type Kind = 'providers' | 'models';
+
+/** A text input of an entry form, with its label, hint and error wired for assistive technology. */
+function field(name: string, label: string, values: Values, errors: FieldErrors, options: { type?: string; hint?: string; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
+  const id = `f-${name}`;
+  const error = errors[name];
+  const described = [options.hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ');
+  const value = values[name];
+  return html`<div class="field">
+  <label for="${id}">${label}${options.required ? '' : html` <span class="muted">(optional)</span>`}</label>
+  <input id="${id}" name="${name}" type="${options.type ?? 'text'}" value="${typeof value === 'string' ? value : ''}"${options.required ? html` required` : ''}${options.readonly ? html` readonly` : ''}${options.placeholder ? html` placeholder="${options.placeholder}"` : ''}${options.step ? html` step="${options.step}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${error ? html` aria-invalid="true"` : ''} autocomplete="off">
+  ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
+  ${error ? html`<p class="field-error" id="${id}-err">${error}</p>` : ''}
+</div>`;
+}
+
+function errorSummary(errors: FieldErrors): Html {
+  const entries = Object.entries(errors);
+  if (entries.length === 0) return html``;
+  return html`<div class="notice notice-error" role="alert"><p>Nothing was saved:</p><ul>${entries.map(([name, message]) => html`<li>${name === '_' ? '' : html`<code>${name}</code>: `}${message}</li>`)}</ul></div>`;
+}
+
+function overview(deps: ConsoleDeps, session: Session, notice: string | null) {
+  const providers = deps.catalogue.providers();
+  const models = deps.catalogue.current().models;
+  const origin = (o: string) => html`<span class="tag tag-${o}">${o === 'config' ? 'configuration file' : 'console'}</span>`;
+  return layout({
+    title: 'Catalogue',
+    nav: 'catalogue',
+    user: userOf(session),
+    body: html`<div class="page-head">
+  <h1>Catalogue</h1>
+  <p class="lead">Providers and models. Entries from the configuration file are read-only here: change them in the file. Entries added here take effect on <code>/v1/models</code> and <a href="/models">/models</a> within a second, in every gateway process.</p>
+</div>
+${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
+<section aria-labelledby="providers-heading">
+  <div class="section-head"><h2 id="providers-heading">Providers</h2><a class="btn btn-small" href="/app/catalogue/providers/new">Add provider</a></div>
+  <div class="table-scroll" role="region" aria-label="Providers" tabindex="0"><table class="data">
+    <thead><tr><th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">API key</th><th scope="col">Probe</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${providers.length === 0 ? html`<tr><td colspan="7" class="empty">No providers yet.</td></tr>` : providers.map(
+      (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${p.config.base_url}</code></td>
+      <td>${p.hasApiKey ? 'set' : html`<span class="muted">none</span>`}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}</td>
+      <td>${p.config.probe ? `${p.config.probe.model} every ${p.config.probe.interval_ms / 1000} s` : html`<span class="muted">off</span>`}</td>
+      <td>${origin(p.origin)}</td>
+      <td class="actions">${p.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/edit">Edit<span class="visually-hidden"> ${p.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/delete">Remove<span class="visually-hidden"> ${p.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
+    )}</tbody>
+  </table></div>
+</section>
+<section aria-labelledby="models-heading">
+  <div class="section-head"><h2 id="models-heading">Models</h2>${providers.length > 0 ? html`<a class="btn btn-small" href="/app/catalogue/models/new">Add model</a>` : html`<span class="muted small">Add a provider first.</span>`}</div>
+  <div class="table-scroll" role="region" aria-label="Models" tabindex="0"><table class="data">
+    <thead><tr><th scope="col">Id</th><th scope="col">Provider</th><th scope="col">Upstream model</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${models.length === 0 ? html`<tr><td colspan="8" class="empty">No models yet.</td></tr>` : models.map(
+      (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td><code>${m.providerId}</code></td><td><code>${m.upstreamModel}</code></td>
+      <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
+      <td>${origin(m.origin)}</td>
+      <td class="actions">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
+    )}</tbody>
+  </table></div>
+</section>`,
+  });
+}
+
+function providerForm(deps: ConsoleDeps, session: Session, mode: 'create' | 'update', values: Values, errors: FieldErrors, secrets: { hasApiKey: boolean; headerNames: readonly string[] }) {
+  const action = mode === 'create' ? '/app/catalogue/providers/new' : `/app/catalogue/providers/${encodeURIComponent(String(values.id))}/edit`;
+  return layout({
+    title: mode === 'create' ? 'Add provider' : 'Edit provider',
+    nav: 'catalogue',
+    user: userOf(session),
+    body: html`<p class="crumbs"><a href="/app/catalogue">Catalogue</a> / ${mode === 'create' ? 'new provider' : html`<code>${values.id}</code>`}</p>
+<section class="card narrow">
+<h1>${mode === 'create' ? 'Add a provider' : html`Edit provider <code>${values.id}</code>`}</h1>
+${errorSummary(errors)}
+<form method="post" action="${action}" class="stack">
+  <input type="hidden" name="csrf" value="${session.csrf}">
+  ${field('id', 'Id', values, errors, { required: true, readonly: mode === 'update', hint: 'Letters, digits and ._:/@+-; models refer to it.' })}
+  <div class="field">
+    <label for="f-kind">Kind</label>
+    <select id="f-kind" name="kind">${PROVIDER_KINDS.map((k) => html`<option value="${k}"${values.kind === k ? html` selected` : ''}>${k}${k === 'openai' ? ' (any OpenAI-compatible server: vLLM, llama.cpp, Ollama, …)' : ''}</option>`)}</select>
+    ${errors.kind ? html`<p class="field-error">${errors.kind}</p>` : ''}
+  </div>
+  ${field('base_url', 'Base URL', values, errors, { type: 'url', placeholder: 'http://10.0.0.5:8000/v1' })}
+  <div class="field">
+    <label for="f-api_key">API key <span class="muted">(optional)</span></label>
+    <input id="f-api_key" name="api_key" type="password" autocomplete="new-password" aria-describedby="f-api_key-hint" value="">
+    <p class="hint" id="f-api_key-hint">Stored encrypted and never shown again. ${mode === 'update' ? (secrets.hasApiKey ? 'A key is set: leave blank to keep it.' : 'No key is set.') : ''}</p>
+    ${mode === 'update' && secrets.hasApiKey ? html`<label class="check"><input type="checkbox" name="clear_api_key" value="1"> Remove the stored API key</label>` : ''}
+    ${errors.api_key ? html`<p class="field-error">${errors.api_key}</p>` : ''}
+  </div>
+  <div class="field">
+    <label for="f-headers">Extra headers <span class="muted">(optional, one <code>Name: value</code> per line)</span></label>
+    <textarea id="f-headers" name="headers" rows="2" aria-describedby="f-headers-hint" autocomplete="off"></textarea>
+    <p class="hint" id="f-headers-hint">Stored encrypted with the key. ${mode === 'update' ? (secrets.headerNames.length > 0 ? `Set now: ${secrets.headerNames.join(', ')}. Leave blank to keep them.` : 'None set.') : ''}</p>
+    ${mode === 'update' && secrets.headerNames.length > 0 ? html`<label class="check"><input type="checkbox" name="clear_headers" value="1"> Remove the stored headers</label>` : ''}
+    ${errors.headers ? html`<p class="field-error">${errors.headers}</p>` : ''}
+  </div>
+  <details${['connect_timeout_ms', 'response_timeout_ms', 'idle_timeout_ms', 'max_connections'].some((f) => errors[f]) ? html` open` : ''}>
+    <summary>Timeouts and connections</summary>
+    ${field('connect_timeout_ms', 'Connect timeout (ms)', values, errors, { type: 'number', placeholder: '10000' })}
+    ${field('response_timeout_ms', 'Response timeout (ms, until headers)', values, errors, { type: 'number', placeholder: '300000' })}
+    ${field('idle_timeout_ms', 'Idle timeout (ms)', values, errors, { type: 'number', placeholder: '300000' })}
+    ${field('max_connections', 'Max connections', values, errors, { type: 'number', placeholder: '256' })}
+  </details>
+  <fieldset class="field">
+    <legend>Active probe <span class="muted">(optional; a one-token completion, never billed to a key)</span></legend>
+    ${field('probe_model', 'Probe model id', values, errors, { hint: 'A catalogue model of this provider.' })}
+    ${field('probe_interval_ms', 'Probe every (ms)', values, errors, { type: 'number', placeholder: '60000' })}
+    ${errors.probe ? html`<p class="field-error">${errors.probe}</p>` : ''}
+  </fieldset>
+  <div class="row"><button type="submit" class="btn">${mode === 'create' ? 'Add provider' : 'Save provider'}</button><a class="btn btn-secondary" href="/app/catalogue">Cancel</a></div>
+</form>
+</section>`,
+  });
+}
+
+function modelForm(deps: ConsoleDeps, session: Session, mode: 'create' | 'update', values: Values, errors: FieldErrors) {
+  const action = mode === 'create' ? '/app/catalogue/models/new' : `/app/catalogue/models/${encodeURIComponent(String(values.id))}/edit`;
+  const endpoints = Array.isArray(values.endpoints) ? values.endpoints : [];
+  return layout({
+    title: mode === 'create' ? 'Add model' : 'Edit model',
+    nav: 'catalogue',
+    user: userOf(session),
+    body: html`<p class="crumbs"><a href="/app/catalogue">Catalogue</a> / ${mode === 'create' ? 'new model' : html`<code>${values.id}</code>`}</p>
+<section class="card narrow">
+<h1>${mode === 'create' ? 'Register a model' : html`Edit model <code>${values.id}</code>`}</h1>
+${errorSummary(errors)}
+<form method="post" action="${action}" class="stack">
+  <input type="hidden" name="csrf" value="${session.csrf}">
+  ${field('id', 'Model id', values, errors, { required: true, readonly: mode === 'update', hint: 'The public id clients send, e.g. my-llama-70b.' })}
+  <div class="field">
+    <label for="f-provider">Provider</label>
+    <select id="f-provider" name="provider" required>${deps.catalogue.providers().map((p) => html`<option value="${p.id}"${values.provider === p.id ? html` selected` : ''}>${p.id}</option>`)}</select>
+    ${errors.provider ? html`<p class="field-error">${errors.provider}</p>` : ''}
+  </div>
+  ${field('upstream_model', 'Upstream model', values, errors, { hint: 'The name the provider knows it by; default: the model id.' })}
+  ${field('display_name', 'Display name', values, errors)}
+  ${field('owned_by', 'Owner', values, errors, { hint: 'Default: the provider id.' })}
+  <div class="field">
+    <label for="f-description">Description <span class="muted">(optional)</span></label>
+    <textarea id="f-description" name="description" rows="2">${typeof values.description === 'string' ? values.description : ''}</textarea>
+  </div>
+  ${field('context_window', 'Context window (tokens)', values, errors, { type: 'number' })}
+  ${field('max_output_tokens', 'Max output (tokens)', values, errors, { type: 'number' })}
+  <fieldset class="field">
+    <legend>Operations</legend>
+    ${ENDPOINTS.map((e) => html`<label class="check"><input type="checkbox" name="endpoints" value="${e}"${endpoints.includes(e) ? html` checked` : ''}> ${e === 'completions' ? 'Legacy completions (/v1/completions)' : 'Chat completions (/v1/chat/completions)'}</label>`)}
+    ${errors.endpoints ? html`<p class="field-error">${errors.endpoints}</p>` : ''}
+  </fieldset>
+  <fieldset class="field">
+    <legend>Price, USD per million tokens <span class="muted">(optional; both or neither)</span></legend>
+    ${field('input_per_mtok', 'Input price', values, errors, { type: 'number', step: 'any' })}
+    ${field('output_per_mtok', 'Output price', values, errors, { type: 'number', step: 'any' })}
+    ${errors.pricing ? html`<p class="field-error">${errors.pricing}</p>` : ''}
+  </fieldset>
+  <details>
+    <summary>More</summary>
+    ${field('version', 'Version', values, errors)}
+    ${field('created', 'Created (Unix seconds)', values, errors, { type: 'number' })}
+  </details>
+  <div class="row"><button type="submit" class="btn">${mode === 'create' ? 'Register model' : 'Save model'}</button><a class="btn btn-secondary" href="/app/catalogue">Cancel</a></div>
+</form>
+</section>`,
+  });
+}
+
+function deletePage(session: Session, kind: Kind, id: string) {
+  const noun = kind === 'providers' ? 'provider' : 'model';
+  return layout({
+    title: `Remove ${noun}`,
+    nav: 'catalogue',
+    user: userOf(session),
+    body: html`<section class="card narrow">
+  <h1>Remove the ${noun} <code>${id}</code>?</h1>
+  <p>${kind === 'models' ? 'Requests for this model fail with 404 within a second; keys that list it keep the id but cannot use it.' : 'The provider is removed within a second. A provider that models still use cannot be removed.'}</p>
+  <form method="post" action="/app/catalogue/${kind}/${encodeURIComponent(id)}/delete" class="row">
+    <input type="hidden" name="csrf" value="${session.csrf}">
+    <button type="submit" class="btn btn-danger">Remove ${noun}</button>
+    <a class="btn btn-secondary" href="/app/catalogue">Cancel</a>
+  </form>
+</section>`,
+  });
+}
+
+/** Form text → the configuration file's shapes; numbers that do not parse are reported here, the rest by the schema. */
+function numberField(form: URLSearchParams, name: string, errors: FieldErrors, integer = true): number | undefined {
+  const text = (form.get(name) ?? '').trim();
+  if (text === '') return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+    errors[name] = integer ? 'must be a whole number' : 'must be a number';
+    return undefined;
+  }
+  return value;
+}
+
+function text(form: URLSearchParams, name: string): string | undefined {
+  const value = (form.get(name) ?? '').trim();
+  return value === '' ? undefined : value;
+}
+
+function formValues(form: URLSearchParams): Values {
+  const values: Values = {};
+  for (const key of new Set(form.keys())) {
+    if (key === 'csrf' || key === 'api_key' || key === 'headers') continue; // credentials are never echoed back
+    const all = form.getAll(key);
+    values[key] = key === 'endpoints' ? all : (all[0] ?? '');
+  }
+  return values;
+}
+
+function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Record<string, unknown>; secrets: SecretChanges } {
+  const raw: Record<string, unknown> = { id: text(form, 'id') ?? '', kind: text(form, 'kind') ?? '' };
+  const baseUrl = text(form, 'base_url');
+  if (baseUrl !== undefined) raw.base_url = baseUrl;
+  for (const name of ['connect_timeout_ms', 'response_timeout_ms', 'idle_timeout_ms', 'max_connections']) {
+    const value = numberField(form, name, errors);
+    if (value !== undefined) raw[name] = value;
+  }
+  const probeModel = text(form, 'probe_model');
+  const probeInterval = numberField(form, 'probe_interval_ms', errors);
+  if (probeModel !== undefined || probeInterval !== undefined) {
+    if (probeModel === undefined || probeInterval === undefined) errors.probe = 'give both the probe model and its interval, or neither';
+    else raw.probe = { model: probeModel, interval_ms: probeInterval };
+  }
+  const secrets: { apiKey?: string | null; headers?: Record<string, string> | null } = {};
+  const apiKey = form.get('api_key') ?? '';
+  if (form.get('clear_api_key') === '1') secrets.apiKey = null;
+  else if (apiKey.trim() !== '') secrets.apiKey = apiKey.trim();
+  const headerText = (form.get('headers') ?? '').trim();
+  if (form.get('clear_headers') === '1') secrets.headers = null;
+  else if (headerText !== '') {
+    const headers: Record<string, string> = {};
+    for (const line of headerText.split(/\r?\n/)) {
+      if (line.trim() === '') continue;
+      const colon = line.indexOf(':');
+      const name = colon === -1 ? '' : line.slice(0, colon).trim();
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) {
+        errors.headers = 'each line must be `Name: value` with a valid header name';
+        break;
+      }
+      headers[name] = line.slice(colon + 1).trim();
+    }
+    secrets.headers = headers;
+  }
+  return { raw, secrets };
+}
+
+function modelInput(form: URLSearchParams, errors: FieldErrors): Record<string, unknown> {
+  const raw: Record<string, unknown> = { id: text(form, 'id') ?? '', provider: text(form, 'provider') ?? '' };
+  for (const name of ['upstream_model', 'display_name', 'owned_by', 'description', 'version']) {
+    const value = text(form, name);
+    if (value !== undefined) raw[name] = value;
+  }
+  for (const name of ['context_window', 'max_output_tokens', 'created']) {
+    const value = numberField(form, name, errors);
+    if (value !== undefined) raw[name] = value;
+  }
+  const endpoints = form.getAll('endpoints');
+  if (endpoints.length > 0) raw.endpoints = endpoints;
+  const input = numberField(form, 'input_per_mtok', errors, false);
+  const output = numberField(form, 'output_per_mtok', errors, false);
+  if (input !== undefined || output !== undefined) {
+    if (input === undefined || output === undefined) errors.pricing = 'give both prices, or neither';
+    else raw.pricing = { input_per_mtok: input, output_per_mtok: output };
+  }
+  return raw;
+}
+
+/** Stored entry → form values, for editing. */
+function valuesOf(stored: Record<string, unknown>): Values {
+  const values: Values = {};
+  for (const [key, value] of Object.entries(stored)) {
+    if (key === 'probe' && value && typeof value === 'object') {
+      const probe = value as { model: string; interval_ms: number };
+      values.probe_model = probe.model;
+      values.probe_interval_ms = String(probe.interval_ms);
+    } else if (key === 'pricing' && value && typeof value === 'object') {
+      const pricing = value as { input_per_mtok: number; output_per_mtok: number };
+      values.input_per_mtok = String(pricing.input_per_mtok);
+      values.output_per_mtok = String(pricing.output_per_mtok);
+    } else if (Array.isArray(value)) values[key] = value.map(String);
+    else if (value !== undefined && value !== null) values[key] = String(value);
+  }
+  return values;
+}
+
+export function catalogueRoutes(deps: ConsoleDeps): Handler {
+  const { catalogueAdmin: admin } = deps;
+  const done = (ctx: RequestContext, message: string) => redirect(ctx.res, `/app/catalogue?done=${encodeURIComponent(message)}`);
+
+  return page(deps, async (ctx) => {
+    const session = await requireSession(deps, ctx, { admin: true });
+    if (!session) return;
+    // Another process may have written a moment ago; show the store as it is, not as last polled.
+    await deps.catalogue.refresh();
+    const method = ctx.req.method;
+    if (ctx.path === '/app/catalogue' && method === 'GET') {
+      const notice = new URLSearchParams(ctx.query).get('done');
+      // Only our own fixed messages come back this way; anything else is dropped.
+      const known = notice !== null && /^(Provider|Model) [^<>]{1,220} (added|saved|removed)\.$/.test(notice) ? notice : null;
+      return sendHtml(ctx.res, 200, overview(deps, session, known));
+    }
+    const match = /^\/app\/catalogue\/(providers|models)\/(?:(new)|([^/]+)\/(edit|delete))$/.exec(ctx.path);
+    if (match === null || (method !== 'GET' && method !== 'POST')) throw new FormError(404, 'There is no such page.');
+    const kind = match[1] as Kind;
+    let id = '';
+    try {
+      id = match[3] === undefined ? '' : decodeURIComponent(match[3]);
+    } catch {
+      throw new FormError(404, 'There is no such entry.');
+    }
+    const op = match[2] ?? match[4]!;
+    const noun = kind === 'providers' ? 'Provider' : 'Model';
+
+    if (op === 'delete') {
+      const stored = kind === 'providers' ? await admin.storedProvider(id) : await admin.storedModel(id);
+      if (stored === undefined) throw new FormError(404, `There is no console ${noun.toLowerCase()} “${id}” (entries from the configuration file are changed there).`);
+      if (method === 'GET') return sendHtml(ctx.res, 200, deletePage(session, kind, id));
+      await checkedForm(ctx, session);
+      const result = kind === 'providers' ? await admin.deleteProvider(id) : await admin.deleteModel(id);
+      if (!result.ok) throw new FormError(409, Object.values(result.errors).join(' '));
+      return done(ctx, `${noun} ${id} removed.`);
+    }
+
+    const mode = op === 'new' ? 'create' : 'update';
+    let stored: Record<string, unknown> | undefined;
+    if (mode === 'update') {
+      stored = kind === 'providers' ? await admin.storedProvider(id) : await admin.storedModel(id);
+      if (stored === undefined) throw new FormError(404, `There is no console ${noun.toLowerCase()} “${id}” (entries from the configuration file are changed there).`);
+    }
+    const entry = kind === 'providers' && mode === 'update' ? deps.catalogue.providers().find((p) => p.id === id) : undefined;
+    const secrets = { hasApiKey: entry?.hasApiKey ?? false, headerNames: entry?.headerNames ?? [] };
+
+    if (method === 'GET') {
+      const values = stored ? valuesOf(stored) : kind === 'providers' ? { kind: 'openai' } : { endpoints: ['completions'], provider: new URLSearchParams(ctx.query).get('provider') ?? '' };
+      return sendHtml(ctx.res, 200, kind === 'providers' ? providerForm(deps, session, mode, values, {}, secrets) : modelForm(deps, session, mode, values, {}));
+    }
+
+    const form = await checkedForm(ctx, session);
+    if (mode === 'update') form.set('id', id); // the id names the entry; it is not editable
+    const errors: FieldErrors = {};
+    let result: AdminResult;
+    if (kind === 'providers') {
+      const { raw, secrets: changes } = providerInput(form, errors);
+      result = Object.keys(errors).length > 0 ? { ok: false, errors } : await admin.saveProvider(mode, raw, changes);
+    } else {
+      const raw = modelInput(form, errors);
+      result = Object.keys(errors).length > 0 ? { ok: false, errors } : await admin.saveModel(mode, raw);
+    }
+    if (!result.ok) {
+      const values = formValues(form);
+      const page = kind === 'providers' ? providerForm(deps, session, mode, values, result.errors, secrets) : modelForm(deps, session, mode, values, result.errors);
+      return sendHtml(ctx.res, 400, page);
+    }
+    return done(ctx, `${noun} ${id || form.get('id')} ${mode === 'create' ? 'added' : 'saved'}.`);
+  });
+}

@@ -1,0 +1,309 @@
+import { maskSecret } from '../../auth/key-secret.js';
+import { changeKeyStatus, createKey, KeyManagementError } from '../../auth/keys-service.js';
+import type { Handler, RequestContext } from '../../http/server.js';
+import type { KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
+import { checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
+import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
+import { FormError, redirect, sendHtml } from '../http.js';
+import type { Session } from '../sessions.js';
+
+const USAGE_WINDOW_MS = 30 * 86_400_000;
+const MAX_KEY_NAME = 100;
+
+/** The three changes a key can go through, each confirmed on its own page first. */
+const ACTIONS = {
+  disable: { status: 'disabled', verb: 'Disable', consequence: 'Requests with this key are refused (403) within a second. You can enable it again later.' },
+  enable: { status: 'active', verb: 'Enable', consequence: 'Requests with this key are accepted again within a second.' },
+  revoke: { status: 'revoked', verb: 'Revoke', consequence: 'Requests with this key are refused for good, within a second. A revoked key cannot be enabled again.' },
+} as const satisfies Record<string, { status: KeyStatus; verb: string; consequence: string }>;
+type Action = keyof typeof ACTIONS;
+
+interface CreateValues {
+  name: string;
+  account: string;
+  models: string[];
+  expires: string;
+}
+
+type Notice = { kind: 'ok' | 'error'; text: string };
+
+function displayStatus(key: KeyRecord, now: number): string {
+  if (key.status === 'active' && key.expiresAt !== null && key.expiresAt <= now) return 'expired';
+  return key.status;
+}
+
+/** Keys the session may see: an admin every account's (or one, filtered), a member their own. */
+async function visibleKeys(deps: ConsoleDeps, session: Session, accountFilter: string | null): Promise<KeyRecord[]> {
+  if (!session.account.isAdmin) return deps.store.keys.list({ accountName: session.account.name });
+  return deps.store.keys.list(accountFilter ? { accountName: accountFilter } : {});
+}
+
+async function keyFor(deps: ConsoleDeps, session: Session, id: string): Promise<KeyRecord> {
+  const key = await deps.store.keys.get(id);
+  // Another account's key is answered exactly as a missing one, so ids cannot be probed.
+  if (key === undefined || (!session.account.isAdmin && key.accountId !== session.account.id)) {
+    throw new FormError(404, 'There is no such key in your account.');
+  }
+  return key;
+}
+
+function keyRow(key: KeyRecord, usage: KeyUsage | undefined, showAccount: boolean, now: number): Html {
+  const status = displayStatus(key, now);
+  const tokens = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
+  const actions: Html[] = [];
+  if (key.status === 'active') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/disable">Disable<span class="visually-hidden"> ${key.name}</span></a>`);
+  if (key.status === 'disabled') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/enable">Enable<span class="visually-hidden"> ${key.name}</span></a>`);
+  if (key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-danger" href="/app/keys/${encodeURIComponent(key.id)}/revoke">Revoke<span class="visually-hidden"> ${key.name}</span></a>`);
+  return html`<tr data-key-id="${key.id}">
+  <th scope="row">${key.name}</th>
+  ${showAccount ? html`<td>${key.accountName}</td>` : ''}
+  <td><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></td>
+  <td><span class="pill pill-${status}">${status}</span></td>
+  <td>${key.models === null ? html`<span class="muted">all models</span>` : key.models.map((m, i) => html`${i > 0 ? ', ' : ''}<code>${m}</code>`)}</td>
+  <td>${key.expiresAt === null ? html`<span class="muted">never</span>` : timeTag(key.expiresAt)}</td>
+  <td>${timeTag(key.createdAt, false)}</td>
+  <td>${timeTag(key.lastUsedAt)}</td>
+  <td class="num">${formatInt(usage?.requests ?? 0)}</td>
+  <td class="num">${formatInt(tokens)}</td>
+  <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
+  <td class="actions">${actions.length > 0 ? actions : html`<span class="muted">—</span>`}</td>
+</tr>`;
+}
+
+async function keysPage(
+  deps: ConsoleDeps,
+  ctx: RequestContext,
+  session: Session,
+  options: { status?: number; notice?: Notice; errors?: Record<string, string>; values?: CreateValues } = {},
+): Promise<void> {
+  const query = new URLSearchParams(ctx.query);
+  const isAdmin = session.account.isAdmin;
+  const accountFilter = isAdmin ? query.get('account') : null;
+  const now = Date.now();
+  const [keys, usage, accounts] = await Promise.all([
+    visibleKeys(deps, session, accountFilter),
+    deps.store.usage.byKey(now - USAGE_WINDOW_MS, isAdmin ? undefined : session.account.id),
+    isAdmin ? deps.store.accounts.list() : Promise.resolve([session.account]),
+  ]);
+  const errors = options.errors ?? {};
+  const values: CreateValues = options.values ?? { name: '', account: session.account.name, models: [], expires: '' };
+  const models = deps.catalogue.current().models;
+  const notice = options.notice ?? noticeFromQuery(query, keys);
+  const fieldError = (field: string) => (errors[field] ? html`<p class="field-error" id="err-${field}">${errors[field]}</p>` : '');
+  const describedBy = (field: string) => (errors[field] ? html` aria-invalid="true" aria-describedby="err-${field}"` : '');
+  const minDate = new Date(now + 86_400_000).toISOString().slice(0, 10);
+
+  const body = html`<div class="page-head">
+  <h1>API keys</h1>
+  <p class="lead">${isAdmin ? 'Every account’s keys (you are an admin).' : html`Keys of the account <strong>${session.account.name}</strong>.`} Changes take effect on the API within a second. Usage covers the last 30 days.</p>
+</div>
+${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
+${
+  isAdmin
+    ? html`<form class="filter" method="get" action="/app/keys">
+  <label for="account-filter">Account</label>
+  <select id="account-filter" name="account">
+    <option value="">All accounts</option>
+    ${accounts.map((a) => html`<option value="${a.name}"${accountFilter === a.name ? html` selected` : ''}>${a.name}</option>`)}
+  </select>
+  <button type="submit" class="btn btn-secondary btn-small">Show</button>
+</form>`
+    : ''
+}
+<div class="table-scroll" role="region" aria-label="API keys" tabindex="0">
+<table class="data">
+  <thead><tr>
+    <th scope="col">Name</th>${isAdmin ? html`<th scope="col">Account</th>` : ''}<th scope="col">Key</th><th scope="col">Status</th><th scope="col">Models</th>
+    <th scope="col">Expires</th><th scope="col">Created</th><th scope="col">Last used</th>
+    <th scope="col" class="num">Requests <span class="muted">30 d</span></th><th scope="col" class="num">Tokens <span class="muted">30 d</span></th><th scope="col" class="num">Cost <span class="muted">30 d</span></th>
+    <th scope="col">Actions</th>
+  </tr></thead>
+  <tbody>
+  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 12 : 11}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), isAdmin, now))}
+  </tbody>
+</table>
+</div>
+
+<section class="card" aria-labelledby="create-heading">
+  <h2 id="create-heading">Create a key</h2>
+  ${errors._ ? html`<p class="notice notice-error" role="alert">${errors._}</p>` : ''}
+  <form method="post" action="/app/keys" class="stack">
+    <input type="hidden" name="csrf" value="${session.csrf}">
+    <div class="field">
+      <label for="key-name">Name</label>
+      <input id="key-name" name="name" maxlength="${MAX_KEY_NAME}" placeholder="e.g. production backend" value="${values.name}"${describedBy('name')}>
+      ${fieldError('name')}
+    </div>
+    ${
+      isAdmin
+        ? html`<div class="field">
+      <label for="key-account">Account</label>
+      <select id="key-account" name="account"${describedBy('account')}>
+        ${accounts.map((a) => html`<option value="${a.name}"${values.account === a.name ? html` selected` : ''}>${a.name}</option>`)}
+      </select>
+      ${fieldError('account')}
+    </div>`
+        : ''
+    }
+    <fieldset class="field"${describedBy('models')}>
+      <legend>Models <span class="muted">(leave all unticked to allow every model, including ones added later)</span></legend>
+      ${models.length === 0 ? html`<p class="muted">The catalogue is empty.</p>` : ''}
+      <div class="checks">
+      ${models.map(
+        (m, i) => html`<label class="check" for="model-${i}"><input type="checkbox" id="model-${i}" name="models" value="${m.id}"${values.models.includes(m.id) ? html` checked` : ''}> <code>${m.id}</code>${m.displayName ? html` <span class="muted">${m.displayName}</span>` : ''}</label>`,
+      )}
+      </div>
+      ${fieldError('models')}
+    </fieldset>
+    <div class="field">
+      <label for="key-expires">Expires on <span class="muted">(optional; the key stops working at the end of that day, UTC)</span></label>
+      <input id="key-expires" name="expires" type="date" min="${minDate}" value="${values.expires}"${describedBy('expires')}>
+      ${fieldError('expires')}
+    </div>
+    <button type="submit" class="btn">Create key</button>
+  </form>
+</section>`;
+  sendHtml(ctx.res, options.status ?? 200, layout({ title: 'API keys', nav: 'keys', user: userOf(session), body }));
+}
+
+function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord[]): Notice | undefined {
+  const changed = query.get('changed');
+  if (changed === null) return undefined;
+  const key = keys.find((k) => k.id === changed);
+  return key && { kind: 'ok', text: `Key “${key.name}” is now ${key.status}.` };
+}
+
+function createdPage(session: Session, key: KeyRecord, secret: string) {
+  return layout({
+    title: 'Key created',
+    nav: 'keys',
+    user: userOf(session),
+    body: html`<section class="card narrow">
+  <h1>Key created</h1>
+  <p class="notice notice-ok" role="status">Copy the key now. It is shown only this once: Sluice keeps just a hash of it.</p>
+  <div class="secret">
+    <code id="new-secret" class="secret-value" tabindex="0">${secret}</code>
+    <button type="button" class="btn" data-copy-target="new-secret" hidden>Copy</button>
+    <span class="copy-status" role="status" aria-live="polite"></span>
+  </div>
+  <dl class="facts">
+    <dt>Name</dt><dd>${key.name}</dd>
+    <dt>Account</dt><dd>${key.accountName}</dd>
+    <dt>Models</dt><dd>${key.models === null ? 'all models' : key.models.join(', ')}</dd>
+    <dt>Expires</dt><dd>${key.expiresAt === null ? 'never' : formatDate(key.expiresAt, true)}</dd>
+  </dl>
+  <details>
+    <summary>How to use it</summary>
+    <pre><code>export SLUICE_KEY=…   # the key above
+curl -s $SLUICE_URL/v1/models -H "Authorization: Bearer $SLUICE_KEY"</code></pre>
+    <p>Any OpenAI client works with its base URL set to this gateway’s <code>/v1</code>.</p>
+  </details>
+  <p><a class="btn btn-secondary" href="/app/keys">Back to keys</a></p>
+</section>`,
+  });
+}
+
+function confirmPage(session: Session, key: KeyRecord, action: Action) {
+  const { verb, consequence } = ACTIONS[action];
+  return layout({
+    title: `${verb} key`,
+    nav: 'keys',
+    user: userOf(session),
+    body: html`<section class="card narrow">
+  <h1>${verb} the key “${key.name}”?</h1>
+  <dl class="facts">
+    <dt>Key</dt><dd><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></dd>
+    <dt>Account</dt><dd>${key.accountName}</dd>
+    <dt>Status now</dt><dd>${key.status}</dd>
+  </dl>
+  <p>${consequence}</p>
+  <form method="post" action="/app/keys/${encodeURIComponent(key.id)}/${action}" class="row">
+    <input type="hidden" name="csrf" value="${session.csrf}">
+    <button type="submit" class="btn ${action === 'enable' ? '' : 'btn-danger'}">${verb} key</button>
+    <a class="btn btn-secondary" href="/app/keys">Cancel</a>
+  </form>
+</section>`,
+  });
+}
+
+/** A date input's YYYY-MM-DD → the end of that day, UTC (the start of the next). */
+function parseExpiry(value: string): number | string {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return 'must be a date (YYYY-MM-DD)';
+  const start = Date.parse(`${value}T00:00:00Z`);
+  if (Number.isNaN(start)) return 'must be a real date';
+  const end = start + 86_400_000;
+  if (end <= Date.now()) return 'is in the past';
+  return end;
+}
+
+export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler; action: Handler } {
+  const list = page(deps, async (ctx) => {
+    const session = await requireSession(deps, ctx);
+    if (session) await keysPage(deps, ctx, session);
+  });
+
+  const create = page(deps, async (ctx) => {
+    const session = await requireSession(deps, ctx);
+    if (!session) return;
+    const form = await checkedForm(ctx, session);
+    const values: CreateValues = {
+      name: (form.get('name') ?? '').trim(),
+      account: session.account.isAdmin ? (form.get('account') ?? session.account.name).trim() : session.account.name,
+      models: [...new Set(form.getAll('models'))],
+      expires: (form.get('expires') ?? '').trim(),
+    };
+    const errors: Record<string, string> = {};
+    if (values.name.length > MAX_KEY_NAME) errors.name = `must be at most ${MAX_KEY_NAME} characters`;
+    if (/[\u0000-\u001f\u007f]/.test(values.name)) errors.name = 'must not contain control characters';
+    const catalogue = deps.catalogue.current();
+    const unknown = values.models.filter((id) => catalogue.get(id) === undefined);
+    if (unknown.length > 0) errors.models = `not in the catalogue: ${unknown.join(', ')}`;
+    let expiresAt: number | undefined;
+    if (values.expires !== '') {
+      const parsed = parseExpiry(values.expires);
+      if (typeof parsed === 'string') errors.expires = parsed;
+      else expiresAt = parsed;
+    }
+    if (session.account.isAdmin && (await deps.store.accounts.byName(values.account)) === undefined) errors.account = 'no such account';
+    if (Object.keys(errors).length > 0) {
+      return keysPage(deps, ctx, session, { status: 400, errors, values, notice: { kind: 'error', text: 'The key was not created: see below.' } });
+    }
+    try {
+      const { key, secret } = await createKey(deps.store, deps.hasher, { accountName: values.account, name: values.name, models: values.models, expiresAt });
+      sendHtml(ctx.res, 200, createdPage(session, key, secret));
+    } catch (error) {
+      if (!(error instanceof KeyManagementError)) throw error;
+      await keysPage(deps, ctx, session, { status: 400, errors: { _: error.message }, values });
+    }
+  });
+
+  const action = page(deps, async (ctx) => {
+    const match = /^\/app\/keys\/([^/]+)\/(disable|enable|revoke)$/.exec(ctx.path);
+    if (match === null) throw new FormError(404, 'There is no such page.');
+    const session = await requireSession(deps, ctx);
+    if (!session) return;
+    let id: string;
+    try {
+      id = decodeURIComponent(match[1]!);
+    } catch {
+      throw new FormError(404, 'There is no such key in your account.');
+    }
+    const verb = match[2] as Action;
+    if (ctx.req.method === 'GET') {
+      const key = await keyFor(deps, session, id);
+      return sendHtml(ctx.res, 200, confirmPage(session, key, verb));
+    }
+    if (ctx.req.method !== 'POST') throw new FormError(405, 'Use GET or POST here.');
+    await checkedForm(ctx, session);
+    const key = await keyFor(deps, session, id);
+    try {
+      await changeKeyStatus(deps.store, key.id, ACTIONS[verb].status);
+    } catch (error) {
+      if (!(error instanceof KeyManagementError)) throw error;
+      return sendHtml(ctx.res, 409, errorPage('Cannot change the key', error.message, userOf(session)));
+    }
+    redirect(ctx.res, `/app/keys?changed=${encodeURIComponent(key.id)}`);
+  });
+
+  return { list, create, action };
+}

@@ -1,0 +1,115 @@
+import type { Handler, RequestContext } from '../../http/server.js';
+import type { Figures, Health } from '../../status/health.js';
+import { HISTORY_DAYS, type ComponentStatus, type DayBar, type StatusSnapshot } from '../../status/status-monitor.js';
+import { page, type ConsoleDeps } from '../console-context.js';
+import { formatDate, formatInt, html, layout, type Html } from '../html.js';
+import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
+import { healthPill } from './models.js';
+
+const HEADLINES: Record<Health, string> = {
+  up: 'All systems operational',
+  degraded: 'Some services are degraded',
+  down: 'Major outage',
+  unknown: 'No recent traffic to judge by',
+};
+
+function percent(value: number | null, digits = 2): string {
+  return value === null ? '—' : `${(value * 100).toFixed(digits)}%`;
+}
+
+function figuresJson(f: Figures) {
+  return {
+    requests: f.requests,
+    failures: f.failures,
+    error_rate: f.errorRate,
+    latency_ms: f.latencyMs,
+    last_probe: f.lastProbe && { at: new Date(f.lastProbe.at).toISOString(), ok: f.lastProbe.ok, latency_ms: Math.round(f.lastProbe.latencyMs), error: f.lastProbe.errorKind },
+  };
+}
+
+function componentJson(c: ComponentStatus) {
+  return {
+    id: c.id,
+    status: c.state,
+    last_hour: figuresJson(c.lastHour),
+    uptime_90d: c.uptime90d,
+    days: c.days.filter((d) => d.total > 0).map((d) => ({ date: d.date, total: d.total, failures: d.failures, uptime: d.uptime })),
+  };
+}
+
+export function statusJson(snapshot: StatusSnapshot) {
+  return {
+    status: snapshot.overall,
+    description: HEADLINES[snapshot.overall],
+    generated_at: new Date(snapshot.generatedAt).toISOString(),
+    providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map(componentJson) })),
+  };
+}
+
+function barClass(day: DayBar): string {
+  if (day.uptime === null) return 'bar-none';
+  if (day.uptime >= 0.995) return 'bar-up';
+  if (day.uptime >= 0.95) return 'bar-degraded';
+  return 'bar-down';
+}
+
+function bars(c: ComponentStatus): Html {
+  return html`<div class="history">
+  <div class="bars" role="img" aria-label="Uptime per day for ${HISTORY_DAYS} days: ${c.uptime90d === null ? 'no data' : percent(c.uptime90d)} overall">
+    ${c.days.map((d) => html`<span class="bar ${barClass(d)}" title="${d.date}: ${d.uptime === null ? 'no data' : `${percent(d.uptime)} of ${formatInt(d.total)}`}"></span>`)}
+  </div>
+  <div class="bars-legend muted small"><span>${HISTORY_DAYS} days ago</span><span>${c.uptime90d === null ? 'no data' : `${percent(c.uptime90d)} uptime`}</span><span>today</span></div>
+</div>`;
+}
+
+function latency(f: Figures): string {
+  return f.latencyMs === null ? '—' : `${formatInt(f.latencyMs.p50)} / ${formatInt(f.latencyMs.p95)} / ${formatInt(f.latencyMs.p99)} ms`;
+}
+
+function statusPage(snapshot: StatusSnapshot) {
+  return layout({
+    title: 'Status',
+    nav: 'status',
+    refreshSeconds: 15,
+    body: html`<div class="page-head">
+  <h1>Service status</h1>
+</div>
+<p class="banner banner-${snapshot.overall}" id="overall" role="status"><strong>${HEADLINES[snapshot.overall]}</strong> <span class="muted small">as of ${formatDate(snapshot.generatedAt, true)}</span></p>
+<p class="muted small">From real traffic through this gateway over the last hour (and active probes where configured). Error rate counts upstream and gateway failures, not callers’ mistakes. Latency is p50 / p95 / p99 of whole requests.</p>
+${snapshot.providers.length === 0 ? html`<p class="empty card">No providers are configured.</p>` : ''}
+${snapshot.providers.map(
+  (p) => html`<section class="card provider" data-provider="${p.id}" aria-labelledby="prov-${p.id}">
+  <div class="provider-head">
+    <h2 id="prov-${p.id}">${p.id}</h2>
+    ${healthPill(p.state)}
+  </div>
+  <dl class="stats">
+    <div><dt>Requests (1 h)</dt><dd>${formatInt(p.lastHour.requests)}</dd></div>
+    <div><dt>Error rate</dt><dd>${percent(p.lastHour.errorRate, 1)}</dd></div>
+    <div><dt>Latency p50/p95/p99</dt><dd>${latency(p.lastHour)}</dd></div>
+    <div><dt>Last probe</dt><dd>${p.lastHour.lastProbe === null ? 'none' : html`${p.lastHour.lastProbe.ok ? 'ok' : `failed (${p.lastHour.lastProbe.errorKind ?? 'error'})`}, ${formatInt(Math.round(p.lastHour.lastProbe.latencyMs))} ms`}</dd></div>
+  </dl>
+  ${bars(p)}
+  ${
+    p.models.length === 0
+      ? ''
+      : html`<div class="table-scroll" role="region" aria-label="Models of ${p.id}" tabindex="0"><table class="data compact">
+    <thead><tr><th scope="col">Model</th><th scope="col">Status</th><th scope="col" class="num">Requests (1 h)</th><th scope="col" class="num">Error rate</th><th scope="col" class="num">p50 / p95 / p99</th><th scope="col" class="num">90-day uptime</th></tr></thead>
+    <tbody>${p.models.map(
+      (m) => html`<tr data-model="${m.id}"><th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a></th><td>${healthPill(m.state)}</td><td class="num">${formatInt(m.lastHour.requests)}</td><td class="num">${percent(m.lastHour.errorRate, 1)}</td><td class="num">${latency(m.lastHour)}</td><td class="num">${percent(m.uptime90d)}</td></tr>`,
+    )}</tbody>
+  </table></div>`
+  }
+</section>`,
+)}`,
+  });
+}
+
+export function statusRoutes(deps: ConsoleDeps): { page: Handler; json: Handler } {
+  const respond = async (ctx: RequestContext, forceJson: boolean) => {
+    const snapshot = await deps.status.snapshot();
+    if (forceJson || wantsJson(ctx.req, new URLSearchParams(ctx.query))) return sendPublicJson(ctx.res, statusJson(snapshot));
+    sendHtml(ctx.res, 200, statusPage(snapshot), { 'cache-control': 'no-cache' });
+  };
+  return { page: page(deps, (ctx) => respond(ctx, false)), json: page(deps, (ctx) => respond(ctx, true)) };
+}

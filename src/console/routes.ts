@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import type { Handler } from '../http/server.js';
+import { CONSOLE_JS } from './assets/script.js';
+import { CONSOLE_CSS } from './assets/styles.js';
+import type { ConsoleDeps } from './console-context.js';
+import { redirect } from './http.js';
+import { catalogueRoutes } from './pages/catalogue.js';
+import { keysRoutes } from './pages/keys.js';
+import { loginRoutes } from './pages/login.js';
+import { modelsRoutes } from './pages/models.js';
+import { statusRoutes } from './pages/status.js';
+
+export interface PrefixRoute {
+  readonly methods: readonly string[];
+  readonly prefix: string;
+  readonly handler: Handler;
+}
+
+export interface ConsoleRoutes {
+  /** 'METHOD /path' → handler, merged into the server's exact routes. */
+  readonly exact: ReadonlyArray<readonly [string, Handler]>;
+  readonly prefixes: readonly PrefixRoute[];
+}
+
+function asset(body: string, type: string): Handler {
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 16)}"`;
+  return async (ctx) => {
+    if (ctx.req.headers['if-none-match'] === etag) return void ctx.res.writeHead(304, { etag }).end();
+    ctx.res.writeHead(200, { 'content-type': type, etag, 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }).end(body);
+  };
+}
+
+/** The web console (`/app/...`) and the public pages (`/models`, `/status`), one handler per page. */
+export function consoleRoutes(deps: ConsoleDeps): ConsoleRoutes {
+  const login = loginRoutes(deps);
+  const keys = keysRoutes(deps);
+  const models = modelsRoutes(deps);
+  const status = statusRoutes(deps);
+  const catalogue = catalogueRoutes(deps);
+  const to = (location: string): Handler => async (ctx) => redirect(ctx.res, location);
+  return {
+    exact: [
+      ['GET /', to('/models')],
+      ['GET /app', to('/app/keys')],
+      ['GET /app/login', login.get],
+      ['POST /app/login', login.post],
+      ['POST /app/logout', login.logout],
+      ['GET /app/keys', keys.list],
+      ['POST /app/keys', keys.create],
+      ['GET /app/catalogue', catalogue],
+      ['GET /models', models.list],
+      ['GET /models.json', models.json],
+      ['GET /status', status.page],
+      ['GET /status.json', status.json],
+      ['GET /assets/console.css', asset(CONSOLE_CSS, 'text/css; charset=utf-8')],
+      ['GET /assets/console.js', asset(CONSOLE_JS, 'text/javascript; charset=utf-8')],
+    ],
+    prefixes: [
+      { methods: ['GET', 'POST'], prefix: '/app/keys/', handler: keys.action },
+      { methods: ['GET', 'POST'], prefix: '/app/catalogue/', handler: catalogue },
+      { methods: ['GET'], prefix: '/models/', handler: models.detail },
+    ],
+  };
+}

@@ -1,0 +1,161 @@
+import type { Logger } from 'pino';
+import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
+import type { DailyStatusRow, ProbeResult, Store, TrafficSample } from '../store/store.js';
+import { figuresOf, healthOf, type Figures, type Health } from './health.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+export const HISTORY_DAYS = 90;
+/** Most ledger rows read for one snapshot; beyond this the figures are from the newest rows. */
+const MAX_TRAFFIC_ROWS = 200_000;
+/** How fresh a snapshot must be: pages poll it, and a failure must show within seconds. */
+const SNAPSHOT_TTL_MS = 1000;
+/** The daily rollup of today and yesterday is refreshed at most this often. */
+const ROLLUP_EVERY_MS = 10_000;
+
+export interface DayBar {
+  /** YYYY-MM-DD (UTC). */
+  readonly date: string;
+  readonly total: number;
+  readonly failures: number;
+  /** Share of requests and probes that did not fail; null on a day without any. */
+  readonly uptime: number | null;
+}
+
+export interface ComponentStatus {
+  readonly id: string;
+  readonly state: Health;
+  readonly lastHour: Figures;
+  readonly uptime90d: number | null;
+  readonly days: readonly DayBar[];
+}
+
+export interface ProviderStatus extends ComponentStatus {
+  readonly models: readonly ComponentStatus[];
+}
+
+export interface StatusSnapshot {
+  readonly generatedAt: number;
+  readonly overall: Health;
+  readonly providers: readonly ProviderStatus[];
+}
+
+/**
+ * Health from what the store holds: the last hour of real traffic (the ledger) and of probes,
+ * and the daily rollup for the 90-day history. Computed on demand and cached briefly, so every
+ * process answers from the same data without coordination.
+ */
+export class StatusMonitor {
+  private cached: { at: number; snapshot: Promise<StatusSnapshot> } | undefined;
+  private lastRollup = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly catalogue: LiveCatalogue,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.rollup().catch((error: unknown) => this.logger.warn({ err: error }, 'status rollup failed')), ROLLUP_EVERY_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  snapshot(): Promise<StatusSnapshot> {
+    const now = this.now();
+    if (this.cached === undefined || now - this.cached.at > SNAPSHOT_TTL_MS) {
+      const snapshot = this.compute(now);
+      this.cached = { at: now, snapshot };
+      snapshot.catch(() => (this.cached = undefined));
+    }
+    return this.cached.snapshot;
+  }
+
+  /** The health of one model: its own traffic, else its provider's. */
+  async modelHealth(): Promise<Map<string, Health>> {
+    const snapshot = await this.snapshot();
+    const health = new Map<string, Health>();
+    for (const provider of snapshot.providers) {
+      for (const model of provider.models) health.set(model.id, model.state === 'unknown' ? provider.state : model.state);
+    }
+    return health;
+  }
+
+  async rollup(): Promise<void> {
+    const today = Math.floor(this.now() / DAY_MS);
+    await this.store.status.rollup(today - 1, today);
+    this.lastRollup = this.now();
+  }
+
+  private async compute(now: number): Promise<StatusSnapshot> {
+    if (now - this.lastRollup > ROLLUP_EVERY_MS) await this.rollup();
+    const today = Math.floor(now / DAY_MS);
+    const [traffic, probes, daily] = await Promise.all([
+      this.store.usage.traffic(now - HOUR_MS, MAX_TRAFFIC_ROWS),
+      this.store.status.probes(now - HOUR_MS),
+      this.store.status.daily(today - HISTORY_DAYS + 1),
+    ]);
+    const catalogue = this.catalogue.current();
+    const providers = this.catalogue.providers().map((entry): ProviderStatus => {
+      const mine = (sample: { providerId: string }) => sample.providerId === entry.id;
+      const providerTraffic = traffic.filter(mine);
+      const providerProbes = probes.filter(mine);
+      const models = catalogue.models
+        .filter((model) => model.providerId === entry.id)
+        .map((model) => {
+          const ofModel = (sample: { model: string }) => sample.model === model.id;
+          return component(model.id, providerTraffic.filter(ofModel), providerProbes.filter(ofModel), daily.filter((row) => mine(row) && ofModel(row)), now, today);
+        });
+      return { ...component(entry.id, providerTraffic, providerProbes, daily.filter(mine), now, today), models };
+    });
+    return { generatedAt: now, overall: overallOf(providers.map((p) => p.state)), providers };
+  }
+}
+
+function component(id: string, traffic: TrafficSample[], probes: ProbeResult[], daily: DailyStatusRow[], now: number, today: number): ComponentStatus {
+  const days = historyBars(daily, today);
+  const total = days.reduce((sum, day) => sum + day.total, 0);
+  const failures = days.reduce((sum, day) => sum + day.failures, 0);
+  return {
+    id,
+    state: healthOf(traffic, probes, now),
+    lastHour: figuresOf(traffic, probes),
+    uptime90d: total === 0 ? null : (total - failures) / total,
+    days,
+  };
+}
+
+function historyBars(daily: readonly DailyStatusRow[], today: number): DayBar[] {
+  const byDay = new Map<number, { total: number; failures: number }>();
+  for (const row of daily) {
+    const entry = byDay.get(row.day) ?? { total: 0, failures: 0 };
+    entry.total += row.requests + row.probes;
+    entry.failures += row.failures + row.probeFailures;
+    byDay.set(row.day, entry);
+  }
+  const bars: DayBar[] = [];
+  for (let day = today - HISTORY_DAYS + 1; day <= today; day++) {
+    const entry = byDay.get(day) ?? { total: 0, failures: 0 };
+    bars.push({
+      date: new Date(day * DAY_MS).toISOString().slice(0, 10),
+      total: entry.total,
+      failures: entry.failures,
+      uptime: entry.total === 0 ? null : (entry.total - entry.failures) / entry.total,
+    });
+  }
+  return bars;
+}
+
+/** Down only when everything with data is down; any trouble short of that is degraded. */
+function overallOf(states: readonly Health[]): Health {
+  const known = states.filter((state) => state !== 'unknown');
+  if (known.length === 0) return 'unknown';
+  if (known.every((state) => state === 'down')) return 'down';
+  if (known.some((state) => state !== 'up')) return 'degraded';
+  return 'up';
+}

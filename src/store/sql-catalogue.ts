@@ -1,0 +1,109 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from './schema.js';
+import type { CatalogueRepository, StoredModel, StoredProvider } from './store.js';
+
+/** Console-registered providers and models; every change bumps `catalogue_version` in the same transaction. */
+export class SqlCatalogue implements CatalogueRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async providers(): Promise<StoredProvider[]> {
+    const rows = await this.db.selectFrom('console_providers').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map((row) => ({
+      id: row.id,
+      config: JSON.parse(row.config) as Record<string, unknown>,
+      secrets: row.secrets,
+      createdAt: Number(row.created_at),
+      updatedAt: Number(row.updated_at),
+    }));
+  }
+
+  async models(): Promise<StoredModel[]> {
+    const rows = await this.db.selectFrom('console_models').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map((row) => ({
+      id: row.id,
+      providerId: row.provider_id,
+      config: JSON.parse(row.config) as Record<string, unknown>,
+      createdAt: Number(row.created_at),
+      updatedAt: Number(row.updated_at),
+    }));
+  }
+
+  async putProvider(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {
+    const now = Date.now();
+    return this.db.transaction().execute(async (tx) => {
+      if (mode === 'create') {
+        const result = await tx
+          .insertInto('console_providers')
+          .values({ id: entry.id, config: JSON.stringify(entry.config), secrets: entry.secrets, created_at: now, updated_at: now })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .executeTakeFirst();
+        if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
+      } else {
+        const result = await tx
+          .updateTable('console_providers')
+          .set({ config: JSON.stringify(entry.config), secrets: entry.secrets, updated_at: now })
+          .where('id', '=', entry.id)
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return false;
+      }
+      await bumpCatalogueVersion(tx);
+      return true;
+    });
+  }
+
+  async deleteProvider(id: string): Promise<'deleted' | 'missing' | 'in_use'> {
+    return this.db.transaction().execute(async (tx) => {
+      const user = await tx.selectFrom('console_models').select('id').where('provider_id', '=', id).executeTakeFirst();
+      if (user !== undefined) return 'in_use';
+      const result = await tx.deleteFrom('console_providers').where('id', '=', id).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return 'missing';
+      await bumpCatalogueVersion(tx);
+      return 'deleted';
+    });
+  }
+
+  async putModel(entry: { id: string; providerId: string; config: object }, mode: 'create' | 'update'): Promise<boolean> {
+    const now = Date.now();
+    return this.db.transaction().execute(async (tx) => {
+      if (mode === 'create') {
+        const result = await tx
+          .insertInto('console_models')
+          .values({ id: entry.id, provider_id: entry.providerId, config: JSON.stringify(entry.config), created_at: now, updated_at: now })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .executeTakeFirst();
+        if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
+      } else {
+        const result = await tx
+          .updateTable('console_models')
+          .set({ provider_id: entry.providerId, config: JSON.stringify(entry.config), updated_at: now })
+          .where('id', '=', entry.id)
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return false;
+      }
+      await bumpCatalogueVersion(tx);
+      return true;
+    });
+  }
+
+  async deleteModel(id: string): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      const result = await tx.deleteFrom('console_models').where('id', '=', id).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await bumpCatalogueVersion(tx);
+      return true;
+    });
+  }
+
+  async version(): Promise<number> {
+    const row = await this.db.selectFrom('meta').select('value').where('name', '=', 'catalogue_version').executeTakeFirstOrThrow();
+    return Number(row.value);
+  }
+}
+
+async function bumpCatalogueVersion(db: Kysely<Database>): Promise<void> {
+  await db
+    .updateTable('meta')
+    .set({ value: sql`value + 1` })
+    .where('name', '=', 'catalogue_version')
+    .execute();
+}

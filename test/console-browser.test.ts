@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
+import { createAccount } from './support/console.js';
+import { configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = resolve(import.meta.dirname, '../test-output/screenshots');
+const PASSWORD = 'browser-admin-password';
+
+let fake: FakeUpstream;
+let sluice: RunningSluice;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+async function shot(name: string, target: Page = page): Promise<void> {
+  await target.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  // Debian's chromium is a requirement of this suite (.ci/run installs it): fail, never skip.
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  fake = await startFakeOpenAI();
+  const dataDir = tempDir();
+  await createAccount(dataDir, 'admin', PASSWORD, true);
+  sluice = await startSluice({ dataDir, config: configFor(fake.url) });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: sluice.url });
+  page = await context.newPage();
+  // No page may fetch anything from outside the gateway.
+  page.on('request', (request) => assert.ok(request.url().startsWith(sluice.url), `outside request: ${request.url()}`));
+});
+
+after(async () => {
+  await browser?.close();
+  if (sluice) assert.equal(await sluice.stop(), 0);
+  await fake?.close();
+});
+
+describe('the console in a real browser', () => {
+  test('sign in with the labelled fields', async () => {
+    await page.goto(`${sluice.url}/app/keys`);
+    assert.equal(new URL(page.url()).pathname, '/app/login');
+    await shot('01-login');
+    await page.getByLabel('Username').fill('admin');
+    await page.getByLabel('Password').fill('wrong-password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    assert.match(await page.getByRole('alert').innerText(), /username or password is not right/);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByLabel('Password').press('Enter');
+    await page.waitForURL(`${sluice.url}/app/keys`);
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'API keys');
+  });
+
+  let secret = '';
+
+  test('create a key, copy it, use it with the OpenAI SDK, disable it and see the API refuse it within a second', async () => {
+    await page.getByLabel('Name').fill('browser key');
+    await page.getByRole('checkbox', { name: /llama-8b/ }).check();
+    await shot('02-keys-empty');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Key created');
+    const shown = (await page.locator('#new-secret').innerText()).trim();
+    assert.match(shown, /^sk-[A-Za-z0-9]{48}$/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    // Runs in the page; typed by hand since the project's tsconfig has no DOM library.
+    secret = await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText());
+    assert.equal(secret, shown);
+    await shot('03-key-created');
+
+    const openai = new OpenAI({ apiKey: secret, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    const completion = await openai.completions.create({ model: 'llama-8b', prompt: 'Say hi', max_tokens: 4 });
+    assert.equal(completion.choices[0]!.text, ' The quick brown fox');
+
+    await page.getByRole('link', { name: 'Back to keys' }).click();
+    const row = page.locator('tr', { hasText: 'browser key' });
+    assert.match(await row.innerText(), new RegExp(`${secret.slice(0, 5)}…${secret.slice(-4)}`));
+    await eventually(async () => {
+      await page.reload();
+      return /\b1\b/.test(await row.locator('td.num').first().innerText()) ? true : undefined;
+    }, 5000, 'the request counted on the keys page');
+    await shot('04-keys-with-usage');
+
+    await row.getByRole('link', { name: /Disable/ }).click();
+    assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Disable the key “browser key”/);
+    await shot('05-confirm-disable');
+    await page.getByRole('button', { name: 'Disable key' }).click();
+    const disabledAt = Date.now();
+    assert.match(await page.getByRole('status').first().innerText(), /is now disabled/);
+    await eventually(async () => {
+      try {
+        await openai.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 1 });
+        return undefined;
+      } catch (error) {
+        return error instanceof OpenAI.PermissionDeniedError && error.status === 403 ? true : undefined;
+      }
+    }, 1000, 'a 403 for the disabled key');
+    assert.ok(Date.now() - disabledAt <= 1000);
+    assert.equal(await page.locator('tr', { hasText: 'browser key' }).locator('.pill').innerText(), 'disabled');
+  });
+
+  test('register a provider and a model and see it in /v1/models and on /models', async () => {
+    await page.getByRole('link', { name: 'Catalogue' }).click();
+    await shot('06-catalogue');
+    await page.getByRole('link', { name: 'Add provider' }).click();
+    await page.getByRole('textbox', { name: 'Id', exact: true }).fill('gpu-box');
+    await page.getByLabel('Base URL').fill(fake.url);
+    await page.getByLabel(/^API key/).fill('console-entered-credential');
+    await shot('07-provider-form');
+    await page.getByRole('button', { name: 'Add provider' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Provider gpu-box added/);
+    assert.doesNotMatch(await page.content(), /console-entered-credential/);
+
+    await page.getByRole('link', { name: 'Add model' }).click();
+    await page.getByLabel('Model id').fill('my-selfhosted-model');
+    await page.getByLabel('Provider').selectOption('gpu-box');
+    await page.getByLabel('Upstream model').fill('upstream-model');
+    await page.getByLabel('Display name').fill('My self-hosted model');
+    await page.getByLabel('Context window (tokens)').fill('32768');
+    await page.getByLabel('Input price').fill('0.15');
+    await page.getByLabel('Output price').fill('0.45');
+    await shot('08-model-form');
+    await page.getByRole('button', { name: 'Register model' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Model my-selfhosted-model added/);
+    assert.match(await page.locator('tr[data-model="my-selfhosted-model"]').innerText(), /console/);
+    assert.match(await page.locator('tr[data-model="llama-8b"]').innerText(), /configuration file/);
+
+    const { key } = await createKey(sluice.dataDir, 'browser-acct');
+    const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    const ids = await eventually(async () => {
+      const list = (await openai.models.list()).data.map((m) => m.id);
+      return list.includes('my-selfhosted-model') ? list : undefined;
+    }, 1000, 'the model in /v1/models');
+    assert.deepEqual(ids, ['llama-8b', 'other-model', 'chat-only', 'my-selfhosted-model']);
+    const completion = await openai.completions.create({ model: 'my-selfhosted-model', prompt: 'hi', max_tokens: 2 });
+    assert.equal(completion.choices[0]!.text, ' The quick');
+    assert.equal(fake.requests.at(-1)!.headers.authorization, 'Bearer console-entered-credential');
+  });
+
+  test('read prices on /models, search and sort it, open a model page', async () => {
+    await page.goto(`${sluice.url}/models`);
+    assert.match(await page.locator('main').innerText(), /depends on the key/);
+    const llama = page.locator('tr[data-model="llama-8b"]');
+    assert.equal(await llama.locator('.price-in').innerText(), '$0.20');
+    assert.equal(await llama.locator('.price-out').innerText(), '$0.60');
+    const mine = page.locator('tr[data-model="my-selfhosted-model"]');
+    assert.equal(await mine.locator('.price-in').innerText(), '$0.15');
+    assert.equal(await mine.locator('.price-out').innerText(), '$0.45');
+    await shot('09-models');
+    await page.getByLabel('Search models').fill('self-hosted');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    assert.deepEqual(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-model'))), ['my-selfhosted-model']);
+    await page.goto(`${sluice.url}/models`);
+    await page.getByRole('link', { name: /Input \/ 1M/ }).click();
+    assert.equal(await page.locator('th[aria-sort]').getAttribute('aria-sort'), 'ascending');
+    assert.deepEqual((await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-model')))).slice(0, 2), ['my-selfhosted-model', 'llama-8b']);
+    await page.getByRole('link', { name: 'llama-8b' }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Llama 3.1 8B');
+    assert.match(await page.locator('.facts').innerText(), /\$0\.20 per million tokens/);
+    await shot('10-model-page');
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${sluice.url}/models`);
+    const { scrollWidth, innerWidth } = await phone.evaluate(() => {
+      const w = globalThis as unknown as { innerWidth: number; document: { documentElement: { scrollWidth: number } } };
+      return { scrollWidth: w.document.documentElement.scrollWidth, innerWidth: w.innerWidth };
+    });
+    assert.ok(scrollWidth <= innerWidth + 1, `no sideways scrolling of the page on a phone (${scrollWidth} > ${innerWidth})`);
+    await shot('11-models-phone', phone);
+    await phone.close();
+  });
+
+  test('see a failing upstream on /status', async () => {
+    const { key } = await createKey(sluice.dataDir, 'browser-acct');
+    const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    await openai.completions.create({ model: 'other-model', prompt: 'hi', max_tokens: 1 });
+    const ofFake = () => sluice.ledger().filter((row) => row.provider_id === 'fake-vllm');
+    await eventually(() => (ofFake().some((row) => row.model === 'other-model') ? true : undefined), 3000, 'the ledger row');
+    // More failures than the successes so far (their number varies: the disabled key above kept
+    // working for a few requests inside its one second), so the provider must show as down.
+    const successes = ofFake().length;
+    const failures = successes + 1;
+    fake.behaviour = { fail: { status: 503, body: '{"error":{"message":"overloaded","type":"ServiceUnavailableError","param":null,"code":503}}' } };
+    try {
+      for (let i = 0; i < failures; i++) await assert.rejects(openai.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 1 }), OpenAI.InternalServerError);
+    } finally {
+      fake.behaviour = {};
+    }
+    const section = page.locator('section[data-provider="fake-vllm"]');
+    // Each gateway worker writes its own ledger batches; wait until the page counts them all.
+    await eventually(async () => {
+      await page.goto(`${sluice.url}/status`);
+      return (await section.locator('.stats dd').first().innerText()) === String(successes + failures) ? true : undefined;
+    }, 5000, 'every request counted on /status');
+    assert.equal(await section.locator('.provider-head .pill').innerText(), 'Down');
+    assert.match(await section.locator('.stats').innerText(), new RegExp(`Error rate\\s+${((failures / (successes + failures)) * 100).toFixed(1)}%`));
+    assert.match(await page.locator('#overall').innerText(), /degraded|outage/i);
+    assert.equal(await section.locator('.bar').count(), 90);
+    assert.equal(await section.locator('tr[data-model="llama-8b"] .pill').innerText(), 'Down');
+    assert.equal(await page.locator('section[data-provider="gpu-box"] .provider-head .pill').innerText(), 'Up');
+    await shot('12-status');
+  });
+
+  test('keyboard: the sign-out button is reachable and signs out', async () => {
+    await page.goto(`${sluice.url}/app/keys`);
+    await shot('13-keys-admin');
+    const signOut = page.getByRole('button', { name: 'Sign out' });
+    await signOut.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/app\/login\?signedout=1$/);
+    await page.goto(`${sluice.url}/app/keys`);
+    assert.equal(new URL(page.url()).pathname, '/app/login');
+  });
+});

@@ -1,0 +1,471 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import OpenAI from 'openai';
+import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
+import { cliWithInput, ConsoleClient, createAccount } from './support/console.js';
+import { cli, configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+
+const ADMIN_PASSWORD = 'admin-password-1';
+const MEMBER_PASSWORD = 'member-password-1';
+
+let fake: FakeUpstream;
+let sluice: RunningSluice;
+
+function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
+  const db = new Database(join(dataDir, 'sluice.db'), { readonly: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+async function keysOf(dataDir: string, account: string): Promise<{ id: string; name: string; status: string }[]> {
+  const result = await cli(['keys', 'list', '--account', account, '--json', '--data', dataDir]);
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout) as { id: string; name: string; status: string }[];
+}
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  const dataDir = tempDir();
+  await createAccount(dataDir, 'alice', ADMIN_PASSWORD, true);
+  await createAccount(dataDir, 'bob', MEMBER_PASSWORD);
+  sluice = await startSluice({
+    dataDir,
+    config: configFor(fake.url).replace('    api_key: upstream-secret-credential\n', '    api_key: upstream-secret-credential\n    probe: { interval_ms: 1000, model: other-model }\n'),
+  });
+});
+after(async () => {
+  assert.equal(await sluice.stop(), 0);
+  await fake.close();
+});
+
+describe('console accounts (CLI)', () => {
+  test('create stores a salted scrypt hash, never the password; a second create and short passwords are refused', async () => {
+    const rows = query<{ name: string; password_hash: string; is_admin: number }>(sluice.dataDir, "SELECT name, password_hash, is_admin FROM accounts WHERE name IN ('alice','bob') ORDER BY name");
+    assert.deepEqual(rows.map((r) => [r.name, r.is_admin]), [['alice', 1], ['bob', 0]]);
+    for (const row of rows) {
+      assert.match(row.password_hash, /^scrypt\$32768\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
+      assert.ok(!row.password_hash.includes('password'));
+    }
+    assert.notEqual(rows[0]!.password_hash.split('$')[4], rows[1]!.password_hash.split('$')[4], 'each hash has its own salt');
+    const again = await cliWithInput(['accounts', 'create', 'bob', '--password-stdin', '--data', sluice.dataDir], 'another-password\n');
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already sign in; use `sluice accounts passwd bob`/);
+    const short = await cliWithInput(['accounts', 'create', 'carol', '--password-stdin', '--data', sluice.dataDir], 'short\n');
+    assert.equal(short.code, 1);
+    assert.match(short.stderr, /at least 8 characters/);
+    assert.equal(query(sluice.dataDir, "SELECT 1 FROM accounts WHERE name = 'carol'").length, 0);
+    const noStdinFlag = await cliWithInput(['accounts', 'create', 'dave', '--data', sluice.dataDir], 'whatever-password\n');
+    assert.notEqual(noStdinFlag.code, 0);
+    assert.match(noStdinFlag.stderr, /--password-stdin/);
+  });
+
+  test('passwd changes the password and ends the account’s sessions', async () => {
+    await createAccount(sluice.dataDir, 'erin', 'first-password');
+    const client = new ConsoleClient(sluice.url);
+    await client.signIn('erin', 'first-password');
+    assert.equal((await client.get('/app/keys')).status, 200);
+    const changed = await cliWithInput(['accounts', 'passwd', 'erin', '--password-stdin', '--data', sluice.dataDir], 'second-password\n');
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.equal((await client.get('/app/keys')).status, 303, 'the old session is gone');
+    assert.equal((await new ConsoleClient(sluice.url).login('erin', 'first-password')).status, 401);
+    assert.equal((await new ConsoleClient(sluice.url).login('erin', 'second-password')).status, 303);
+  });
+});
+
+describe('sessions', () => {
+  test('sign-in sets an HttpOnly, SameSite session cookie; the store keeps only its hash; Secure behind HTTPS', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const response = await client.login('bob', MEMBER_PASSWORD);
+    assert.equal(response.status, 303);
+    assert.equal(response.headers.get('location'), '/app/keys');
+    const setCookie = response.headers.getSetCookie().find((c) => c.startsWith('sluice_session='))!;
+    assert.match(setCookie, /; HttpOnly/);
+    assert.match(setCookie, /; SameSite=Lax/);
+    assert.doesNotMatch(setCookie, /Secure/);
+    const token = client.cookies.get('sluice_session')!;
+    const stored = query<{ token_hash: string }>(sluice.dataDir, 'SELECT token_hash FROM console_sessions');
+    assert.ok(stored.length > 0);
+    assert.ok(stored.every((row) => row.token_hash !== token));
+    assert.ok(!readFileSync(join(sluice.dataDir, 'sluice.db')).includes(token), 'the token is nowhere in the database file');
+
+    const behindProxy = new ConsoleClient(sluice.url);
+    const form = await behindProxy.get('/app/login', { 'x-forwarded-proto': 'https' });
+    const secure = await behindProxy.post('/app/login', { csrf: ConsoleClient.csrfOf(form.text), username: 'bob', password: MEMBER_PASSWORD }, { 'x-forwarded-proto': 'https' });
+    assert.equal(secure.status, 303);
+    assert.match(secure.headers.getSetCookie().find((c) => c.startsWith('sluice_session='))!, /; Secure/);
+  });
+
+  test('without a session the console redirects to the sign-in page', async () => {
+    const response = await new ConsoleClient(sluice.url).get('/app/keys');
+    assert.equal(response.status, 303);
+    assert.equal(response.headers.get('location'), '/app/login?next=%2Fapp%2Fkeys');
+    const login = await new ConsoleClient(sluice.url).get('/app/login');
+    assert.match(login.text, /<label for="username">Username<\/label>/);
+    assert.match(login.text, /<label for="password">Password<\/label>/);
+  });
+
+  test('sign-out ends the session, in the store too', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('bob', MEMBER_PASSWORD);
+    const token = client.cookies.get('sluice_session')!;
+    const refused = await client.post('/app/logout', {});
+    assert.equal(refused.status, 403, 'sign-out needs the CSRF token too');
+    const out = await client.post('/app/logout', { csrf });
+    assert.equal(out.status, 303);
+    assert.equal(client.cookies.has('sluice_session'), false);
+    client.cookies.set('sluice_session', token);
+    assert.equal((await client.get('/app/keys')).status, 303, 'the old token no longer works');
+  });
+
+  test('a session expires after --session-ttl', async () => {
+    const dataDir = tempDir();
+    await createAccount(dataDir, 'frank', 'frank-password');
+    const short = await startSluice({ dataDir, args: ['--session-ttl', '1500'] });
+    try {
+      const client = new ConsoleClient(short.url);
+      const signedIn = await client.login('frank', 'frank-password');
+      assert.equal(signedIn.status, 303);
+      assert.match(signedIn.headers.getSetCookie().find((c) => c.startsWith('sluice_session='))!, /Max-Age=2;/);
+      assert.equal((await client.get('/app/keys')).status, 200);
+      await new Promise((r) => setTimeout(r, 1700));
+      const expired = await client.get('/app/keys');
+      assert.equal(expired.status, 303);
+      assert.equal(expired.headers.get('location'), '/app/login?next=%2Fapp%2Fkeys&expired=1');
+      assert.match((await client.get('/app/login?expired=1')).text, /Your session has ended/);
+    } finally {
+      assert.equal(await short.stop(), 0);
+    }
+  });
+});
+
+describe('CSRF', () => {
+  test('a state-changing form without the session’s token, with a wrong one, or from another origin is refused (403) and changes nothing', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('bob', MEMBER_PASSWORD);
+    const before = (await keysOf(sluice.dataDir, 'bob')).length;
+    assert.equal((await client.post('/app/keys', { name: 'no token' })).status, 403);
+    assert.equal((await client.post('/app/keys', { name: 'wrong token', csrf: csrf.slice(0, -2) + 'xx' })).status, 403);
+    assert.equal((await client.post('/app/keys', { name: 'cross site', csrf }, { origin: 'https://evil.example' })).status, 403);
+    assert.equal((await keysOf(sluice.dataDir, 'bob')).length, before);
+
+    const { id } = await createKey(sluice.dataDir, 'bob');
+    assert.equal((await client.post(`/app/keys/${id}/disable`, {})).status, 403);
+    assert.equal((await keysOf(sluice.dataDir, 'bob')).find((k) => k.id === id)!.status, 'active');
+    // Another session's token is no good either.
+    const other = new ConsoleClient(sluice.url);
+    const otherCsrf = await other.signIn('bob', MEMBER_PASSWORD);
+    assert.notEqual(otherCsrf, csrf);
+    assert.equal((await client.post(`/app/keys/${id}/disable`, { csrf: otherCsrf })).status, 403);
+    // With its own token the same form works.
+    assert.equal((await client.post(`/app/keys/${id}/disable`, { csrf })).status, 303);
+    assert.equal((await keysOf(sluice.dataDir, 'bob')).find((k) => k.id === id)!.status, 'disabled');
+  });
+
+  test('the sign-in form needs its own token, so another site cannot sign a browser in', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const response = await client.post('/app/login', { username: 'bob', password: MEMBER_PASSWORD });
+    assert.equal(response.status, 403);
+    assert.equal(client.cookies.has('sluice_session'), false);
+  });
+});
+
+describe('keys', () => {
+  test('a member sees only their own account’s keys and is refused another account’s key', async () => {
+    const mine = await createKey(sluice.dataDir, 'bob', ['--name', 'bob-visible']);
+    const theirs = await createKey(sluice.dataDir, 'acme', ['--name', 'acme-secret-project']);
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('bob', MEMBER_PASSWORD);
+    const page = (await client.get('/app/keys')).text;
+    assert.match(page, /bob-visible/);
+    assert.doesNotMatch(page, /acme-secret-project/);
+    assert.doesNotMatch(page, new RegExp(theirs.id));
+
+    for (const action of ['disable', 'revoke']) {
+      const confirm = await client.get(`/app/keys/${theirs.id}/${action}`);
+      assert.equal(confirm.status, 404);
+      assert.doesNotMatch(confirm.text, /acme-secret-project/);
+      assert.equal((await client.post(`/app/keys/${theirs.id}/${action}`, { csrf })).status, 404);
+    }
+    assert.equal((await keysOf(sluice.dataDir, 'acme')).find((k) => k.id === theirs.id)!.status, 'active', 'nothing changed');
+    assert.equal((await client.get(`/app/keys/${mine.id}/revoke`)).status, 200, 'the member may act on their own key');
+  });
+
+  test('an admin sees every account’s keys and can filter by account', async () => {
+    await createKey(sluice.dataDir, 'acme', ['--name', 'acme-for-admin']);
+    const client = new ConsoleClient(sluice.url);
+    await client.signIn('alice', ADMIN_PASSWORD);
+    const all = (await client.get('/app/keys')).text;
+    assert.match(all, /acme-for-admin/);
+    assert.match(all, /bob-visible/);
+    const filtered = (await client.get('/app/keys?account=acme')).text;
+    assert.match(filtered, /acme-for-admin/);
+    assert.doesNotMatch(filtered, /bob-visible/);
+  });
+
+  test('hostile names are escaped wherever they are shown', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('alice', ADMIN_PASSWORD);
+    const created = await client.post('/app/keys', { csrf, name: '<script>alert(1)</script>', account: 'alice' });
+    assert.equal(created.status, 200);
+    assert.match(created.text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+    assert.doesNotMatch(created.text, /<script>alert/);
+    await createKey(sluice.dataDir, '"><img src=x onerror=alert(2)>', ['--name', "it's <b>bold</b>"]);
+    const page = (await client.get('/app/keys')).text;
+    assert.doesNotMatch(page, /<script>alert|<img src=x|<b>bold/);
+    assert.match(page, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+    assert.match(page, /&quot;&gt;&lt;img src=x onerror=alert\(2\)&gt;/);
+    assert.match(page, /it&#39;s &lt;b&gt;bold&lt;\/b&gt;/);
+    // A model registered with a hostile display name is escaped on the public pages too.
+    const saved = await client.post('/app/catalogue/models/new', { csrf, id: 'hostile-model', provider: 'fake-vllm', display_name: '<svg onload=alert(3)>', endpoints: 'completions' });
+    assert.equal(saved.status, 303);
+    // Every gateway process reloads its catalogue within 250 ms.
+    const models = await eventually(async () => {
+      const text = (await new ConsoleClient(sluice.url).get('/models')).text;
+      return text.includes('hostile-model') ? text : undefined;
+    }, 1000, 'the model on /models');
+    assert.doesNotMatch(models, /<svg onload/);
+    assert.match(models, /&lt;svg onload=alert\(3\)&gt;/);
+    assert.equal((await client.post('/app/catalogue/models/hostile-model/delete', { csrf })).status, 303);
+  });
+
+  test('bad input is refused with a clear message and creates nothing', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('bob', MEMBER_PASSWORD);
+    const before = (await keysOf(sluice.dataDir, 'bob')).length;
+    const past = await client.post('/app/keys', { csrf, name: 'old', expires: '2001-01-01' });
+    assert.equal(past.status, 400);
+    assert.match(past.text, /is in the past/);
+    const unknown = await client.post('/app/keys', { csrf, name: 'x', models: ['llama-8b', 'no-such-model'] });
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.text, /not in the catalogue: no-such-model/);
+    const long = await client.post('/app/keys', { csrf, name: 'n'.repeat(101) });
+    assert.equal(long.status, 400);
+    // A member cannot create a key for another account by adding the field.
+    const elsewhere = await client.post('/app/keys', { csrf, name: 'sneaky', account: 'acme' });
+    assert.equal(elsewhere.status, 200);
+    assert.ok((await keysOf(sluice.dataDir, 'bob')).some((k) => k.name === 'sneaky'));
+    assert.ok(!(await keysOf(sluice.dataDir, 'acme')).some((k) => k.name === 'sneaky'));
+    assert.equal((await keysOf(sluice.dataDir, 'bob')).length, before + 1);
+  });
+
+  test('a key made in the console works at once, its usage shows, and disabling it is refused by the API within a second', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('bob', MEMBER_PASSWORD);
+    const created = await client.post('/app/keys', { csrf, name: 'usage-key', models: 'llama-8b' });
+    const secret = /<code id="new-secret"[^>]*>(sk-[A-Za-z0-9]{48})<\/code>/.exec(created.text)![1]!;
+    assert.equal(created.headers.get('cache-control'), 'no-store');
+    const openai = new OpenAI({ apiKey: secret, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    const completion = await openai.completions.create({ model: 'llama-8b', prompt: 'Say hi', max_tokens: 3 });
+    assert.equal(completion.choices[0]!.text, ' The quick brown');
+    const id = (await keysOf(sluice.dataDir, 'bob')).find((k) => k.name === 'usage-key')!.id;
+    const row = await eventually(async () => {
+      const page = (await client.get('/app/keys')).text;
+      const match = new RegExp(`<tr data-key-id="${id}">([\\s\\S]*?)</tr>`).exec(page);
+      return match && /<td class="num">1<\/td>/.test(match[1]!) ? match[1]! : undefined;
+    }, 5000, 'usage on the keys page');
+    assert.match(row, new RegExp(`<code>${secret.slice(0, 5)}…${secret.slice(-4)}</code>`));
+    assert.doesNotMatch((await client.get('/app/keys')).text, new RegExp(secret), 'the secret is never shown again');
+    assert.match(row, /<td class="num">5<\/td>/, 'tokens: 2 prompt + 3 completion');
+
+    assert.equal((await client.post(`/app/keys/${id}/disable`, { csrf })).status, 303);
+    const started = Date.now();
+    await eventually(async () => {
+      try {
+        await openai.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 1 });
+        return undefined;
+      } catch (error) {
+        return error instanceof OpenAI.PermissionDeniedError ? true : undefined;
+      }
+    }, 1000, 'the API to refuse the disabled key');
+    assert.ok(Date.now() - started <= 1000);
+  });
+});
+
+describe('login throttling', () => {
+  test('after repeated failures the username is locked out from that address for a growing time, even with the right password', async () => {
+    await createAccount(sluice.dataDir, 'grace', 'grace-password');
+    const client = new ConsoleClient(sluice.url);
+    assert.equal((await client.login('grace', 'wrong-1')).status, 401);
+    assert.equal((await client.login('grace', 'wrong-2')).status, 401);
+    const third = await client.login('grace', 'wrong-3');
+    assert.equal(third.status, 401);
+    assert.match(third.text, /wait 1 s before the next try/);
+    const locked = await client.login('grace', 'grace-password');
+    assert.equal(locked.status, 429);
+    assert.ok(Number(locked.headers.get('retry-after')) >= 1);
+    assert.match(locked.text, /Too many failed sign-ins/);
+    assert.equal((await new ConsoleClient(sluice.url).login('bob', MEMBER_PASSWORD)).status, 303, 'other usernames are not affected');
+    await new Promise((r) => setTimeout(r, 1100));
+    const fourth = await client.login('grace', 'wrong-4');
+    assert.match(fourth.text, /wait 2 s/, 'the delay doubles');
+    await new Promise((r) => setTimeout(r, 2100));
+    assert.equal((await client.login('grace', 'grace-password')).status, 303);
+    assert.equal(query(sluice.dataDir, "SELECT 1 FROM login_throttle WHERE subject LIKE 'grace|%'").length, 0, 'success clears the count');
+  });
+
+  test('an unknown username fails like a wrong password', async () => {
+    const response = await new ConsoleClient(sluice.url).login('nobody-here', 'whatever-password');
+    assert.equal(response.status, 401);
+    assert.match(response.text, /The username or password is not right/);
+  });
+});
+
+describe('catalogue administration', () => {
+  test('members are refused the catalogue pages', async () => {
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('bob', MEMBER_PASSWORD);
+    assert.equal((await client.get('/app/catalogue')).status, 403);
+    assert.equal((await client.post('/app/catalogue/models/new', { csrf, id: 'x', provider: 'fake-vllm' })).status, 403);
+  });
+
+  test('a console provider and model reach /v1/models in this and another process within a second; the credential is encrypted at rest', async () => {
+    const guarded = await startFakeOpenAI({ models: ['selfhosted-upstream'], apiKey: 'console-upstream-credential' });
+    const second = await startSluice({ dataDir: sluice.dataDir, config: readFileSync(join(sluice.dataDir, 'sluice.yaml'), 'utf8'), args: ['--workers', '1'] });
+    try {
+      const client = new ConsoleClient(sluice.url);
+      const csrf = await client.signIn('alice', ADMIN_PASSWORD);
+      const bad = await client.post('/app/catalogue/providers/new', { csrf, id: 'gpu-box', kind: 'openai', base_url: 'not a url' });
+      assert.equal(bad.status, 400);
+      assert.match(bad.text, /must be an http:\/\/ or https:\/\/ URL/);
+      assert.equal(query(sluice.dataDir, 'SELECT 1 FROM console_providers').length, 0, 'nothing saved');
+      const clash = await client.post('/app/catalogue/providers/new', { csrf, id: 'fake-vllm', kind: 'openai', base_url: guarded.url });
+      assert.equal(clash.status, 400);
+      assert.match(clash.text, /configuration file already declares a provider/);
+      assert.equal((await client.get('/app/catalogue/providers/fake-vllm/edit')).status, 404, 'configuration entries are not edited here');
+
+      const provider = await client.post('/app/catalogue/providers/new', { csrf, id: 'gpu-box', kind: 'openai', base_url: guarded.url, api_key: 'console-upstream-credential' });
+      assert.equal(provider.status, 303, provider.text);
+      const model = await client.post('/app/catalogue/models/new', {
+        csrf, id: 'selfhosted-70b', provider: 'gpu-box', upstream_model: 'selfhosted-upstream', display_name: 'Self-hosted 70B',
+        endpoints: 'completions', input_per_mtok: '0.5', output_per_mtok: '1.5', context_window: '32768',
+      });
+      assert.equal(model.status, 303, model.text);
+      const registeredAt = Date.now();
+      const { key } = await createKey(sluice.dataDir, 'acme');
+      for (const url of [sluice.url, second.url]) {
+        const openai = new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
+        await eventually(async () => ((await openai.models.list()).data.some((m) => m.id === 'selfhosted-70b') ? true : undefined), 1000, `selfhosted-70b on ${url}`);
+        const completion = await openai.completions.create({ model: 'selfhosted-70b', prompt: 'hi', max_tokens: 2 });
+        assert.equal(completion.choices[0]!.text, ' The quick');
+      }
+      assert.ok(Date.now() - registeredAt < 3000);
+      assert.equal(guarded.requests.at(-1)!.headers.authorization, 'Bearer console-upstream-credential', 'the decrypted credential goes upstream');
+
+      const stored = query<{ config: string; secrets: string }>(sluice.dataDir, "SELECT config, secrets FROM console_providers WHERE id = 'gpu-box'")[0]!;
+      assert.match(stored.secrets, /^v1\./);
+      assert.ok(!stored.config.includes('console-upstream-credential') && !stored.secrets.includes('console-upstream-credential'));
+      assert.ok(!readFileSync(join(sluice.dataDir, 'sluice.db')).includes('console-upstream-credential'));
+      const catalogue = (await client.get('/app/catalogue')).text;
+      assert.doesNotMatch(catalogue, /console-upstream-credential/);
+      const edit = (await client.get('/app/catalogue/providers/gpu-box/edit')).text;
+      assert.doesNotMatch(edit, /console-upstream-credential/);
+      assert.match(edit, /A key is set: leave blank to keep it/);
+
+      // Editing without retyping the key keeps it; removing the model takes it out everywhere.
+      assert.equal((await client.post('/app/catalogue/providers/gpu-box/edit', { csrf, kind: 'openai', base_url: guarded.url, max_connections: '8' })).status, 303);
+      const price = await eventually(async () => ((await (await fetch(`${second.url}/models.json`)).json()) as any).data.find((m: any) => m.id === 'selfhosted-70b')?.pricing, 1000);
+      assert.deepEqual(price, { input_per_mtok: 0.5, output_per_mtok: 1.5, currency: 'USD' });
+      const openai = new OpenAI({ apiKey: key, baseURL: `${second.url}/v1`, maxRetries: 0 });
+      await eventually(async () => {
+        try {
+          return (await openai.completions.create({ model: 'selfhosted-70b', prompt: 'hi', max_tokens: 1 })) && true;
+        } catch {
+          return undefined;
+        }
+      }, 1000, 'a completion after the edit');
+      assert.equal(guarded.requests.at(-1)!.headers.authorization, 'Bearer console-upstream-credential');
+      const inUse = await client.post('/app/catalogue/providers/gpu-box/delete', { csrf });
+      assert.equal(inUse.status, 409);
+      assert.match(inUse.text, /Models still use provider/);
+      assert.equal((await client.post('/app/catalogue/models/selfhosted-70b/delete', { csrf })).status, 303);
+      await eventually(async () => ((await openai.models.list()).data.some((m) => m.id === 'selfhosted-70b') ? undefined : true), 1000, 'the model to disappear');
+      assert.equal((await client.post('/app/catalogue/providers/gpu-box/delete', { csrf })).status, 303);
+    } finally {
+      assert.equal(await second.stop(), 0);
+      await guarded.close();
+    }
+  });
+});
+
+describe('public pages', () => {
+  test('/models lists every model with its facts, searches and sorts without JavaScript, and serves JSON', async () => {
+    const page = await fetch(`${sluice.url}/models`);
+    assert.equal(page.status, 200);
+    const text = await page.text();
+    assert.match(text, /The list an API key gets from GET \/v1\/models depends on the key/);
+    const llama = /<tr data-model="llama-8b">([\s\S]*?)<\/tr>/.exec(text)![1]!;
+    assert.match(llama, /Llama 3\.1 8B/);
+    assert.match(llama, /<td>meta<\/td>/);
+    assert.match(llama, /131,072/);
+    assert.match(llama, /4,096/);
+    assert.match(llama, /price-in">\$0\.20/);
+    assert.match(llama, /price-out">\$0\.60/);
+    assert.match(llama, /\/v1\/completions/);
+    const order = (html: string) => [...html.matchAll(/<tr data-model="([^"]+)">/g)].map((m) => m[1]);
+    assert.deepEqual(order(await (await fetch(`${sluice.url}/models?q=llama`)).text()), ['llama-8b']);
+    const byPrice = order(await (await fetch(`${sluice.url}/models?sort=input_price&dir=desc`)).text());
+    assert.equal(byPrice[0], 'llama-8b', 'priced models first when sorting by price');
+    assert.deepEqual(order(await (await fetch(`${sluice.url}/models?sort=id&dir=desc`)).text()), ['other-model', 'llama-8b', 'chat-only']);
+
+    const json = (await (await fetch(`${sluice.url}/models`, { headers: { accept: 'application/json' } })).json()) as any;
+    assert.match(json.note, /depends on the key/);
+    assert.deepEqual(json.data.find((m: any) => m.id === 'llama-8b'), {
+      id: 'llama-8b', display_name: 'Llama 3.1 8B', owned_by: 'meta', description: null, created: 1721692800, context_window: 131072,
+      max_output_tokens: 4096, pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6, currency: 'USD' }, operations: ['/v1/completions'],
+      health: json.data.find((m: any) => m.id === 'llama-8b').health,
+    });
+    const detail = await fetch(`${sluice.url}/models/llama-8b`);
+    assert.equal(detail.status, 200);
+    assert.match(await detail.text(), /\$0\.20 per million tokens/);
+    assert.equal((await fetch(`${sluice.url}/models/llama-8b?format=json`).then((r) => r.json()) as any).id, 'llama-8b');
+    assert.equal((await fetch(`${sluice.url}/models/nope`)).status, 404);
+  });
+
+  test('/status shows a failing upstream as down, with error rate and latency from real traffic; probes are recorded but never billed', async () => {
+    const { key } = await createKey(sluice.dataDir, 'acme');
+    const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    await eventually(() => (query(sluice.dataDir, "SELECT 1 FROM status_probes WHERE provider_id = 'fake-vllm' AND ok = 1").length > 0 ? true : undefined), 5000, 'a probe');
+    fake.behaviour = { fail: { status: 500, body: JSON.stringify({ error: { message: 'engine dead', type: 'InternalServerError', param: null, code: 500 } }) } };
+    try {
+      // More failures than successes so far (a disabled key keeps working for part of a second, so their number varies).
+      const successes = sluice.ledger().filter((row) => row.provider_id === 'fake-vllm' && row.status === 200).length;
+      for (let i = 0; i < Math.max(4, successes + 1); i++) await assert.rejects(openai.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 1 }), OpenAI.InternalServerError);
+      const status = await eventually(async () => {
+        const body = (await (await fetch(`${sluice.url}/status.json`)).json()) as any;
+        const provider = body.providers.find((p: any) => p.id === 'fake-vllm');
+        return provider.status === 'down' ? body : undefined;
+      }, 5000, 'the provider to show as down');
+      const provider = status.providers.find((p: any) => p.id === 'fake-vllm');
+      assert.notEqual(status.status, 'up');
+      assert.ok(provider.last_hour.failures >= 4);
+      assert.ok(provider.last_hour.error_rate >= 0.5);
+      assert.equal(typeof provider.last_hour.latency_ms.p95, 'number');
+      assert.equal(provider.models.find((m: any) => m.id === 'llama-8b').status, 'down');
+      assert.equal(provider.days.at(-1).date, new Date().toISOString().slice(0, 10));
+      const page = await (await fetch(`${sluice.url}/status`)).text();
+      assert.match(/<section class="card provider" data-provider="fake-vllm"[\s\S]*?<\/section>/.exec(page)![0], /pill-down">Down/);
+      assert.equal([...page.matchAll(/class="bar bar-/g)].length % 90, 0, '90 daily bars per component');
+    } finally {
+      fake.behaviour = {};
+    }
+    const probes = fake.requests.filter((r) => r.body?.model === 'upstream-model' && r.body?.prompt === 'ping');
+    assert.ok(probes.length > 0, 'the probe reached the upstream');
+    const ledger = sluice.ledger();
+    assert.ok(ledger.every((row) => !row.request_id.startsWith('probe-')), 'no probe is in the ledger');
+  });
+
+  test('public pages carry no secret and no account data', async () => {
+    for (const path of ['/models', '/models.json', '/status', '/status.json', '/models/llama-8b']) {
+      const text = await (await fetch(sluice.url + path)).text();
+      assert.doesNotMatch(text, /upstream-secret-credential|console-upstream-credential/);
+      assert.doesNotMatch(text, /alice|bob|acme|sk-[A-Za-z0-9]{10}/);
+      assert.doesNotMatch(text, /127\.0\.0\.1:\d+\/v1/, 'no upstream address');
+    }
+  });
+});
