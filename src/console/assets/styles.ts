@@ -23,7 +23,7 @@ pre { background: var(--surface); border: 1px solid var(--border); border-radius
 .skip:focus { left: .5rem; }
 .visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .top { background: var(--surface); border-bottom: 1px solid var(--border); }
-.top nav { max-width: 80rem; margin: 0 auto; padding: .6rem 1rem; display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.25rem; }
+.top nav { max-width: 96rem; margin: 0 auto; padding: .6rem 1rem; display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.25rem; }
 .brand { font-weight: 700; font-size: 1.1rem; text-decoration: none; color: var(--text); }
 .brand span { color: var(--accent); }
 .top ul { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin: 0; padding: 0; flex: 1; }
@@ -32,10 +32,10 @@ pre { background: var(--surface); border: 1px solid var(--border); border-radius
 .top ul a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); font-weight: 600; }
 .signout { display: flex; align-items: center; gap: .5rem; margin: 0; }
 .who { color: var(--muted); font-size: .9rem; }
-main { width: 100%; max-width: 80rem; margin: 0 auto; padding: 1.25rem 1rem 3rem; flex: 1; }
+main { width: 100%; max-width: 96rem; margin: 0 auto; padding: 1.25rem 1rem 3rem; flex: 1; }
 main:focus { outline: none; }
 .foot { border-top: 1px solid var(--border); color: var(--muted); font-size: .85rem; }
-.foot p { max-width: 80rem; margin: 0 auto; padding: .75rem 1rem; }
+.foot p { max-width: 96rem; margin: 0 auto; padding: .75rem 1rem; }
 h1 { font-size: 1.6rem; line-height: 1.25; margin: .25rem 0 .5rem; }
 h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .lead { color: var(--muted); max-width: 60rem; margin-top: 0; }
