@@ -1,13 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
-import { changeKeyStatus, createKey, KeyManagementError } from './auth/keys-service.js';
-import { ConfigError, loadConfigFile } from './config/config-file.js';
-import { AccountError, changePassword, createConsoleAccount } from './console/accounts.js';
 import { serve } from './serve.js';
 import { parseListen, resolveSettings } from './settings.js';
-import { openSqliteStore } from './store/open-store.js';
 import type { KeyRecord, KeyStatus, Store } from './store/store.js';
+import { UserError } from './user-error.js';
+
+// The store, the configuration and the services load inside the commands that use them: a
+// cluster primary (which only supervises) and each short command then load no more than they need.
 
 const dataOption = () => new Option('--data <dir>', 'data directory (env SLUICE_DATA, default ./data)');
 const configOption = () => new Option('--config <file>', 'configuration file (env SLUICE_CONFIG, default ./sluice.yaml when present)');
@@ -34,6 +34,7 @@ async function readPasswordFromStdin(): Promise<string> {
 
 async function withStore<T>(data: string | undefined, work: (store: Store, hasher: SecretHasher) => Promise<T>): Promise<T> {
   const { dataDir } = resolveSettings({ ...(data === undefined ? {} : { data }) });
+  const { openSqliteStore } = await import('./store/open-store.js');
   const store = await openSqliteStore(dataDir);
   try {
     return await work(store, SecretHasher.forDataDir(dataDir));
@@ -67,9 +68,10 @@ function printKeyTable(keys: readonly KeyRecord[]): void {
 }
 
 /** Warns about model ids the configuration does not know, when a configuration can be found. */
-function warnUnknownModels(models: readonly string[], config: string | undefined): void {
+async function warnUnknownModels(models: readonly string[], config: string | undefined): Promise<void> {
   const { configFile } = resolveSettings({ ...(config === undefined ? {} : { config }) });
   if (configFile === undefined) return;
+  const { loadConfigFile } = await import('./config/config-file.js');
   const known = new Set(loadConfigFile(configFile).models.map((model) => model.id));
   const unknown = models.filter((model) => !known.has(model));
   if (unknown.length > 0) console.error(`warning: not in ${configFile}: ${unknown.join(', ')}`);
@@ -109,8 +111,9 @@ export function buildCli(): Command {
     .action(async (opts: { account: string; name?: string; models?: string; expires?: number; json?: boolean; data?: string; config?: string }) => {
       const models = opts.models?.split(',').map((m) => m.trim()).filter((m) => m !== '');
       // An empty list would silently make an unrestricted key.
-      if (models !== undefined && models.length === 0) throw new KeyManagementError('--models needs at least one model id.');
-      if (models !== undefined) warnUnknownModels(models, opts.config);
+      if (models !== undefined && models.length === 0) throw new UserError('--models needs at least one model id.');
+      if (models !== undefined) await warnUnknownModels(models, opts.config);
+      const { createKey } = await import('./auth/keys-service.js');
       const { key, secret } = await withStore(opts.data, (store, hasher) =>
         createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires }),
       );
@@ -147,6 +150,7 @@ export function buildCli(): Command {
       .argument('<id>', 'key id (see `sluice keys list`)')
       .addOption(dataOption())
       .action(async (id: string, opts: { data?: string }) => {
+        const { changeKeyStatus } = await import('./auth/keys-service.js');
         const key = await withStore(opts.data, (store) => changeKeyStatus(store, id, status));
         console.log(`Key ${key.id} is ${key.status}.`);
       });
@@ -163,6 +167,7 @@ export function buildCli(): Command {
     .addOption(dataOption())
     .action(async (name: string, opts: { admin?: boolean; data?: string }) => {
       const password = await readPasswordFromStdin();
+      const { createConsoleAccount } = await import('./console/accounts.js');
       const account = await withStore(opts.data, (store) => createConsoleAccount(store, name, password, opts.admin === true));
       console.log(`Account ${account.name} can now sign in at /app/login${account.isAdmin ? ' as an admin' : ''}.`);
     });
@@ -175,6 +180,7 @@ export function buildCli(): Command {
     .addOption(dataOption())
     .action(async (name: string, opts: { data?: string }) => {
       const password = await readPasswordFromStdin();
+      const { changePassword } = await import('./console/accounts.js');
       const account = await withStore(opts.data, (store) => changePassword(store, name, password));
       console.log(`Password of ${account.name} changed; its sessions are ended.`);
     });
@@ -186,13 +192,9 @@ export async function main(argv: readonly string[]): Promise<void> {
   try {
     await buildCli().parseAsync([...argv]);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof KeyManagementError || error instanceof AccountError) {
+    if (error instanceof UserError || error instanceof InvalidArgumentError) {
       console.error(`sluice: ${error.message}`);
       process.exit(1);
-    }
-    if (error instanceof Error && /^--listen/.test(error.message)) {
-      console.error(`sluice: ${error.message}`);
-      process.exit(2);
     }
     throw error;
   }

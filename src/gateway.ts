@@ -46,8 +46,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   await catalogue.start();
   const ledger = new UsageLedger(store, () => authenticator.takeLastUsed(), logger);
   ledger.start();
-  const status = new StatusMonitor(store, catalogue, logger);
-  status.start();
+  const status = new StatusMonitor(store, catalogue);
   const prober = new Prober(store, catalogue, logger);
   prober.start();
 
@@ -86,7 +85,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     async stop(graceMs: number) {
       await gateway.drain(graceMs);
       prober.stop();
-      status.stop();
       authenticator.stop();
       await ledger.stop();
       await catalogue.close();

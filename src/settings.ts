@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { UserError } from './user-error.js';
 
 /** Where things are: each from a flag, else the environment, else the embedded default. */
 export interface Settings {
@@ -21,6 +22,6 @@ export function resolveSettings(flags: { data?: string; config?: string }, env: 
 export function parseListen(value: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65_535) throw new Error(`--listen: expected HOST:PORT, got '${value}'`);
+  if (!match || port > 65_535) throw new UserError(`--listen: expected HOST:PORT, got '${value}'`);
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }

@@ -1,4 +1,5 @@
 import { randomId } from '../ids.js';
+import { UserError } from '../user-error.js';
 import type { KeyRecord, KeyStatus, Store } from '../store/store.js';
 import { generateSecret, secretParts, type SecretHasher } from './key-secret.js';
 
@@ -9,7 +10,7 @@ export interface CreateKeyInput {
   readonly expiresAt?: number | undefined;
 }
 
-export class KeyManagementError extends Error {
+export class KeyManagementError extends UserError {
   override name = 'KeyManagementError';
 }
 

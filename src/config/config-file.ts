@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import { UserError } from '../user-error.js';
 
 /** Public operations a model can serve, named as in the configuration file. */
 export const ENDPOINTS = ['completions', 'chat'] as const;
@@ -84,7 +85,7 @@ export interface GatewayConfig {
   readonly models: readonly ModelConfig[];
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends UserError {
   override name = 'ConfigError';
 }
 

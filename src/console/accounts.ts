@@ -1,7 +1,8 @@
+import { UserError } from '../user-error.js';
 import type { AccountRecord, Store } from '../store/store.js';
 import { hashPassword, passwordProblem } from './passwords.js';
 
-export class AccountError extends Error {
+export class AccountError extends UserError {
   override name = 'AccountError';
 }
 

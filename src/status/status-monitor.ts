@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { DailyStatusRow, ProbeResult, Store, TrafficSample } from '../store/store.js';
 import { figuresOf, healthOf, type Figures, type Health } from './health.js';
@@ -6,12 +5,13 @@ import { figuresOf, healthOf, type Figures, type Health } from './health.js';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 export const HISTORY_DAYS = 90;
-/** Most ledger rows read for one snapshot; beyond this the figures are from the newest rows. */
-const MAX_TRAFFIC_ROWS = 200_000;
+/**
+ * Most ledger rows read for one snapshot (the reading holds the event loop); beyond this the
+ * last hour's figures come from its newest rows, which on a busy gateway is the recent past.
+ */
+const MAX_TRAFFIC_ROWS = 20_000;
 /** How fresh a snapshot must be: pages poll it, and a failure must show within seconds. */
 const SNAPSHOT_TTL_MS = 1000;
-/** The daily rollup of today and yesterday is refreshed at most this often. */
-const ROLLUP_EVERY_MS = 10_000;
 
 export interface DayBar {
   /** YYYY-MM-DD (UTC). */
@@ -42,29 +42,17 @@ export interface StatusSnapshot {
 
 /**
  * Health from what the store holds: the last hour of real traffic (the ledger) and of probes,
- * and the daily rollup for the 90-day history. Computed on demand and cached briefly, so every
+ * and the daily counters for the 90-day history. Computed on demand and cached briefly, so every
  * process answers from the same data without coordination.
  */
 export class StatusMonitor {
   private cached: { at: number; snapshot: Promise<StatusSnapshot> } | undefined;
-  private lastRollup = 0;
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly catalogue: LiveCatalogue,
-    private readonly logger: Logger,
     private readonly now: () => number = Date.now,
   ) {}
-
-  start(): void {
-    this.timer = setInterval(() => void this.rollup().catch((error: unknown) => this.logger.warn({ err: error }, 'status rollup failed')), ROLLUP_EVERY_MS);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
 
   snapshot(): Promise<StatusSnapshot> {
     const now = this.now();
@@ -86,14 +74,7 @@ export class StatusMonitor {
     return health;
   }
 
-  async rollup(): Promise<void> {
-    const today = Math.floor(this.now() / DAY_MS);
-    await this.store.status.rollup(today - 1, today);
-    this.lastRollup = this.now();
-  }
-
   private async compute(now: number): Promise<StatusSnapshot> {
-    if (now - this.lastRollup > ROLLUP_EVERY_MS) await this.rollup();
     const today = Math.floor(now / DAY_MS);
     const [traffic, probes, daily] = await Promise.all([
       this.store.usage.traffic(now - HOUR_MS, MAX_TRAFFIC_ROWS),

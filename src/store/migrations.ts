@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Migration, MigrationProvider } from 'kysely';
+import { sql, type Kysely } from './kysely.js';
 
 /**
  * Schema migrations, in order. Written with Kysely's schema builder so the same steps run on SQLite

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect } from './kysely.js';
 import type { Database } from './schema.js';
 import { SqlStore } from './sql-store.js';
 import type { Store } from './store.js';

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from './store.js';
 

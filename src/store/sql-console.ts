@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import type { LoginThrottleRecord, LoginThrottleRepository, SessionRecord, SessionsRepository } from './store.js';
 

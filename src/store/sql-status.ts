@@ -1,25 +1,66 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import type { DailyStatusRow, ProbeResult, StatusRepository } from './store.js';
 
 const DAY_MS = 86_400_000;
 
-/** Probe results and the daily rollup behind the status page's uptime history. */
+export interface DailyIncrement {
+  readonly day: number;
+  readonly providerId: string;
+  readonly model: string;
+  readonly requests: number;
+  readonly failures: number;
+  readonly probes: number;
+  readonly probeFailures: number;
+}
+
+export function dayOf(at: number): number {
+  return Math.floor(at / DAY_MS);
+}
+
+/**
+ * Adds to the per-day counters behind the uptime history, inside the caller's transaction: the
+ * ledger and the probes count as they write, so nothing ever rescans the ledger (a scan of a
+ * busy day held the event loop for tens of milliseconds).
+ */
+export async function addToDailyStatus(db: Kysely<Database>, increments: readonly DailyIncrement[]): Promise<void> {
+  for (const i of increments) {
+    await db
+      .insertInto('status_daily')
+      .values({ day: i.day, provider_id: i.providerId, model: i.model, requests: i.requests, failures: i.failures, probes: i.probes, probe_failures: i.probeFailures })
+      .onConflict((oc) =>
+        oc.columns(['day', 'provider_id', 'model']).doUpdateSet({
+          requests: sql`status_daily.requests + excluded.requests`,
+          failures: sql`status_daily.failures + excluded.failures`,
+          probes: sql`status_daily.probes + excluded.probes`,
+          probe_failures: sql`status_daily.probe_failures + excluded.probe_failures`,
+        }),
+      )
+      .execute();
+  }
+}
+
+/** Probe results and the daily counters behind the status page's uptime history. */
 export class SqlStatus implements StatusRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
   async recordProbe(result: ProbeResult): Promise<void> {
-    await this.db
-      .insertInto('status_probes')
-      .values({
-        at: result.at,
-        provider_id: result.providerId,
-        model: result.model,
-        ok: result.ok ? 1 : 0,
-        latency_ms: result.latencyMs,
-        error_kind: result.errorKind,
-      })
-      .execute();
+    await this.db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('status_probes')
+        .values({
+          at: result.at,
+          provider_id: result.providerId,
+          model: result.model,
+          ok: result.ok ? 1 : 0,
+          latency_ms: result.latencyMs,
+          error_kind: result.errorKind,
+        })
+        .execute();
+      await addToDailyStatus(tx, [
+        { day: dayOf(result.at), providerId: result.providerId, model: result.model, requests: 0, failures: 0, probes: 1, probeFailures: result.ok ? 0 : 1 },
+      ]);
+    });
   }
 
   async probes(since: number): Promise<ProbeResult[]> {
@@ -32,33 +73,6 @@ export class SqlStatus implements StatusRepository {
       latencyMs: row.latency_ms,
       errorKind: row.error_kind,
     }));
-  }
-
-  async rollup(fromDay: number, toDay: number): Promise<void> {
-    const from = fromDay * DAY_MS;
-    const to = (toDay + 1) * DAY_MS;
-    // Plain SQL that SQLite and PostgreSQL both read: integer division gives the UTC day, and
-    // the upsert recomputes whole days so it can run any number of times, in any process.
-    // The failure rule mirrors isFailureStatus in store.ts.
-    await this.db.transaction().execute(async (tx) => {
-      await sql`
-        INSERT INTO status_daily (day, provider_id, model, requests, failures)
-        SELECT CAST(at / ${DAY_MS} AS INTEGER) AS d, provider_id, model, COUNT(*),
-               SUM(CASE WHEN status >= 500 OR status = 429 THEN 1 ELSE 0 END)
-        FROM usage_ledger
-        WHERE at >= ${from} AND at < ${to} AND provider_id IS NOT NULL
-        GROUP BY d, provider_id, model
-        ON CONFLICT (day, provider_id, model) DO UPDATE SET requests = excluded.requests, failures = excluded.failures
-      `.execute(tx);
-      await sql`
-        INSERT INTO status_daily (day, provider_id, model, probes, probe_failures)
-        SELECT CAST(at / ${DAY_MS} AS INTEGER) AS d, provider_id, model, COUNT(*), SUM(CASE WHEN ok = 1 THEN 0 ELSE 1 END)
-        FROM status_probes
-        WHERE at >= ${from} AND at < ${to}
-        GROUP BY d, provider_id, model
-        ON CONFLICT (day, provider_id, model) DO UPDATE SET probes = excluded.probes, probe_failures = excluded.probe_failures
-      `.execute(tx);
-    });
   }
 
   async daily(sinceDay: number): Promise<DailyStatusRow[]> {

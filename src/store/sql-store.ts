@@ -1,10 +1,12 @@
-import { Kysely, Migrator, sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
+import { Kysely, Migrator, sql } from './kysely.js';
 import { randomId } from '../ids.js';
 import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';
 import { SqlCatalogue } from './sql-catalogue.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
-import { SqlStatus } from './sql-status.js';
+import { addToDailyStatus, dayOf, SqlStatus, type DailyIncrement } from './sql-status.js';
+import { isFailureStatus } from './store.js';
 import type {
   AccountRecord,
   AccountsRepository,
@@ -246,6 +248,7 @@ class SqlUsage implements UsageRepository {
           .values(rows.slice(start, start + USAGE_INSERT_CHUNK).map(toLedgerRow))
           .execute();
       }
+      await addToDailyStatus(tx, dailyIncrements(rows));
     });
   }
 
@@ -306,6 +309,21 @@ class SqlUsage implements UsageRepository {
       latencyMs: row.latency_ms,
     }));
   }
+}
+
+/** The batch's requests and failures per day, provider and model, for the uptime history. */
+function dailyIncrements(rows: readonly UsageRow[]): DailyIncrement[] {
+  const byKey = new Map<string, { day: number; providerId: string; model: string; requests: number; failures: number; probes: 0; probeFailures: 0 }>();
+  for (const row of rows) {
+    if (row.providerId === null) continue;
+    const day = dayOf(row.at);
+    const key = `${day}\u0000${row.providerId}\u0000${row.model}`;
+    let entry = byKey.get(key);
+    if (entry === undefined) byKey.set(key, (entry = { day, providerId: row.providerId, model: row.model, requests: 0, failures: 0, probes: 0, probeFailures: 0 }));
+    entry.requests++;
+    if (isFailureStatus(row.status)) entry.failures++;
+  }
+  return [...byKey.values()];
 }
 
 function toLedgerRow(row: UsageRow) {

@@ -177,11 +177,6 @@ export interface DailyStatusRow {
 export interface StatusRepository {
   recordProbe(result: ProbeResult): Promise<void>;
   probes(since: number): Promise<ProbeResult[]>;
-  /**
-   * Recomputes the daily rows of days `fromDay`..`toDay` from the ledger and the probe results.
-   * Idempotent, so any number of processes may run it.
-   */
-  rollup(fromDay: number, toDay: number): Promise<void>;
   daily(sinceDay: number): Promise<DailyStatusRow[]>;
   /** Atomically claims the next probe of a provider, so that one process of many runs it. */
   claimProbe(providerId: string, now: number, intervalMs: number): Promise<boolean>;
@@ -223,7 +218,7 @@ export interface Store {
 /**
  * Whether a ledger status counts against a provider's health: its own failures (5xx, timeouts) and
  * rate limiting. Callers' mistakes (other 4xx) and callers going away (499) say nothing about it.
- * The SQL rollup in sql-status.ts mirrors this rule.
+ * The daily counters (SqlUsage.append) use this rule.
  */
 export function isFailureStatus(status: number): boolean {
   return status >= 500 || status === 429;
