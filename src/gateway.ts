@@ -70,7 +70,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   });
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);
-    gateway.server.listen(options.port, options.host, () => {
+    // Node's default accept backlog (511) overflows when a burst of clients connects during a busy
+    // moment, and a dropped SYN costs the client a one-second retransmit; the kernel caps this.
+    gateway.server.listen({ port: options.port, host: options.host, backlog: 4096 }, () => {
       gateway.server.off('error', reject);
       resolve();
     });
