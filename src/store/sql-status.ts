@@ -4,16 +4,6 @@ import type { DailyStatusRow, ProbeResult, StatusRepository } from './store.js';
 
 const DAY_MS = 86_400_000;
 
-export interface DailyIncrement {
-  readonly day: number;
-  readonly providerId: string;
-  readonly model: string;
-  readonly requests: number;
-  readonly failures: number;
-  readonly probes: number;
-  readonly probeFailures: number;
-}
-
 export function dayOf(at: number): number {
   return Math.floor(at / DAY_MS);
 }
@@ -23,7 +13,7 @@ export function dayOf(at: number): number {
  * ledger and the probes count as they write, so nothing ever rescans the ledger (a scan of a
  * busy day held the event loop for tens of milliseconds).
  */
-export async function addToDailyStatus(db: Kysely<Database>, increments: readonly DailyIncrement[]): Promise<void> {
+export async function addToDailyStatus(db: Kysely<Database>, increments: readonly DailyStatusRow[]): Promise<void> {
   for (const i of increments) {
     await db
       .insertInto('status_daily')

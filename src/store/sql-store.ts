@@ -5,10 +5,11 @@ import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';
 import { SqlCatalogue } from './sql-catalogue.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
-import { addToDailyStatus, dayOf, SqlStatus, type DailyIncrement } from './sql-status.js';
+import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
 import { isFailureStatus } from './store.js';
 import type {
   AccountRecord,
+  DailyStatusRow,
   AccountsRepository,
   CatalogueRepository,
   KeyRecord,
@@ -312,7 +313,7 @@ class SqlUsage implements UsageRepository {
 }
 
 /** The batch's requests and failures per day, provider and model, for the uptime history. */
-function dailyIncrements(rows: readonly UsageRow[]): DailyIncrement[] {
+function dailyIncrements(rows: readonly UsageRow[]): DailyStatusRow[] {
   const byKey = new Map<string, { day: number; providerId: string; model: string; requests: number; failures: number; probes: 0; probeFailures: 0 }>();
   for (const row of rows) {
     if (row.providerId === null) continue;
