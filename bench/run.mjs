@@ -1,0 +1,955 @@
+// Sluice benchmark harness (issue 5). Run from the repository root with `npm run bench`
+// (builds, installs bench/ dependencies, then runs this), or `node bench/run.mjs [--quick]`.
+//
+// Targets, all in front of the same fake upstream (bench/upstream.mjs) in the same run:
+//   direct : the upstream reached directly
+//   nginx  : nginx as a plain reverse proxy, when /usr/sbin/nginx exists
+//   sluice : `node bin/sluice.js serve --workers N` (the real CLI)
+// Writes bench/RESULTS.md and bench/results.json. See bench/README.md for the knobs.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  cpuSeconds,
+  freePort,
+  machineCpu,
+  processTree,
+  round,
+  run,
+  sleep,
+  spawnWithNofile,
+  treeCpuSeconds,
+  treeMemoryMB,
+  waitForHttp,
+  waitedChildrenCpuSeconds,
+} from './lib.mjs';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+const SLUICE_BIN = path.join(ROOT, 'bin', 'sluice.js');
+const NGINX = '/usr/sbin/nginx';
+// Where RESULTS.md and results.json go (default bench/; BENCH_RESULTS_DIR for trial runs).
+const OUT_DIR = process.env.BENCH_RESULTS_DIR || BENCH_DIR;
+
+// ---------------------------------------------------------------- settings
+const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
+const env = (name, fallback) => (process.env[name] !== undefined && process.env[name] !== '' ? process.env[name] : fallback);
+const num = (name, full, quick) => Number(env(name, QUICK ? quick : full));
+const S = {
+  quick: QUICK,
+  seconds: num('BENCH_SECONDS', 8, 3),
+  warmupSeconds: num('BENCH_WARMUP_SECONDS', 2, 1),
+  rounds: num('BENCH_ROUNDS', 3, 1),
+  connections: env('BENCH_CONNECTIONS', '1,32,256').split(',').map(Number),
+  openRate: num('BENCH_OPEN_RATE', 2000, 1000),
+  openSeconds: num('BENCH_OPEN_SECONDS', 30, 8),
+  // N@R: N concurrent streams at R tokens/s each, for streamSeconds of tokens.
+  streams: env('BENCH_STREAMS', QUICK ? '1000@20,2000@2' : '1000@20,10000@20,10000@2').split(',').map((x) => {
+    const [n, r] = x.split('@').map(Number);
+    return { n, tps: r || 20 };
+  }),
+  streamSeconds: num('BENCH_STREAM_SECONDS', 5, 3),
+  keys: num('BENCH_KEYS', 100_000, 20_000),
+  keysRounds: num('BENCH_KEYS_ROUNDS', 2, 1),
+  ledgerSeconds: num('BENCH_LEDGER_SECONDS', 8, 3),
+  workers: num('BENCH_WORKERS', os.availableParallelism(), os.availableParallelism()),
+  upstreamLatencyMs: num('BENCH_UPSTREAM_LATENCY_MS', 0, 0),
+  wrkThreads: num('BENCH_WRK_THREADS', 1, 1),
+};
+const BODY = JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: 16 });
+const streamBody = (tokens, tps) =>
+  JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: tokens, stream: true, stream_options: { include_usage: true }, bench_tokens_per_second: tps });
+
+// ---------------------------------------------------------------- progress and cleanup
+const t0 = Date.now();
+const stamp = () => {
+  const s = Math.floor((Date.now() - t0) / 1000);
+  return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+};
+const log = (msg) => console.log(`[bench ${stamp()}] ${msg}`);
+const failures = []; // gateway problems and failed checks, reported at the end
+const fail = (msg) => {
+  failures.push(msg);
+  console.log(`[bench ${stamp()}] !!! ${msg}`);
+};
+
+const owned = new Set(); // every long-lived child we started: { name, child, stop() }
+async function cleanup() {
+  for (const p of [...owned].reverse()) {
+    try {
+      await p.stop();
+    } catch {
+      /* best effort */
+    }
+  }
+}
+let cleaningUp = false;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    if (cleaningUp) return;
+    cleaningUp = true;
+    console.log(`[bench] ${signal}: stopping everything started by the bench`);
+    cleanup().finally(() => process.exit(130));
+  });
+}
+process.on('exit', () => {
+  // Last resort, synchronous: kill by pid only what we started and is still alive.
+  for (const p of owned) {
+    for (const pid of processTree(p.child.pid).reverse()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+  }
+});
+
+function waitExit(child, ms) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+/** A long-lived process: started through bash with a raised open-files limit, stderr kept. */
+function startProcess(name, command, args, extraEnv = {}, stopSignal = 'SIGTERM') {
+  const child = spawnWithNofile(command, args, { env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+  const proc = { name, child, stdout: '', stderr: '', stderrLines: 0, exited: false, expectedExit: false };
+  child.stdout.on('data', (d) => {
+    if (proc.stdout.length < 65536) proc.stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    proc.stderrLines += String(d).split('\n').length - 1;
+    proc.stderr = (proc.stderr + d).slice(-16384);
+  });
+  child.on('exit', (code, signal) => {
+    proc.exited = true;
+    proc.exitCode = code;
+    proc.exitSignal = signal;
+    owned.delete(proc);
+    if (!proc.expectedExit && !cleaningUp) fail(`${name} (pid ${child.pid}) exited unexpectedly: code ${code}, signal ${signal}; stderr tail: ${proc.stderr.slice(-1500)}`);
+  });
+  proc.stop = async (graceMs = 40_000) => {
+    proc.expectedExit = true;
+    if (proc.exited) return proc.exitCode;
+    try {
+      child.kill(stopSignal);
+    } catch {
+      /* gone */
+    }
+    if (!(await waitExit(child, graceMs))) {
+      for (const pid of processTree(child.pid).reverse()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      await waitExit(child, 5000);
+      return 'killed';
+    }
+    return proc.exitCode;
+  };
+  owned.add(proc);
+  return proc;
+}
+
+// ---------------------------------------------------------------- machine
+function machine() {
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? 'unknown';
+  const memKb = Number(/MemTotal:\s+(\d+)/.exec(fs.readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0);
+  let commit = 'unknown';
+  let dirty = false;
+  try {
+    const gitEnv = { ...process.env, GIT_OPTIONAL_LOCKS: '0' };
+    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, env: gitEnv }).toString().trim();
+    dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, env: gitEnv }).toString().trim() !== '';
+  } catch {
+    /* not a git checkout */
+  }
+  let nofile = 'unknown';
+  try {
+    nofile = execFileSync('bash', ['-c', 'ulimit -n 65536 2>/dev/null || ulimit -n $(ulimit -Hn); ulimit -n']).toString().trim();
+  } catch {
+    /* ignore */
+  }
+  return {
+    cpu: model,
+    cores: os.availableParallelism(),
+    memoryGB: round(memKb / 1024 / 1024, 1),
+    linux: os.release(),
+    distro: (/PRETTY_NAME="([^"]*)"/.exec(fs.existsSync('/etc/os-release') ? fs.readFileSync('/etc/os-release', 'utf8') : '') ?? [])[1] ?? 'unknown',
+    node: process.version,
+    date: new Date().toISOString(),
+    commit,
+    workingTreeDirty: dirty,
+    openFilesLimit: nofile,
+  };
+}
+
+// ---------------------------------------------------------------- the pieces
+async function startUpstream() {
+  const port = await freePort();
+  const p = startProcess('fake upstream', process.execPath, [
+    path.join(BENCH_DIR, 'upstream.mjs'),
+    '--port',
+    String(port),
+    '--latency-ms',
+    String(S.upstreamLatencyMs),
+  ]);
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  return { name: 'direct', url: `http://127.0.0.1:${port}`, port, proc: p, pid: () => p.child.pid };
+}
+
+async function startNginx(work, upstreamPort) {
+  if (!fs.existsSync(NGINX)) return null;
+  const dir = path.join(work, 'nginx');
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const conf = `# generated by bench/run.mjs: nginx as a plain reverse proxy
+worker_processes ${S.workers};
+worker_rlimit_nofile 20000;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+${process.getuid?.() === 0 ? 'user root;' : ''}
+events { worker_connections 16384; multi_accept on; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  keepalive_timeout 120s;
+  keepalive_requests 1000000;
+  upstream fake_upstream {
+    server 127.0.0.1:${upstreamPort};
+    keepalive 512;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+  }
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    location / {
+      proxy_pass http://fake_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 300s;
+    }
+  }
+}
+`;
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const p = startProcess('nginx', NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], {}, 'SIGQUIT');
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  return { name: 'nginx', url: `http://127.0.0.1:${port}`, port, proc: p, pid: () => p.child.pid };
+}
+
+let workersFlag = null;
+function supportsWorkers() {
+  if (workersFlag === null) {
+    const help = execFileSync(process.execPath, [SLUICE_BIN, 'serve', '--help'], { cwd: ROOT }).toString();
+    workersFlag = help.includes('--workers');
+    if (!workersFlag) log(`note: this build of sluice has no --workers flag; running it without (single process)`);
+  }
+  return workersFlag;
+}
+
+function writeConfig(dir, upstreamPort) {
+  const file = path.join(dir, 'sluice.yaml');
+  fs.writeFileSync(
+    file,
+    `# generated by bench/run.mjs
+providers:
+  - id: bench-upstream
+    kind: openai
+    base_url: http://127.0.0.1:${upstreamPort}/v1
+    api_key: bench-upstream-credential
+    max_connections: 16384
+models:
+  - id: bench-model
+    provider: bench-upstream
+    upstream_model: upstream-model
+    endpoints: [completions]
+    pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6 }
+`,
+  );
+  return file;
+}
+
+async function createKeyWithCli(dataDir) {
+  const r = await run(process.execPath, [SLUICE_BIN, 'keys', 'create', '--account', 'bench', '--name', 'bench', '--json', '--data', dataDir], { cwd: ROOT });
+  if (r.code !== 0) throw new Error(`sluice keys create failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)).key;
+}
+
+async function startSluice(name, dataDir, configFile, port) {
+  const args = [SLUICE_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile];
+  if (supportsWorkers()) args.push('--workers', String(S.workers));
+  const p = startProcess(name, process.execPath, args, { SLUICE_LOG_LEVEL: 'warn' });
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000);
+  } catch (error) {
+    throw new Error(`${name} did not become ready: ${error.message}; stderr: ${p.stderr.slice(-2000)}`);
+  }
+  const target = { name: 'sluice', url: `http://127.0.0.1:${port}`, port, proc: p, dataDir, configFile };
+  target.pid = () => target.proc.child.pid;
+  /** Graceful stop and a fresh start on the same port and data directory. */
+  target.restart = async () => {
+    await stopGateway(target);
+    const again = await startSluice(name, dataDir, configFile, port);
+    target.proc = again.proc;
+  };
+  return target;
+}
+
+function ledgerCount(dataDir) {
+  // better-sqlite3 is the gateway's own dependency (resolved from the repository's node_modules).
+  const out = execFileSync(
+    process.execPath,
+    [
+      '-e',
+      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});d.pragma('busy_timeout = 5000');` +
+        `const t=d.prepare('SELECT count(*) AS n FROM usage_ledger').get().n;` +
+        `const s=d.prepare('SELECT status, count(*) AS n FROM usage_ledger GROUP BY status').all();` +
+        `console.log(JSON.stringify({total:t,byStatus:Object.fromEntries(s.map(r=>[r.status,r.n]))}));d.close();`,
+      path.join(dataDir, 'sluice.db'),
+    ],
+    { cwd: ROOT },
+  );
+  return JSON.parse(out.toString());
+}
+
+// ---------------------------------------------------------------- load generators
+const HAVE_WRK = env('BENCH_LOADGEN', '') !== 'autocannon' && (() => {
+  try {
+    execFileSync('bash', ['-c', 'command -v wrk'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const LOADGEN = HAVE_WRK ? 'wrk' : 'autocannon';
+
+/** One closed-loop run; returns the summary plus the load generator's own CPU seconds. */
+async function closedLoopRun(target, connections, seconds, { key, keysFile } = {}) {
+  const url = `${target.url}/v1/completions`;
+  const cut0 = waitedChildrenCpuSeconds();
+  let r;
+  if (HAVE_WRK) {
+    const script = keysFile ? path.join(BENCH_DIR, 'random-keys.lua') : path.join(BENCH_DIR, 'post.lua');
+    const threads = Math.min(S.wrkThreads, connections);
+    r = await run('bash', ['-c', `ulimit -n 20000 2>/dev/null; exec wrk -t${threads} -c${connections} -d${seconds}s --timeout 10s -s '${script}' '${url}'`], {
+      env: { ...process.env, BENCH_BODY: BODY, BENCH_KEY: key ?? '', BENCH_KEYS_FILE: keysFile ?? '' },
+    });
+  } else {
+    r = await run(process.execPath, [path.join(BENCH_DIR, 'autocannon-run.mjs'), JSON.stringify({ url, connections, seconds, body: BODY, key, keysFile })]);
+  }
+  const loadgenCpu = waitedChildrenCpuSeconds() - cut0;
+  const m = /(?:WRKJSON|RESULT) (\{.*\})/.exec(r.stdout);
+  if (!m) throw new Error(`${LOADGEN} failed (code ${r.code}): ${r.stderr.slice(-1000)} ${r.stdout.slice(-1000)}`);
+  const j = JSON.parse(m[1]);
+  const errors = j.connect_errors + j.read_errors + j.write_errors + j.timeouts;
+  const wall = j.duration_us / 1e6;
+  return { ...j, errors, wall, ok: j.requests - j.non2xx, loadgenCpu };
+}
+
+async function measureClosed(target, connections, extra = {}, label = '') {
+  if (S.warmupSeconds > 0) await closedLoopRun(target, connections, S.warmupSeconds, extra);
+  const cpu0 = treeCpuSeconds(target.pid());
+  const up0 = treeCpuSeconds(upstream.pid());
+  const m0 = machineCpu();
+  const r = await closedLoopRun(target, connections, S.seconds, extra);
+  const cpu1 = treeCpuSeconds(target.pid());
+  const up1 = treeCpuSeconds(upstream.pid());
+  const m1 = machineCpu();
+  const res = {
+    target: target.name,
+    connections,
+    label,
+    rps: r.ok / r.wall,
+    requests: r.requests,
+    ok: r.ok,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    p50: r.p50_us / 1000,
+    p90: r.p90_us / 1000,
+    p99: r.p99_us / 1000,
+    p999: r.p999_us / 1000,
+    max: r.max_us / 1000,
+    mean: r.mean_us / 1000,
+    targetCpuMsPerReq: ((cpu1 - cpu0) * 1000) / Math.max(1, r.requests),
+    targetCpuPct: ((cpu1 - cpu0) / r.wall) * 100,
+    upstreamCpuPct: ((up1 - up0) / r.wall) * 100,
+    loadgen: LOADGEN,
+    loadgenCpuPct: (r.loadgenCpu / r.wall) * 100,
+    machineBusyPct: ((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100,
+  };
+  // CPU used by processes outside this measurement (other work on the machine), % of one core.
+  res.otherCpuPct = Math.max(0, res.machineBusyPct * os.availableParallelism() - res.upstreamCpuPct - res.loadgenCpuPct - (target.name === 'direct' ? 0 : res.targetCpuPct));
+  log(
+    `  ${target.name.padEnd(6)} c=${String(connections).padEnd(3)} ${label ? `${label} ` : ''}${Math.round(res.rps)} req/s  p50 ${res.p50.toFixed(3)} ms  p99 ${res.p99.toFixed(3)} ms  ` +
+      `${target.name} CPU ${res.targetCpuMsPerReq.toFixed(3)} ms/req (${Math.round(res.targetCpuPct)}% of a core)  upstream ${Math.round(res.upstreamCpuPct)}%  ${LOADGEN} ${Math.round(res.loadgenCpuPct)}%  ` +
+      `machine ${Math.round(res.machineBusyPct)}% busy (other processes ${Math.round(res.otherCpuPct)}% of a core)${res.non2xx + res.errors > 0 ? `  NON-2XX ${res.non2xx} ERRORS ${res.errors}` : ''}`,
+  );
+  if (res.non2xx + res.errors > 0 && target.name === 'sluice') fail(`sluice c=${connections}${label ? ` ${label}` : ''}: ${res.non2xx} non-2xx responses and ${res.errors} socket errors/timeouts out of ${res.requests}`);
+  return res;
+}
+
+async function runClient(options, onStderrLine) {
+  const cut0 = waitedChildrenCpuSeconds();
+  const started = Date.now();
+  const child = spawnWithNofile(process.execPath, [path.join(BENCH_DIR, 'client.mjs'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+  let stdout = '';
+  let buffered = '';
+  let stderrTail = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => {
+    buffered += d;
+    stderrTail = (stderrTail + d).slice(-4000);
+    let nl;
+    while ((nl = buffered.indexOf('\n')) !== -1) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      onStderrLine?.(line);
+    }
+  });
+  const client = { child, name: 'load client', stop: async () => child.kill('SIGKILL') };
+  owned.add(client);
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  owned.delete(client);
+  const wall = (Date.now() - started) / 1000;
+  const cpu = waitedChildrenCpuSeconds() - cut0;
+  const m = /RESULT (\{.*\})/.exec(stdout);
+  if (!m) throw new Error(`load client failed (code ${code}): ${stderrTail}`);
+  return { ...JSON.parse(m[1]), clientCpuSeconds: cpu, clientWall: wall, clientCpuPct: (cpu / wall) * 100 };
+}
+
+function authHeaders(key) {
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+// ---------------------------------------------------------------- scenarios
+const results = { settings: S, machine: machine(), loadgen: LOADGEN, scenarios: {} };
+let upstream;
+
+async function idleMemory(target, settleMs = 3000) {
+  await sleep(settleMs);
+  const mem = treeMemoryMB(target.pid());
+  log(`  ${target.name}: idle resident memory ${mem.rss.toFixed(1)} MB RSS (sum of ${mem.processes} processes), ${mem.pss.toFixed(1)} MB PSS`);
+  return mem;
+}
+
+async function scenarioClosed(targets, key) {
+  const rounds = [];
+  for (let r = 1; r <= S.rounds; r++) {
+    log(`closed loop, round ${r}/${S.rounds} (${S.seconds} s per point, ${S.warmupSeconds} s warm-up, ${LOADGEN})`);
+    for (const c of S.connections) {
+      for (const t of targets) {
+        if (!alive(t)) continue;
+        rounds.push({ round: r, ...(await measureClosed(t, c, { key: t.name === 'sluice' ? key : undefined })) });
+      }
+    }
+  }
+  return rounds;
+}
+
+function alive(target) {
+  if (target.proc.exited) {
+    log(`  ${target.name} is not running; skipped`);
+    return false;
+  }
+  return true;
+}
+
+async function scenarioOpen(targets, key) {
+  const out = [];
+  log(`open loop at ${S.openRate}/s for ${S.openSeconds} s per target (+2 s warm-up), latency from the intended send time`);
+  for (const t of targets) {
+    if (!alive(t)) continue;
+    const cpu0 = treeCpuSeconds(t.pid());
+    const r = await runClient({
+      mode: 'open',
+      url: `${t.url}/v1/completions`,
+      rate: S.openRate,
+      seconds: S.openSeconds,
+      warmupSeconds: 2,
+      connections: 512,
+      body: BODY,
+      headers: authHeaders(t.name === 'sluice' ? key : undefined),
+    });
+    const cpu1 = treeCpuSeconds(t.pid());
+    const res = { target: t.name, ...r, failed: r.sent - r.ok, targetCpuMsPerReq: ((cpu1 - cpu0) * 1000) / Math.max(1, r.completed) };
+    log(
+      `  ${t.name.padEnd(6)} ${r.ok}/${r.sent} ok  p50 ${r.latencyMs.p50.toFixed(3)} ms  p99 ${r.latencyMs.p99.toFixed(3)} ms  p99.9 ${r.latencyMs.p999.toFixed(3)} ms  max ${r.latencyMs.max.toFixed(1)} ms  ` +
+        `statuses ${JSON.stringify(r.statuses)} errors ${JSON.stringify(r.errors)}  client CPU ${Math.round(r.clientCpuPct)}%`,
+    );
+    if (t.name === 'sluice' && res.failed > 0) fail(`open loop: ${res.failed} of ${r.sent} requests to sluice did not get a 2xx (statuses ${JSON.stringify(r.statuses)}, errors ${JSON.stringify(r.errors)})`);
+    out.push(res);
+  }
+  return out;
+}
+
+async function scenarioStreams(targets, key) {
+  const out = [];
+  for (const { n, tps } of S.streams) {
+    // New connections at up to 2,000/s (faster, connection set-up itself dominates the first
+    // token even direct); every stream lasts the ramp plus streamSeconds, so all are open together
+    // for about streamSeconds (the plateau, where memory is read).
+    const ramp = Math.max(1, n / 2000);
+    const tokens = Math.max(2, Math.round((ramp + S.streamSeconds) * tps));
+    log(`streaming: ${n} concurrent streams, ${tokens} tokens at ${tps} tokens/s (${n * tps} tokens/s in all), started over ${ramp} s`);
+    for (const t of targets) {
+      if (t.name === 'sluice') {
+        // A fresh gateway, so that "idle" is the idle RSS and not what earlier scenarios left.
+        await t.restart();
+        await sleep(2000);
+      } else await sleep(1500);
+      if (!alive(t)) continue;
+      const baseline = treeMemoryMB(t.pid());
+      const samples = [];
+      let phase = 'ramp';
+      const sampler = setInterval(() => samples.push({ phase, ...treeMemoryMB(t.pid()) }), 250);
+      const cpu0 = treeCpuSeconds(t.pid());
+      let r;
+      try {
+        r = await runClient(
+          {
+            mode: 'stream',
+            url: `${t.url}/v1/completions`,
+            streams: n,
+            tokens,
+            tokensPerSecond: tps,
+            rampSeconds: ramp,
+            body: streamBody(tokens, tps),
+            headers: authHeaders(t.name === 'sluice' ? key : undefined),
+          },
+          (line) => {
+            if (line === 'EVENT plateau-start') phase = 'plateau';
+            else if (line === 'EVENT plateau-end') phase = 'after';
+            else if (line.startsWith('  streams:')) log(`  ${t.name}${line}`);
+          },
+        );
+      } finally {
+        clearInterval(sampler);
+      }
+      const cpu1 = treeCpuSeconds(t.pid());
+      const plateau = samples.filter((s) => s.phase === 'plateau');
+      const pool = plateau.length > 0 ? plateau : samples;
+      const peak = pool.reduce((a, s) => (s.rss > a.rss ? s : a), { rss: 0, pss: 0 });
+      const res = {
+        target: t.name,
+        ...r,
+        tokensPerSecond: tps,
+        targetCpuPct: ((cpu1 - cpu0) / r.clientWall) * 100,
+        baselineRssMB: baseline.rss,
+        plateauRssMB: peak.rss,
+        plateauPssMB: peak.pss,
+        plateauSamples: plateau.length,
+        kbPerStream: ((peak.rss - baseline.rss) * 1024) / n,
+        targetCpuSeconds: cpu1 - cpu0,
+      };
+      const bad = n - r.complete;
+      log(
+        `  ${t.name.padEnd(6)} complete ${r.complete}/${n}  TTFT p50 ${r.ttftMs.p50.toFixed(2)} ms p99 ${r.ttftMs.p99.toFixed(2)} ms  inter-token p50 ${r.interTokenMs.p50.toFixed(2)} p99 ${r.interTokenMs.p99.toFixed(2)} ms  ` +
+          `RSS ${baseline.rss.toFixed(0)} → ${peak.rss.toFixed(0)} MB${plateau.length === 0 ? ' (no plateau reached: peak of the run)' : ''} (${res.kbPerStream.toFixed(1)} KB/stream)  ${t.name} CPU ${Math.round(res.targetCpuPct)}%  client CPU ${Math.round(r.clientCpuPct)}% (event loop delay p99 ${r.clientEventLoopDelayMs.p99.toFixed(1)} ms)` +
+          (bad > 0 ? `  INCOMPLETE ${bad}: statuses ${JSON.stringify(r.statuses)} errors ${JSON.stringify(r.errors)} ${JSON.stringify(r.incomplete)}` : ''),
+      );
+      if (bad > 0 && t.name === 'sluice') fail(`streaming ${n}@${tps}/s: ${bad} of ${n} streams through sluice incomplete (statuses ${JSON.stringify(r.statuses)}, errors ${JSON.stringify(r.errors)}, ${JSON.stringify(r.incomplete)})`);
+      out.push(res);
+    }
+  }
+  return out;
+}
+
+async function scenarioKeys(work) {
+  const dataDir = path.join(work, 'data-keys');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const config = writeConfig(dataDir, upstream.port);
+  const single = await createKeyWithCli(dataDir);
+  const keysFile = path.join(work, 'keys.txt');
+  const started = Date.now();
+  const { insertKeys } = await import('./keys.mjs');
+  const secrets = await insertKeys(dataDir, S.keys);
+  fs.writeFileSync(keysFile, `${secrets.join('\n')}\n`);
+  log(`keys: ${S.keys} keys inserted in ${Date.now() - started} ms; gateway on that store, c=32, single key vs a random key per request`);
+  const gw = await startSluice('sluice (100k keys)', dataDir, config, await freePort());
+  const out = [];
+  try {
+    for (let r = 1; r <= S.keysRounds; r++) {
+      if (!alive(gw)) break;
+      out.push({ round: r, mode: 'single', ...(await measureClosed(gw, 32, { key: single }, 'one key')) });
+      if (!alive(gw)) break;
+      out.push({ round: r, mode: 'random', ...(await measureClosed(gw, 32, { keysFile }, `random of ${S.keys} keys`)) });
+    }
+  } finally {
+    await stopGateway(gw);
+  }
+  return out;
+}
+
+async function stopGateway(gw) {
+  const code = await gw.proc.stop(40_000);
+  if (code !== 0) fail(`${gw.proc.name} did not stop cleanly on SIGTERM: exit ${code}; stderr tail: ${gw.proc.stderr.slice(-1000)}`);
+  return code;
+}
+
+async function scenarioLedger(work) {
+  const dataDir = path.join(work, 'data-ledger');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const config = writeConfig(dataDir, upstream.port);
+  const key = await createKeyWithCli(dataDir);
+  const port = await freePort();
+  let gw = await startSluice('sluice (ledger)', dataDir, config, port);
+  const clientOptions = (seconds) => ({ mode: 'closed', url: `${gw.url}/v1/completions`, connections: 32, seconds, retryDelayMs: 20, body: BODY, headers: authHeaders(key) });
+  const out = {};
+
+  // 1. Under load: the count while the gateway keeps running.
+  log(`ledger 1/2: ${S.ledgerSeconds} s of load at c=32, then compare rows with 2xx responses (gateway still running)`);
+  const a = await runClient(clientOptions(S.ledgerSeconds));
+  const rowsA = await settledLedgerCount(dataDir, a.ok);
+  out.underLoad = { responses2xx: a.ok, responses: a.responses, statuses: a.statuses, errors: a.errors, ledgerRows: rowsA.total, ledgerByStatus: rowsA.byStatus, match: rowsA.total === a.ok };
+  log(`  2xx responses ${a.ok}, ledger rows ${rowsA.total} ${JSON.stringify(rowsA.byStatus)} → ${out.underLoad.match ? 'MATCH' : 'MISMATCH'}`);
+  if (!out.underLoad.match) fail(`LEDGER MISMATCH under load: ${a.ok} 2xx responses but ${rowsA.total} rows in usage_ledger`);
+
+  // 2. Across a graceful restart in the middle of the load.
+  log(`ledger 2/2: load at c=32 for ${2 * S.ledgerSeconds} s with SIGTERM + restart on the same data dir in the middle`);
+  const clientRun = runClient(clientOptions(2 * S.ledgerSeconds + 2));
+  await sleep(S.ledgerSeconds * 1000);
+  const stopStarted = Date.now();
+  const stopCode = await stopGateway(gw);
+  const stopMs = Date.now() - stopStarted;
+  const midRows = ledgerCount(dataDir);
+  log(`  gateway stopped (exit ${stopCode}) after ${stopMs} ms; ${midRows.total} rows so far; restarting on the same port and data dir`);
+  const restartStarted = Date.now();
+  gw = await startSluice('sluice (ledger, restarted)', dataDir, config, port);
+  log(`  restarted in ${Date.now() - restartStarted} ms`);
+  const b = await clientRun;
+  const stopCode2 = await stopGateway(gw);
+  const rowsB = ledgerCount(dataDir);
+  const totalOk = a.ok + b.ok;
+  out.acrossRestart = {
+    responses2xx: b.ok,
+    responses: b.responses,
+    statuses: b.statuses,
+    errors: b.errors,
+    stopMs,
+    stopExit: stopCode,
+    finalStopExit: stopCode2,
+    ledgerRowsTotal: rowsB.total,
+    ledgerByStatus: rowsB.byStatus,
+    total2xx: totalOk,
+    match: rowsB.total === totalOk,
+  };
+  log(`  2xx responses ${a.ok} + ${b.ok} = ${totalOk}; ledger rows ${rowsB.total} ${JSON.stringify(rowsB.byStatus)}; transport errors during restart ${JSON.stringify(b.errors)} → ${out.acrossRestart.match ? 'MATCH' : 'MISMATCH'}`);
+  if (!out.acrossRestart.match) fail(`LEDGER MISMATCH across restart: ${totalOk} 2xx responses but ${rowsB.total} rows in usage_ledger (by status ${JSON.stringify(rowsB.byStatus)})`);
+  out.pass = out.underLoad.match && out.acrossRestart.match;
+  return out;
+}
+
+async function settledLedgerCount(dataDir, expected) {
+  // The ledger is written in batches (every 200 ms): wait until the count stops moving.
+  let last = ledgerCount(dataDir);
+  let stableSince = Date.now();
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (last.total === expected && Date.now() - stableSince > 500) break;
+    if (Date.now() - stableSince > 2000) break;
+    await sleep(200);
+    const now = ledgerCount(dataDir);
+    if (now.total !== last.total) stableSince = Date.now();
+    last = now;
+  }
+  return last;
+}
+
+// ---------------------------------------------------------------- report
+const median = (xs) => {
+  const a = xs.filter(Number.isFinite).sort((x, y) => x - y);
+  if (a.length === 0) return NaN;
+  return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+};
+const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+const pct = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${((100 * a) / b).toFixed(0)}%` : 'n/a');
+const met = (ok) => (ok === null ? 'not measurable' : ok ? '**met**' : '**not met**');
+
+function closedMedians(rows) {
+  const out = {};
+  for (const row of rows) (out[`${row.target}|${row.connections}`] ??= []).push(row);
+  const med = {};
+  for (const [k, list] of Object.entries(out)) {
+    med[k] = {
+      target: list[0].target,
+      connections: list[0].connections,
+      rounds: list.length,
+      rps: median(list.map((r) => r.rps)),
+      p50: median(list.map((r) => r.p50)),
+      p99: median(list.map((r) => r.p99)),
+      cpuMsPerReq: median(list.map((r) => r.targetCpuMsPerReq)),
+      loadgenCpuPct: median(list.map((r) => r.loadgenCpuPct)),
+      machineBusyPct: median(list.map((r) => r.machineBusyPct)),
+      otherCpuPct: median(list.map((r) => r.otherCpuPct)),
+      upstreamCpuPct: median(list.map((r) => r.upstreamCpuPct)),
+      targetCpuPct: median(list.map((r) => r.targetCpuPct)),
+      bad: list.reduce((a, r) => a + r.non2xx + r.errors, 0),
+    };
+  }
+  return med;
+}
+
+function streamTargetRows(streams) {
+  const rows = [];
+  const rates = [...new Set(streams.filter((x) => x.streams === 10000).map((x) => x.tokensPerSecond))];
+  if (rates.length === 0) return [['10,000 streams: resident ≤ 512 MB, p99 added TTFT < 5 ms', 'not run', 'not measurable']];
+  for (const tps of rates) {
+    const s = streams.find((x) => x.target === 'sluice' && x.streams === 10000 && x.tokensPerSecond === tps);
+    const d = streams.find((x) => x.target === 'direct' && x.streams === 10000 && x.tokensPerSecond === tps);
+    const baselineOk = d && d.complete === d.streams;
+    const sOk = s && s.complete === s.streams;
+    const why = !s ? 'not run' : !baselineOk ? `direct baseline itself incomplete (${d?.complete ?? 0}/10000): the machine cannot carry this load` : '';
+    rows.push([
+      `10,000 streams @ ${tps} tokens/s: resident ≤ 512 MB`,
+      s ? `${f(s.plateauRssMB, 0)} MB RSS (${f(s.plateauPssMB, 0)} MB PSS), ${s.complete}/10000 complete${s.plateauSamples ? '' : ', no plateau'}` : 'not run',
+      !s ? 'not measurable' : sOk ? met(s.plateauRssMB <= 512) : baselineOk ? '**not met** (streams failed)' : `not measurable (${why})`,
+    ]);
+    const added = s && d ? s.ttftMs.p99 - d.ttftMs.p99 : NaN;
+    rows.push([
+      `10,000 streams @ ${tps} tokens/s: p99 added TTFT < 5 ms`,
+      s && d ? `${f(added, 2)} ms (${f(s.ttftMs.p99, 2)} vs ${f(d.ttftMs.p99, 2)} direct)` : 'not run',
+      !s || !d ? 'not measurable' : !baselineOk ? `not measurable (${why})` : sOk ? met(added < 5) : '**not met** (streams failed)',
+    ]);
+  }
+  return rows;
+}
+
+function report(state) {
+  const { targets, idle, closed, open, streams, keys, ledger } = state;
+  const names = targets.map((t) => t.name);
+  const L = [];
+  const m = results.machine;
+  L.push('# Sluice benchmark results', '');
+  L.push(`Run ${m.date} on commit \`${m.commit.slice(0, 12)}\`${m.workingTreeDirty ? ' (working tree had uncommitted changes)' : ''}${S.quick ? ' — **quick run (--quick)**, shorter durations' : ''}.`, '');
+  L.push('| machine | |', '|---|---|');
+  L.push(`| CPU | ${m.cpu} |`, `| cores | ${m.cores} |`, `| memory | ${m.memoryGB} GB |`, `| OS | ${m.distro}, Linux ${m.linux} |`, `| Node.js | ${m.node} |`, `| open files limit | ${m.openFilesLimit} |`);
+  L.push('');
+  L.push(
+    `Targets in front of the same fake upstream (\`bench/upstream.mjs\`, node:http, keep-alive, latency ${S.upstreamLatencyMs} ms): ` +
+      `**direct** = the upstream itself; **sluice** = \`node bin/sluice.js serve${supportsWorkers() ? ` --workers ${S.workers}` : ''}\` (SLUICE_LOG_LEVEL=warn); ` +
+      (names.includes('nginx') ? '**nginx** = nginx as a plain reverse proxy (generated nginx.conf, upstream keep-alive).' : '**nginx: not installed, skipped** (`/usr/sbin/nginx` absent), so the nginx ratios cannot be computed in this run.'),
+  );
+  L.push('');
+  L.push(
+    `Closed-loop load generator: **${LOADGEN}**${LOADGEN === 'wrk' ? ` (${S.wrkThreads} thread, µs percentiles)` : ' (wrk not on PATH; latencies in whole milliseconds)'}; ` +
+      `open-loop, streaming and ledger clients: \`bench/client.mjs\` (Node, undici Pool). Everything runs on the same ${m.cores}-core machine, so the ` +
+      `load generator, the upstream and the target share the CPUs; their CPU shares are shown (% of one core).`,
+  );
+  L.push('');
+  L.push(`Settings: ${S.seconds} s per closed-loop point after ${S.warmupSeconds} s warm-up, ${S.rounds} round(s) interleaving the targets (medians shown); ` + `open loop ${S.openRate}/s for ${S.openSeconds} s (+2 s warm-up); streams start at up to 2,000/s and all stay open together for about ${S.streamSeconds} s.`);
+  L.push('');
+
+  // Targets
+  const med = closedMedians(closed);
+  const g = (t, c) => med[`${t}|${c}`];
+  const s32 = g('sluice', 32);
+  const n32 = g('nginx', 32);
+  const d32 = g('direct', 32);
+  const s1 = g('sluice', 1);
+  const d1 = g('direct', 1);
+  const idleS = idle.sluice;
+  const targetsRows = [
+    ['32 connections: Sluice ≥ 40% of nginx req/s', n32 && s32 ? `${pct(s32.rps, n32.rps)} of nginx` : `nginx not measured (Sluice = ${pct(s32?.rps, d32?.rps)} of direct)`, met(n32 && s32 ? s32.rps >= 0.4 * n32.rps : null)],
+    ['32 connections: aim 70% of nginx req/s', n32 && s32 ? `${pct(s32.rps, n32.rps)} of nginx` : 'nginx not measured', met(n32 && s32 ? s32.rps >= 0.7 * n32.rps : null)],
+    ['1 connection: median added ≤ 0.2 ms', s1 && d1 ? `${f(s1.p50 - d1.p50, 3)} ms` : 'n/a', met(s1 && d1 ? s1.p50 - d1.p50 <= 0.2 : null)],
+    ...streamTargetRows(streams),
+    ['idle resident memory < 80 MB', idleS ? `${f(idleS.rss, 1)} MB RSS, ${idleS.processes} processes (${f(idleS.pss, 1)} MB PSS)` : 'n/a', met(idleS ? idleS.rss < 80 : null)],
+    ['ledger rows = 2xx responses (under load, across restart)', ledger ? `${ledger.underLoad.ledgerRows}/${ledger.underLoad.responses2xx}; ${ledger.acrossRestart.ledgerRowsTotal}/${ledger.acrossRestart.total2xx}` : 'not run', ledger ? (ledger.pass ? '**pass**' : '**FAIL**') : 'not run'],
+  ];
+  L.push('## Targets of issue 5', '', '| target | this run | |', '|---|---|---|');
+  for (const r of targetsRows) L.push(`| ${r.join(' | ')} |`);
+  L.push('');
+
+  // Closed loop
+  L.push('## Non-streaming completions, closed loop', '');
+  L.push(`| conns | target | req/s | % of direct | % of nginx | p50 ms | p99 ms | p50 added vs direct | p99 added vs direct | target CPU ms/req | target CPU | upstream CPU | ${LOADGEN} CPU | other CPU | machine busy | non-2xx+errors |`);
+  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const c of S.connections) {
+    for (const t of names) {
+      const r = g(t, c);
+      if (!r) continue;
+      const d = g('direct', c);
+      const n = g('nginx', c);
+      L.push(
+        `| ${c} | ${t} | ${f(r.rps, 0)} | ${pct(r.rps, d?.rps)} | ${n ? pct(r.rps, n.rps) : 'n/a'} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${t === 'direct' ? '' : f(r.p50 - d?.p50, 3)} | ${t === 'direct' ? '' : f(r.p99 - d?.p99, 3)} | ${f(r.cpuMsPerReq, 3)} | ${t === 'direct' ? '' : `${f(r.targetCpuPct, 0)}%`} | ${f(r.upstreamCpuPct, 0)}% | ${f(r.loadgenCpuPct, 0)}% | ${f(r.otherCpuPct, 0)}% | ${f(r.machineBusyPct, 0)}% | ${r.bad} |`,
+      );
+    }
+  }
+  L.push(
+    '',
+    '"target CPU ms/req" = utime+stime of the target\'s processes (Sluice: primary and workers; direct: the upstream) over the run, per request. CPU columns are % of one core; ' +
+      `"machine busy" is of all ${os.availableParallelism()} cores; "other CPU" = what processes outside the measurement used meanwhile (anything else running on the machine).`,
+    '',
+  );
+
+  // Open loop
+  if (open.length) {
+    const d = open.find((r) => r.target === 'direct');
+    L.push(`## Open loop, ${S.openRate} requests/s for ${S.openSeconds} s (latency from the intended send time)`, '');
+    L.push('| target | ok / sent | p50 ms | p99 ms | p99.9 ms | max ms | added p50 | added p99 | added p99.9 | errors / non-2xx | client CPU |', '|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const r of open) {
+      const add = (k) => (r.target === 'direct' || !d ? '' : f(r.latencyMs[k] - d.latencyMs[k], 3));
+      const non2xx = Object.entries(r.statuses).filter(([s]) => Number(s) < 200 || Number(s) >= 300).reduce((a, [, n]) => a + n, 0);
+      L.push(
+        `| ${r.target} | ${r.ok} / ${r.sent} | ${f(r.latencyMs.p50, 3)} | ${f(r.latencyMs.p99, 3)} | ${f(r.latencyMs.p999, 3)} | ${f(r.latencyMs.max, 1)} | ${add('p50')} | ${add('p99')} | ${add('p999')} | ${Object.values(r.errors).reduce((a, b) => a + b, 0)} / ${non2xx} | ${f(r.clientCpuPct, 0)}% |`,
+      );
+    }
+    L.push('');
+  }
+
+  // Streams
+  if (streams.length) {
+    L.push(`## Streaming: concurrent streams (started at up to 2,000/s, all open together for about ${S.streamSeconds} s)`, '');
+    L.push(
+      '| streams @ tokens/s | target | complete | TTFT p50 ms | TTFT p99 ms | added TTFT p50 | added TTFT p99 | inter-token p50 ms | inter-token p99 ms | added inter-token p50 / p99 | RSS idle → plateau MB | KB per stream | client CPU |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const r of streams) {
+      const d = streams.find((x) => x.target === 'direct' && x.streams === r.streams && x.tokensPerSecond === r.tokensPerSecond);
+      const dir = r.target === 'direct' || !d;
+      L.push(
+        `| ${r.streams} @ ${r.tokensPerSecond} | ${r.target} | ${r.complete}/${r.streams} | ${f(r.ttftMs.p50)} | ${f(r.ttftMs.p99)} | ${dir ? '' : f(r.ttftMs.p50 - d.ttftMs.p50)} | ${dir ? '' : f(r.ttftMs.p99 - d.ttftMs.p99)} | ${f(r.interTokenMs.p50)} | ${f(r.interTokenMs.p99)} | ${dir ? '' : `${f(r.interTokenMs.p50 - d.interTokenMs.p50)} / ${f(r.interTokenMs.p99 - d.interTokenMs.p99)}`} | ${f(r.baselineRssMB, 0)} → ${f(r.plateauRssMB, 0)}${r.plateauSamples ? '' : ' (no plateau)'} | ${r.target === 'direct' ? '' : f(r.kbPerStream, 1)} | ${f(r.clientCpuPct, 0)}% |`,
+      );
+    }
+    L.push('', 'RSS = sum over the target\'s processes, peak while every stream was open (the "plateau"); KB per stream = (plateau − RSS just before) / streams. Sluice is restarted before each streaming run, so "just before" is its idle RSS.', '');
+  }
+
+  // Keys
+  if (keys.length) {
+    const single = median(keys.filter((r) => r.mode === 'single').map((r) => r.rps));
+    const random = median(keys.filter((r) => r.mode === 'random').map((r) => r.rps));
+    const sp99 = median(keys.filter((r) => r.mode === 'single').map((r) => r.p99));
+    const rp99 = median(keys.filter((r) => r.mode === 'random').map((r) => r.p99));
+    L.push(`## ${S.keys.toLocaleString('en-US')} keys in the store, c=32`, '');
+    L.push('| requests | req/s | p50 ms | p99 ms | non-2xx+errors |', '|---|---|---|---|---|');
+    for (const r of keys) L.push(`| round ${r.round}: ${r.label} | ${f(r.rps, 0)} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${r.non2xx + r.errors} |`);
+    L.push('', `Random keys: **${pct(random, single)}** of the single-key throughput (medians ${f(random, 0)} vs ${f(single, 0)} req/s; p99 ${f(rp99, 3)} vs ${f(sp99, 3)} ms). The first random round also fills the key cache.`, '');
+  }
+
+  // Ledger
+  if (ledger) {
+    L.push('## Ledger', '');
+    L.push('| phase | 2xx responses | ledger rows | rows by status | transport errors | result |', '|---|---|---|---|---|---|');
+    L.push(`| under load (gateway running) | ${ledger.underLoad.responses2xx} | ${ledger.underLoad.ledgerRows} | ${JSON.stringify(ledger.underLoad.ledgerByStatus)} | ${JSON.stringify(ledger.underLoad.errors)} | ${ledger.underLoad.match ? 'match' : '**MISMATCH**'} |`);
+    L.push(
+      `| + load across SIGTERM and restart (cumulative) | ${ledger.acrossRestart.total2xx} | ${ledger.acrossRestart.ledgerRowsTotal} | ${JSON.stringify(ledger.acrossRestart.ledgerByStatus)} | ${JSON.stringify(ledger.acrossRestart.errors)} | ${ledger.acrossRestart.match ? 'match' : '**MISMATCH**'} |`,
+    );
+    L.push('', `Graceful stop under load took ${ledger.acrossRestart.stopMs} ms (exit ${ledger.acrossRestart.stopExit}); transport errors are the client's attempts while the gateway was down.`, '');
+  }
+
+  // Idle memory
+  L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
+  const idleLabel = { sluice: 'sluice, after start', sluiceAfterLoad: 'sluice, after the closed- and open-loop runs', direct: 'fake upstream', nginx: 'nginx' };
+  for (const [t, mem] of Object.entries(idle)) L.push(`| ${idleLabel[t] ?? t} | ${f(mem.rss, 1)} | ${f(mem.pss, 1)} | ${mem.processes} |`);
+  L.push('');
+
+  if (failures.length) {
+    L.push('## Problems seen in this run', '');
+    for (const x of failures) L.push(`- ${x.replaceAll('\n', ' ')}`);
+    L.push('');
+  }
+  L.push(`Raw numbers: \`bench/results.json\`. Total bench time ${stamp()}.`, '');
+  return L.join('\n');
+}
+
+// ---------------------------------------------------------------- main
+async function main() {
+  log(`Sluice bench${QUICK ? ' (--quick)' : ''}: ${results.machine.cores} cores, ${results.machine.cpu}, Node ${process.version}; closed-loop load generator: ${LOADGEN}${HAVE_WRK ? '' : ' (wrk not found on PATH: falling back to autocannon, latencies in whole ms)'}`);
+  log(`settings ${JSON.stringify(S)}`);
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
+  const state = { targets: [], idle: {}, closed: [], open: [], streams: [], keys: [], ledger: null };
+  let ok = false;
+  try {
+    upstream = await startUpstream();
+    log(`fake upstream on ${upstream.url} (pid ${upstream.pid()})`);
+    const targets = [upstream];
+    const nginx = await startNginx(work, upstream.port);
+    if (nginx) {
+      targets.push(nginx);
+      log(`nginx on ${nginx.url} (pid ${nginx.pid()})`);
+    } else log('nginx not installed: skipped');
+    const dataDir = path.join(work, 'data');
+    fs.mkdirSync(dataDir, { recursive: true });
+    const config = writeConfig(dataDir, upstream.port);
+    const key = await createKeyWithCli(dataDir);
+    const sluice = await startSluice('sluice', dataDir, config, await freePort());
+    targets.push(sluice);
+    state.targets = targets;
+    log(`sluice on ${sluice.url} (pid ${sluice.pid()}, ${processTree(sluice.pid()).length} processes)`);
+    state.idle.sluice = await idleMemory(sluice);
+    state.idle.direct = treeMemoryMB(upstream.pid());
+    if (nginx) state.idle.nginx = treeMemoryMB(nginx.pid());
+
+    const save = () => {
+      results.scenarios = { idle: state.idle, closed: state.closed, open: state.open, streams: state.streams, keys: state.keys, ledger: state.ledger };
+      results.failures = failures;
+      fs.writeFileSync(path.join(OUT_DIR, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+    };
+    const only = env('BENCH_ONLY', '') === '' ? null : new Set(env('BENCH_ONLY', '').split(','));
+    const step = async (name, fn) => {
+      if (only && !only.has(name)) return log(`${name}: skipped (BENCH_ONLY)`);
+      try {
+        await fn();
+      } catch (error) {
+        fail(`scenario ${name} aborted: ${error.stack ?? error}`);
+      }
+      save();
+    };
+
+    await step('closed', async () => (state.closed = await scenarioClosed(targets, key)));
+    await step('open', async () => (state.open = await scenarioOpen(targets, key)));
+    if (!sluice.proc.exited) state.idle.sluiceAfterLoad = treeMemoryMB(sluice.pid());
+    await step('streams', async () => (state.streams = await scenarioStreams(targets, key)));
+    if (!sluice.proc.exited) await stopGateway(sluice);
+    await step('keys', async () => (state.keys = await scenarioKeys(work)));
+    await step('ledger', async () => (state.ledger = await scenarioLedger(work)));
+    ok = true;
+  } finally {
+    log('stopping the processes started by the bench');
+    await cleanup();
+    if (ok && failures.length === 0 && process.env.BENCH_KEEP !== '1') fs.rmSync(work, { recursive: true, force: true });
+    else log(`working directory kept: ${work}`);
+  }
+  const md = report(state);
+  fs.writeFileSync(path.join(OUT_DIR, 'RESULTS.md'), md);
+  results.scenarios = { idle: state.idle, closed: state.closed, open: state.open, streams: state.streams, keys: state.keys, ledger: state.ledger };
+  results.failures = failures;
+  results.totalSeconds = (Date.now() - t0) / 1000;
+  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\n${md}`);
+  log(`wrote ${path.join(OUT_DIR, 'RESULTS.md')} and ${path.join(OUT_DIR, 'results.json')}`);
+  if (state.ledger && !state.ledger.pass) {
+    console.log('\n!!! LEDGER CHECK FAILED: rows in usage_ledger differ from 2xx responses (see above) !!!\n');
+    process.exitCode = 1;
+  }
+  if (failures.length) {
+    console.log(`${failures.length} problem(s) seen during the run:`);
+    for (const x of failures) console.log(`  - ${x.split('\n')[0].slice(0, 400)}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch(async (error) => {
+  console.error(`[bench] failed: ${error.stack ?? error}`);
+  await cleanup();
+  process.exit(1);
+});
