@@ -69,11 +69,6 @@ export class GatewayError extends Error {
     this.type = options.type;
     this.code = options.code;
   }
-
-  /** True for errors the caller caused (and that say nothing about our health). */
-  get isClientError(): boolean {
-    return this.status < 500 && this.kind !== 'upstream_rate_limited';
-  }
 }
 
 /** Anything thrown that is not a GatewayError is our own fault: never show its message. */

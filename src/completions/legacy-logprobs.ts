@@ -51,14 +51,3 @@ export class LegacyLogprobsBuilder {
     };
   }
 }
-
-/** Joins the per-chunk pieces of one choice into one object, for answers returned whole. */
-export function concatLogprobs(parts: readonly LegacyLogprobs[]): LegacyLogprobs | null {
-  if (parts.length === 0) return null;
-  return {
-    tokens: parts.flatMap((p) => p.tokens),
-    token_logprobs: parts.flatMap((p) => p.token_logprobs),
-    top_logprobs: parts[0]!.top_logprobs === null ? null : parts.flatMap((p) => p.top_logprobs ?? []),
-    text_offset: parts.flatMap((p) => p.text_offset),
-  };
-}

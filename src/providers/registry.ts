@@ -15,7 +15,3 @@ export function createProvider(config: ProviderConfig): Provider {
       return new GeminiProvider(config);
   }
 }
-
-export function createProviders(configs: readonly ProviderConfig[]): Map<string, Provider> {
-  return new Map(configs.map((config) => [config.id, createProvider(config)]));
-}

@@ -261,10 +261,6 @@ class SqlUsage implements UsageRepository {
     return Number(row.n);
   }
 
-  async recent(limit: number): Promise<UsageRow[]> {
-    const rows = await this.db.selectFrom('usage_ledger').selectAll().orderBy('id', 'desc').limit(limit).execute();
-    return rows.map(fromLedgerRow);
-  }
 
   async byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>> {
     let query = this.db
@@ -348,23 +344,3 @@ function toLedgerRow(row: UsageRow) {
   };
 }
 
-function fromLedgerRow(row: Selectable<Database['usage_ledger']>): UsageRow {
-  return {
-    at: Number(row.at),
-    requestId: row.request_id,
-    accountId: row.account_id,
-    keyId: row.key_id,
-    operation: row.operation,
-    model: row.model,
-    providerId: row.provider_id,
-    status: row.status,
-    errorKind: row.error_kind,
-    stream: row.stream === 1,
-    promptTokens: row.prompt_tokens,
-    completionTokens: row.completion_tokens,
-    tokensCounted: row.tokens_counted === 1,
-    latencyMs: row.latency_ms,
-    ttfbMs: row.ttfb_ms,
-    costUsd: row.cost_usd,
-  };
-}

@@ -196,7 +196,6 @@ export interface KeysRepository {
 export interface UsageRepository {
   append(rows: readonly UsageRow[]): Promise<void>;
   count(): Promise<number>;
-  recent(limit: number): Promise<UsageRow[]>;
   /** Usage per key since a time, for every key or one account's. */
   byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>>;
   /** Requests that reached a provider since a time (newest first, at most `limit`). */

@@ -70,7 +70,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
   });
 }
 
-function providerForm(deps: ConsoleDeps, session: Session, mode: 'create' | 'update', values: Values, errors: FieldErrors, secrets: { hasApiKey: boolean; headerNames: readonly string[] }) {
+function providerForm(session: Session, mode: 'create' | 'update', values: Values, errors: FieldErrors, secrets: { hasApiKey: boolean; headerNames: readonly string[] }) {
   const action = mode === 'create' ? '/app/catalogue/providers/new' : `/app/catalogue/providers/${encodeURIComponent(String(values.id))}/edit`;
   return layout({
     title: mode === 'create' ? 'Add provider' : 'Edit provider',
@@ -342,7 +342,7 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
 
     if (method === 'GET') {
       const values = stored ? valuesOf(stored) : kind === 'providers' ? { kind: 'openai' } : { endpoints: ['completions'], provider: new URLSearchParams(ctx.query).get('provider') ?? '' };
-      return sendHtml(ctx.res, 200, kind === 'providers' ? providerForm(deps, session, mode, values, {}, secrets) : modelForm(deps, session, mode, values, {}));
+      return sendHtml(ctx.res, 200, kind === 'providers' ? providerForm(session, mode, values, {}, secrets) : modelForm(deps, session, mode, values, {}));
     }
 
     const form = await checkedForm(ctx, session);
@@ -358,7 +358,7 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     }
     if (!result.ok) {
       const values = formValues(form);
-      const page = kind === 'providers' ? providerForm(deps, session, mode, values, result.errors, secrets) : modelForm(deps, session, mode, values, result.errors);
+      const page = kind === 'providers' ? providerForm(session, mode, values, result.errors, secrets) : modelForm(deps, session, mode, values, result.errors);
       return sendHtml(ctx.res, 400, page);
     }
     return done(ctx, `${noun} ${id || form.get('id')} ${mode === 'create' ? 'added' : 'saved'}.`);
