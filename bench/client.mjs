@@ -10,6 +10,9 @@
 //            for the ledger scenario, across a gateway restart).
 //   stream : N concurrent SSE streams started evenly over `rampSeconds`; time to first token
 //            from the intended start, gaps between tokens, completeness ([DONE] and token count).
+//            A token is an occurrence of `tokenMarker` (default `"text"`, one per legacy
+//            completion chunk; `"delta":{"content":"` for chat, which the role and finish
+//            chunks do not contain).
 // Prints progress on stderr and one line `RESULT {json}` on stdout.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
@@ -173,7 +176,8 @@ async function streams() {
   loopDelay.reset();
   let resolveAll;
   const all = new Promise((r) => (resolveAll = r));
-  const NEEDLE = '"text"';
+  const NEEDLE = opts.tokenMarker ?? '"text"';
+  const TAIL = Math.max(16, NEEDLE.length);
   const DONE = 'data: [DONE]';
   const startStream = (i) => {
     const intended = t0 + i * interval;
@@ -212,7 +216,7 @@ async function streams() {
           at = text.indexOf(NEEDLE, at + NEEDLE.length);
         }
         if (!done && text.includes(DONE)) done = true;
-        tail = text.slice(-16);
+        tail = text.slice(-TAIL);
         if (tail.includes(NEEDLE)) tail = tail.slice(tail.lastIndexOf(NEEDLE) + NEEDLE.length);
         if (k === 0) return;
         if (seen === 0) {

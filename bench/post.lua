@@ -1,5 +1,7 @@
--- wrk script: POST one small completion with one key (env BENCH_KEY); one JSON summary line at the end.
+-- wrk script: POST the body in BENCH_BODY (a small completion or chat request) with one key (env
+-- BENCH_KEY) to the URL given; one JSON summary line at the end.
 --   BENCH_KEY=sk-... BENCH_BODY='{...}' wrk -t1 -c32 -d10s -s bench/post.lua http://127.0.0.1:PORT/v1/completions
+--   BENCH_KEY=sk-... BENCH_BODY='{"model":..,"messages":[..]}' wrk ... -s bench/post.lua http://127.0.0.1:PORT/v1/chat/completions
 wrk.method = "POST"
 wrk.body = os.getenv("BENCH_BODY")
 wrk.headers["Content-Type"] = "application/json"

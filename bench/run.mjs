@@ -5,6 +5,9 @@
 //   direct : the upstream reached directly
 //   nginx  : nginx as a plain reverse proxy, when /usr/sbin/nginx exists
 //   sluice : `node bin/sluice.js serve --workers N` (the real CLI)
+// The benchmark model serves /v1/completions and /v1/chat/completions; the closed-loop and
+// streaming scenarios measure both operations in the same run, so that the chat relay can be set
+// beside the legacy completions relay.
 // Writes bench/RESULTS.md and bench/results.json. See bench/README.md for the knobs.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -51,6 +54,13 @@ const S = {
     return { n, tps: r || 20 };
   }),
   streamSeconds: num('BENCH_STREAM_SECONDS', 5, 3),
+  // /v1/chat/completions beside /v1/completions (closed loop and streams); BENCH_CHAT=0 leaves it
+  // out (and the model's endpoints are then [completions] only, for builds without chat).
+  chat: env('BENCH_CHAT', '1') !== '0',
+  chatStreams: (env('BENCH_CHAT_STREAMS', '1000@20') === 'none' ? [] : env('BENCH_CHAT_STREAMS', '1000@20').split(',')).map((x) => {
+    const [n, r] = x.split('@').map(Number);
+    return { n, tps: r || 20 };
+  }),
   keys: num('BENCH_KEYS', 100_000, 20_000),
   keysRounds: num('BENCH_KEYS_ROUNDS', 2, 1),
   ledgerSeconds: num('BENCH_LEDGER_SECONDS', 8, 3),
@@ -61,6 +71,18 @@ const S = {
 const BODY = JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: 16 });
 const streamBody = (tokens, tps) =>
   JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: tokens, stream: true, stream_options: { include_usage: true }, bench_tokens_per_second: tps });
+const CHAT_MESSAGES = [
+  { role: 'system', content: 'You are a helpful assistant.' },
+  { role: 'user', content: 'Say hi' },
+];
+const CHAT_BODY = JSON.stringify({ model: 'bench-model', messages: CHAT_MESSAGES, max_tokens: 16 });
+const chatStreamBody = (tokens, tps) =>
+  JSON.stringify({ model: 'bench-model', messages: CHAT_MESSAGES, max_tokens: tokens, stream: true, stream_options: { include_usage: true }, bench_tokens_per_second: tps });
+/** The two operations compared: path, request bodies and what marks one token in a stream. */
+const OPERATIONS = {
+  completions: { path: '/v1/completions', body: BODY, streamBody, tokenMarker: '"text"' },
+  chat: { path: '/v1/chat/completions', body: CHAT_BODY, streamBody: chatStreamBody, tokenMarker: '"delta":{"content":"' },
+};
 
 // ---------------------------------------------------------------- progress and cleanup
 const t0 = Date.now();
@@ -280,7 +302,7 @@ models:
   - id: bench-model
     provider: bench-upstream
     upstream_model: upstream-model
-    endpoints: [completions]
+    endpoints: [${S.chat ? 'completions, chat' : 'completions'}]
     pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6 }
 `,
   );
@@ -342,18 +364,19 @@ const HAVE_WRK = env('BENCH_LOADGEN', '') !== 'autocannon' && (() => {
 const LOADGEN = HAVE_WRK ? 'wrk' : 'autocannon';
 
 /** One closed-loop run; returns the summary plus the load generator's own CPU seconds. */
-async function closedLoopRun(target, connections, seconds, { key, keysFile } = {}) {
-  const url = `${target.url}/v1/completions`;
+async function closedLoopRun(target, connections, seconds, { key, keysFile, operation = 'completions' } = {}) {
+  const op = OPERATIONS[operation];
+  const url = `${target.url}${op.path}`;
   const cut0 = waitedChildrenCpuSeconds();
   let r;
   if (HAVE_WRK) {
     const script = keysFile ? path.join(BENCH_DIR, 'random-keys.lua') : path.join(BENCH_DIR, 'post.lua');
     const threads = Math.min(S.wrkThreads, connections);
     r = await run('bash', ['-c', `ulimit -n 20000 2>/dev/null; exec wrk -t${threads} -c${connections} -d${seconds}s --timeout 10s -s '${script}' '${url}'`], {
-      env: { ...process.env, BENCH_BODY: BODY, BENCH_KEY: key ?? '', BENCH_KEYS_FILE: keysFile ?? '' },
+      env: { ...process.env, BENCH_BODY: op.body, BENCH_KEY: key ?? '', BENCH_KEYS_FILE: keysFile ?? '' },
     });
   } else {
-    r = await run(process.execPath, [path.join(BENCH_DIR, 'autocannon-run.mjs'), JSON.stringify({ url, connections, seconds, body: BODY, key, keysFile })]);
+    r = await run(process.execPath, [path.join(BENCH_DIR, 'autocannon-run.mjs'), JSON.stringify({ url, connections, seconds, body: op.body, key, keysFile })]);
   }
   const loadgenCpu = waitedChildrenCpuSeconds() - cut0;
   const m = /(?:WRKJSON|RESULT) (\{.*\})/.exec(r.stdout);
@@ -375,6 +398,7 @@ async function measureClosed(target, connections, extra = {}, label = '') {
   const m1 = machineCpu();
   const res = {
     target: target.name,
+    operation: extra.operation ?? 'completions',
     connections,
     label,
     rps: r.ok / r.wall,
@@ -450,18 +474,28 @@ async function idleMemory(target, settleMs = 3000) {
   return mem;
 }
 
+/**
+ * Every round measures each connection count for each operation (completions, then chat; the
+ * order flips from one round to the next) against every target, so that chat and completions
+ * are compared under the same conditions. Completion rows and chat rows are returned apart.
+ */
 async function scenarioClosed(targets, key) {
-  const rounds = [];
+  const rows = { completions: [], chat: [] };
+  const operations = S.chat ? ['completions', 'chat'] : ['completions'];
   for (let r = 1; r <= S.rounds; r++) {
-    log(`closed loop, round ${r}/${S.rounds} (${S.seconds} s per point, ${S.warmupSeconds} s warm-up, ${LOADGEN})`);
+    log(`closed loop, round ${r}/${S.rounds} (${S.seconds} s per point, ${S.warmupSeconds} s warm-up, ${LOADGEN}; ${operations.join(' and ')})`);
+    const order = r % 2 === 1 ? operations : [...operations].reverse();
     for (const c of S.connections) {
-      for (const t of targets) {
-        if (!alive(t)) continue;
-        rounds.push({ round: r, ...(await measureClosed(t, c, { key: t.name === 'sluice' ? key : undefined })) });
+      for (const operation of order) {
+        for (const t of targets) {
+          if (!alive(t)) continue;
+          rows[operation].push({ round: r, ...(await measureClosed(t, c, { key: t.name === 'sluice' ? key : undefined, operation }, operation === 'chat' ? 'chat' : '')) });
+        }
       }
     }
   }
-  return rounds;
+  if (S.chat) for (const line of chatVsCompletionsClosed(rows.completions, rows.chat)) log(line);
+  return rows;
 }
 
 function alive(target) {
@@ -500,74 +534,95 @@ async function scenarioOpen(targets, key) {
   return out;
 }
 
+/**
+ * The completion points of BENCH_STREAMS, each followed by the chat point of the same streams@rate
+ * when BENCH_CHAT_STREAMS has one; chat points without a completion twin come last.
+ */
 async function scenarioStreams(targets, key) {
+  const out = { completions: [], chat: [] };
+  const chatPoints = S.chat ? [...S.chatStreams] : [];
+  const plan = [];
+  for (const point of S.streams) {
+    plan.push({ ...point, operation: 'completions' });
+    const twin = chatPoints.findIndex((x) => x.n === point.n && x.tps === point.tps);
+    if (twin !== -1) plan.push({ ...chatPoints.splice(twin, 1)[0], operation: 'chat' });
+  }
+  for (const point of chatPoints) plan.push({ ...point, operation: 'chat' });
+  for (const { n, tps, operation } of plan) out[operation].push(...(await streamPoint(targets, key, n, tps, operation)));
+  for (const line of chatVsCompletionsStreams(out.completions, out.chat)) log(`chat vs completions streams through sluice, ${line}`);
+  return out;
+}
+
+async function streamPoint(targets, key, n, tps, operation) {
   const out = [];
-  for (const { n, tps } of S.streams) {
-    // New connections at up to 2,000/s (faster, connection set-up itself dominates the first
-    // token even direct); every stream lasts the ramp plus streamSeconds, so all are open together
-    // for about streamSeconds (the plateau, where memory is read).
-    const ramp = Math.max(1, n / 2000);
-    const tokens = Math.max(2, Math.round((ramp + S.streamSeconds) * tps));
-    log(`streaming: ${n} concurrent streams, ${tokens} tokens at ${tps} tokens/s (${n * tps} tokens/s in all), started over ${ramp} s`);
-    for (const t of targets) {
-      if (t.name === 'sluice') {
-        // A fresh gateway, so that "idle" is the idle RSS and not what earlier scenarios left.
-        await t.restart();
-        await sleep(2000);
-      } else await sleep(1500);
-      if (!alive(t)) continue;
-      const baseline = treeMemoryMB(t.pid());
-      const samples = [];
-      let phase = 'ramp';
-      const sampler = setInterval(() => samples.push({ phase, ...treeMemoryMB(t.pid()) }), 250);
-      const cpu0 = treeCpuSeconds(t.pid());
-      let r;
-      try {
-        r = await runClient(
-          {
-            mode: 'stream',
-            url: `${t.url}/v1/completions`,
-            streams: n,
-            tokens,
-            tokensPerSecond: tps,
-            rampSeconds: ramp,
-            body: streamBody(tokens, tps),
-            headers: authHeaders(t.name === 'sluice' ? key : undefined),
-          },
-          (line) => {
-            if (line === 'EVENT plateau-start') phase = 'plateau';
-            else if (line === 'EVENT plateau-end') phase = 'after';
-            else if (line.startsWith('  streams:')) log(`  ${t.name}${line}`);
-          },
-        );
-      } finally {
-        clearInterval(sampler);
-      }
-      const cpu1 = treeCpuSeconds(t.pid());
-      const plateau = samples.filter((s) => s.phase === 'plateau');
-      const pool = plateau.length > 0 ? plateau : samples;
-      const peak = pool.reduce((a, s) => (s.rss > a.rss ? s : a), { rss: 0, pss: 0 });
-      const res = {
-        target: t.name,
-        ...r,
-        tokensPerSecond: tps,
-        targetCpuPct: ((cpu1 - cpu0) / r.clientWall) * 100,
-        baselineRssMB: baseline.rss,
-        plateauRssMB: peak.rss,
-        plateauPssMB: peak.pss,
-        plateauSamples: plateau.length,
-        kbPerStream: ((peak.rss - baseline.rss) * 1024) / n,
-        targetCpuSeconds: cpu1 - cpu0,
-      };
-      const bad = n - r.complete;
-      log(
-        `  ${t.name.padEnd(6)} complete ${r.complete}/${n}  TTFT p50 ${r.ttftMs.p50.toFixed(2)} ms p99 ${r.ttftMs.p99.toFixed(2)} ms  inter-token p50 ${r.interTokenMs.p50.toFixed(2)} p99 ${r.interTokenMs.p99.toFixed(2)} ms  ` +
-          `RSS ${baseline.rss.toFixed(0)} → ${peak.rss.toFixed(0)} MB${plateau.length === 0 ? ' (no plateau reached: peak of the run)' : ''} (${res.kbPerStream.toFixed(1)} KB/stream)  ${t.name} CPU ${Math.round(res.targetCpuPct)}%  client CPU ${Math.round(r.clientCpuPct)}% (event loop delay p99 ${r.clientEventLoopDelayMs.p99.toFixed(1)} ms)` +
-          (bad > 0 ? `  INCOMPLETE ${bad}: statuses ${JSON.stringify(r.statuses)} errors ${JSON.stringify(r.errors)} ${JSON.stringify(r.incomplete)}` : ''),
+  const op = OPERATIONS[operation];
+  const what = operation === 'chat' ? 'streaming chat' : 'streaming';
+  // New connections at up to 2,000/s (faster, connection set-up itself dominates the first
+  // token even direct); every stream lasts the ramp plus streamSeconds, so all are open together
+  // for about streamSeconds (the plateau, where memory is read).
+  const ramp = Math.max(1, n / 2000);
+  const tokens = Math.max(2, Math.round((ramp + S.streamSeconds) * tps));
+  log(`${what}: ${n} concurrent streams, ${tokens} tokens at ${tps} tokens/s (${n * tps} tokens/s in all), started over ${ramp} s${operation === 'chat' ? ` (${op.path})` : ''}`);
+  for (const t of targets) {
+    if (t.name === 'sluice') {
+      // A fresh gateway, so that "idle" is the idle RSS and not what earlier scenarios left.
+      await t.restart();
+      await sleep(2000);
+    } else await sleep(1500);
+    if (!alive(t)) continue;
+    const baseline = treeMemoryMB(t.pid());
+    const samples = [];
+    let phase = 'ramp';
+    const sampler = setInterval(() => samples.push({ phase, ...treeMemoryMB(t.pid()) }), 250);
+    const cpu0 = treeCpuSeconds(t.pid());
+    let r;
+    try {
+      r = await runClient(
+        {
+          mode: 'stream',
+          url: `${t.url}${op.path}`,
+          streams: n,
+          tokens,
+          tokensPerSecond: tps,
+          rampSeconds: ramp,
+          body: op.streamBody(tokens, tps),
+          tokenMarker: op.tokenMarker,
+          headers: authHeaders(t.name === 'sluice' ? key : undefined),
+        },
+        (line) => {
+          if (line === 'EVENT plateau-start') phase = 'plateau';
+          else if (line === 'EVENT plateau-end') phase = 'after';
+          else if (line.startsWith('  streams:')) log(`  ${t.name}${line}`);
+        },
       );
-      if (bad > 0 && t.name === 'sluice') fail(`streaming ${n}@${tps}/s: ${bad} of ${n} streams through sluice incomplete (statuses ${JSON.stringify(r.statuses)}, errors ${JSON.stringify(r.errors)}, ${JSON.stringify(r.incomplete)})`);
-      out.push(res);
+    } finally {
+      clearInterval(sampler);
     }
+    const cpu1 = treeCpuSeconds(t.pid());
+    const plateau = samples.filter((s) => s.phase === 'plateau');
+    const pool = plateau.length > 0 ? plateau : samples;
+    const peak = pool.reduce((a, s) => (s.rss > a.rss ? s : a), { rss: 0, pss: 0 });
+    const res = {
+      target: t.name,
+      operation,
+      ...r,
+      tokensPerSecond: tps,
+      targetCpuPct: ((cpu1 - cpu0) / r.clientWall) * 100,
+      baselineRssMB: baseline.rss,
+      plateauRssMB: peak.rss,
+      plateauPssMB: peak.pss,
+      plateauSamples: plateau.length,
+      kbPerStream: ((peak.rss - baseline.rss) * 1024) / n,
+      targetCpuSeconds: cpu1 - cpu0,
+    };
+    const bad = n - r.complete;
+    log(
+      `  ${t.name.padEnd(6)} ${operation === 'chat' ? 'chat ' : ''}complete ${r.complete}/${n}  TTFT p50 ${r.ttftMs.p50.toFixed(2)} ms p99 ${r.ttftMs.p99.toFixed(2)} ms  inter-token p50 ${r.interTokenMs.p50.toFixed(2)} p99 ${r.interTokenMs.p99.toFixed(2)} ms  ` +
+        `RSS ${baseline.rss.toFixed(0)} → ${peak.rss.toFixed(0)} MB${plateau.length === 0 ? ' (no plateau reached: peak of the run)' : ''} (${res.kbPerStream.toFixed(1)} KB/stream)  ${t.name} CPU ${Math.round(res.targetCpuPct)}%  client CPU ${Math.round(r.clientCpuPct)}% (event loop delay p99 ${r.clientEventLoopDelayMs.p99.toFixed(1)} ms)` +
+        (bad > 0 ? `  INCOMPLETE ${bad}: statuses ${JSON.stringify(r.statuses)} errors ${JSON.stringify(r.errors)} ${JSON.stringify(r.incomplete)}` : ''),
+    );
+    if (bad > 0 && t.name === 'sluice') fail(`${what} ${n}@${tps}/s: ${bad} of ${n} streams through sluice incomplete (statuses ${JSON.stringify(r.statuses)}, errors ${JSON.stringify(r.errors)}, ${JSON.stringify(r.incomplete)})`);
+    out.push(res);
   }
   return out;
 }
@@ -707,6 +762,95 @@ function closedMedians(rows) {
   return med;
 }
 
+function closedTable(L, med, names) {
+  const g = (t, c) => med[`${t}|${c}`];
+  L.push(`| conns | target | req/s | % of direct | % of nginx | p50 ms | p99 ms | p50 added vs direct | p99 added vs direct | target CPU ms/req | target CPU | upstream CPU | ${LOADGEN} CPU | other CPU | machine busy | non-2xx+errors |`);
+  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const c of S.connections) {
+    for (const t of names) {
+      const r = g(t, c);
+      if (!r) continue;
+      const d = g('direct', c);
+      const n = g('nginx', c);
+      L.push(
+        `| ${c} | ${t} | ${f(r.rps, 0)} | ${pct(r.rps, d?.rps)} | ${n ? pct(r.rps, n.rps) : 'n/a'} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${t === 'direct' ? '' : f(r.p50 - d?.p50, 3)} | ${t === 'direct' ? '' : f(r.p99 - d?.p99, 3)} | ${f(r.cpuMsPerReq, 3)} | ${t === 'direct' ? '' : `${f(r.targetCpuPct, 0)}%`} | ${f(r.upstreamCpuPct, 0)}% | ${f(r.loadgenCpuPct, 0)}% | ${f(r.otherCpuPct, 0)}% | ${f(r.machineBusyPct, 0)}% | ${r.bad} |`,
+      );
+    }
+  }
+  L.push('');
+}
+
+const signed = (x, d = 2) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${x.toFixed(d)}` : 'n/a');
+const signedPct = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${a >= b ? '+' : ''}${((100 * (a - b)) / b).toFixed(0)}%` : 'n/a');
+
+/** Per connection count: what Sluice adds over direct and its CPU per request, for each operation. */
+function chatVsCompletions(closed, closedChat) {
+  const a = closedMedians(closed);
+  const b = closedMedians(closedChat);
+  const out = [];
+  for (const c of S.connections) {
+    const figures = (med) => {
+      const s = med[`sluice|${c}`];
+      const d = med[`direct|${c}`];
+      return s && d ? { p50: s.p50 - d.p50, p99: s.p99 - d.p99, cpu: s.cpuMsPerReq, rps: s.rps, directRps: d.rps } : null;
+    };
+    const completions = figures(a);
+    const chat = figures(b);
+    if (completions && chat) out.push({ c, completions, chat });
+  }
+  return out;
+}
+
+/** One line: at each connection count, chat's figure first, then completions'. */
+function chatVsCompletionsLine(cmp) {
+  return cmp
+    .map(
+      (x) =>
+        `c=${x.c}: added p50 ${f(x.chat.p50, 3)} vs ${f(x.completions.p50, 3)} ms, added p99 ${f(x.chat.p99, 3)} vs ${f(x.completions.p99, 3)} ms, ` +
+        `CPU ${f(x.chat.cpu, 3)} vs ${f(x.completions.cpu, 3)} ms/req (${signedPct(x.chat.cpu, x.completions.cpu)})`,
+    )
+    .join('; ') + '.';
+}
+
+function chatVsCompletionsClosed(closed, closedChat) {
+  const cmp = chatVsCompletions(closed, closedChat);
+  return cmp.length ? [`chat vs completions through sluice: ${chatVsCompletionsLine(cmp)}`] : [];
+}
+
+/** Added TTFT and inter-token delay over direct, and memory per stream, of Sluice's chat streams beside its completion streams. */
+function chatVsCompletionsStreams(streams, streamsChat) {
+  const lines = [];
+  const find = (rows, target, x) => rows.find((r) => r.target === target && r.streams === x.streams && r.tokensPerSecond === x.tokensPerSecond);
+  for (const h of streamsChat.filter((r) => r.target === 'sluice')) {
+    const dh = find(streamsChat, 'direct', h);
+    const sc = find(streams, 'sluice', h);
+    const dc = find(streams, 'direct', h);
+    if (!dh || !sc || !dc) continue;
+    const added = (s, d) => `${f(s.ttftMs.p50 - d.ttftMs.p50)} / ${f(s.ttftMs.p99 - d.ttftMs.p99)}`;
+    const gap = (s, d) => `${f(s.interTokenMs.p50 - d.interTokenMs.p50)} / ${f(s.interTokenMs.p99 - d.interTokenMs.p99)}`;
+    lines.push(
+      `${h.streams} @ ${h.tokensPerSecond}: added TTFT p50 / p99 ${added(h, dh)} ms (chat) vs ${added(sc, dc)} ms (completions); ` +
+        `added inter-token p50 / p99 ${gap(h, dh)} vs ${gap(sc, dc)} ms; ${f(h.kbPerStream, 1)} vs ${f(sc.kbPerStream, 1)} KB per stream; ` +
+        `complete ${h.complete}/${h.streams} vs ${sc.complete}/${sc.streams}.`,
+    );
+  }
+  return lines;
+}
+
+function streamTable(L, streams) {
+  L.push(
+    '| streams @ tokens/s | target | complete | TTFT p50 ms | TTFT p99 ms | added TTFT p50 | added TTFT p99 | inter-token p50 ms | inter-token p99 ms | added inter-token p50 / p99 | RSS idle → plateau MB | KB per stream | client CPU |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const r of streams) {
+    const d = streams.find((x) => x.target === 'direct' && x.streams === r.streams && x.tokensPerSecond === r.tokensPerSecond);
+    const dir = r.target === 'direct' || !d;
+    L.push(
+      `| ${r.streams} @ ${r.tokensPerSecond} | ${r.target} | ${r.complete}/${r.streams} | ${f(r.ttftMs.p50)} | ${f(r.ttftMs.p99)} | ${dir ? '' : f(r.ttftMs.p50 - d.ttftMs.p50)} | ${dir ? '' : f(r.ttftMs.p99 - d.ttftMs.p99)} | ${f(r.interTokenMs.p50)} | ${f(r.interTokenMs.p99)} | ${dir ? '' : `${f(r.interTokenMs.p50 - d.interTokenMs.p50)} / ${f(r.interTokenMs.p99 - d.interTokenMs.p99)}`} | ${f(r.baselineRssMB, 0)} → ${f(r.plateauRssMB, 0)}${r.plateauSamples ? '' : ' (no plateau)'} | ${r.target === 'direct' ? '' : f(r.kbPerStream, 1)} | ${f(r.clientCpuPct, 0)}% |`,
+    );
+  }
+}
+
 function streamTargetRows(streams) {
   const rows = [];
   const rates = [...new Set(streams.filter((x) => x.streams === 10000).map((x) => x.tokensPerSecond))];
@@ -733,7 +877,7 @@ function streamTargetRows(streams) {
 }
 
 function report(state) {
-  const { targets, idle, closed, open, streams, keys, ledger } = state;
+  const { targets, idle, closed, closedChat, open, streams, streamsChat, keys, ledger } = state;
   const names = targets.map((t) => t.name);
   const L = [];
   const m = results.machine;
@@ -755,6 +899,13 @@ function report(state) {
   );
   L.push('');
   L.push(`Settings: ${S.seconds} s per closed-loop point after ${S.warmupSeconds} s warm-up, ${S.rounds} round(s) interleaving the targets (medians shown); ` + `open loop ${S.openRate}/s for ${S.openSeconds} s (+2 s warm-up); streams start at up to 2,000/s and all stay open together for about ${S.streamSeconds} s.`);
+  if (S.chat) {
+    L.push(
+      '',
+      `Chat: the benchmark model serves \`/v1/completions\` and \`/v1/chat/completions\` (\`endpoints: [completions, chat]\`, both relayed to the same upstream); each closed-loop round measures chat beside completions at every connection count; ` +
+        `chat streams: ${S.chatStreams.map((x) => `${x.n}@${x.tps}`).join(', ') || 'none'}.`,
+    );
+  }
   L.push('');
 
   // Targets
@@ -780,25 +931,32 @@ function report(state) {
 
   // Closed loop
   L.push('## Non-streaming completions, closed loop', '');
-  L.push(`| conns | target | req/s | % of direct | % of nginx | p50 ms | p99 ms | p50 added vs direct | p99 added vs direct | target CPU ms/req | target CPU | upstream CPU | ${LOADGEN} CPU | other CPU | machine busy | non-2xx+errors |`);
-  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const c of S.connections) {
-    for (const t of names) {
-      const r = g(t, c);
-      if (!r) continue;
-      const d = g('direct', c);
-      const n = g('nginx', c);
-      L.push(
-        `| ${c} | ${t} | ${f(r.rps, 0)} | ${pct(r.rps, d?.rps)} | ${n ? pct(r.rps, n.rps) : 'n/a'} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${t === 'direct' ? '' : f(r.p50 - d?.p50, 3)} | ${t === 'direct' ? '' : f(r.p99 - d?.p99, 3)} | ${f(r.cpuMsPerReq, 3)} | ${t === 'direct' ? '' : `${f(r.targetCpuPct, 0)}%`} | ${f(r.upstreamCpuPct, 0)}% | ${f(r.loadgenCpuPct, 0)}% | ${f(r.otherCpuPct, 0)}% | ${f(r.machineBusyPct, 0)}% | ${r.bad} |`,
-      );
-    }
-  }
+  closedTable(L, med, names);
   L.push(
-    '',
     '"target CPU ms/req" = utime+stime of the target\'s processes (Sluice: primary and workers; direct: the upstream) over the run, per request. CPU columns are % of one core; ' +
       `"machine busy" is of all ${os.availableParallelism()} cores; "other CPU" = what processes outside the measurement used meanwhile (anything else running on the machine).`,
     '',
   );
+  if (closedChat.length) {
+    L.push('## Non-streaming chat completions, closed loop', '');
+    L.push(
+      `\`POST /v1/chat/completions\` (a system and a user message, max_tokens 16; the upstream answers a whole \`chat.completion\` with usage), measured in the same rounds as the completions above: ` +
+        'at each connection count both operations run against every target, completions first in odd rounds and chat first in even ones. Columns as above; "added vs direct" is against the upstream\'s own chat answer.',
+      '',
+    );
+    closedTable(L, closedMedians(closedChat), names);
+    const cmp = chatVsCompletions(closed, closedChat);
+    if (cmp.length) {
+      L.push('### Sluice: chat relay vs completions relay (same rounds, medians)', '');
+      L.push('| conns | added p50 ms: completions / chat | added p99 ms: completions / chat | Sluice CPU ms/req: completions / chat | chat − completions CPU | req/s: completions / chat (% of direct) |', '|---|---|---|---|---|---|');
+      for (const x of cmp) {
+        L.push(
+          `| ${x.c} | ${f(x.completions.p50, 3)} / ${f(x.chat.p50, 3)} | ${f(x.completions.p99, 3)} / ${f(x.chat.p99, 3)} | ${f(x.completions.cpu, 3)} / ${f(x.chat.cpu, 3)} | ${signed(x.chat.cpu - x.completions.cpu, 3)} ms (${signedPct(x.chat.cpu, x.completions.cpu)}) | ${f(x.completions.rps, 0)} (${pct(x.completions.rps, x.completions.directRps)}) / ${f(x.chat.rps, 0)} (${pct(x.chat.rps, x.chat.directRps)}) |`,
+        );
+      }
+      L.push('', `**Chat vs completions through Sluice:** ${chatVsCompletionsLine(cmp)}`, '');
+    }
+  }
 
   // Open loop
   if (open.length) {
@@ -818,18 +976,20 @@ function report(state) {
   // Streams
   if (streams.length) {
     L.push(`## Streaming: concurrent streams (started at up to 2,000/s, all open together for about ${S.streamSeconds} s)`, '');
-    L.push(
-      '| streams @ tokens/s | target | complete | TTFT p50 ms | TTFT p99 ms | added TTFT p50 | added TTFT p99 | inter-token p50 ms | inter-token p99 ms | added inter-token p50 / p99 | RSS idle → plateau MB | KB per stream | client CPU |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    );
-    for (const r of streams) {
-      const d = streams.find((x) => x.target === 'direct' && x.streams === r.streams && x.tokensPerSecond === r.tokensPerSecond);
-      const dir = r.target === 'direct' || !d;
-      L.push(
-        `| ${r.streams} @ ${r.tokensPerSecond} | ${r.target} | ${r.complete}/${r.streams} | ${f(r.ttftMs.p50)} | ${f(r.ttftMs.p99)} | ${dir ? '' : f(r.ttftMs.p50 - d.ttftMs.p50)} | ${dir ? '' : f(r.ttftMs.p99 - d.ttftMs.p99)} | ${f(r.interTokenMs.p50)} | ${f(r.interTokenMs.p99)} | ${dir ? '' : `${f(r.interTokenMs.p50 - d.interTokenMs.p50)} / ${f(r.interTokenMs.p99 - d.interTokenMs.p99)}`} | ${f(r.baselineRssMB, 0)} → ${f(r.plateauRssMB, 0)}${r.plateauSamples ? '' : ' (no plateau)'} | ${r.target === 'direct' ? '' : f(r.kbPerStream, 1)} | ${f(r.clientCpuPct, 0)}% |`,
-      );
-    }
+    streamTable(L, streams);
     L.push('', 'RSS = sum over the target\'s processes, peak while every stream was open (the "plateau"); KB per stream = (plateau − RSS just before) / streams. Sluice is restarted before each streaming run, so "just before" is its idle RSS.', '');
+  }
+  if (streamsChat.length) {
+    L.push('## Streaming chat completions', '');
+    L.push(
+      '`POST /v1/chat/completions` with `stream: true` and `include_usage`: the upstream sends the role delta with the first token, one content delta per token, a finish_reason chunk and the usage chunk. ' +
+        'Each point runs right after the completion point of the same streams @ tokens/s; columns as above (a token = a content delta).',
+      '',
+    );
+    streamTable(L, streamsChat);
+    const lines = chatVsCompletionsStreams(streams, streamsChat);
+    if (lines.length) L.push('', `**Chat vs completions streams through Sluice:** ${lines.join(' ')}`);
+    L.push('');
   }
 
   // Keys
@@ -871,12 +1031,27 @@ function report(state) {
 }
 
 // ---------------------------------------------------------------- main
+/** results.json's scenarios: the keys of earlier runs unchanged, the chat rows under keys of their own. */
+function scenariosOf(state) {
+  return {
+    idle: state.idle,
+    closed: state.closed,
+    closedChat: state.closedChat,
+    open: state.open,
+    streams: state.streams,
+    streamsChat: state.streamsChat,
+    keys: state.keys,
+    ledger: state.ledger,
+  };
+}
+
 async function main() {
   log(`Sluice bench${QUICK ? ' (--quick)' : ''}: ${results.machine.cores} cores, ${results.machine.cpu}, Node ${process.version}; closed-loop load generator: ${LOADGEN}${HAVE_WRK ? '' : ' (wrk not found on PATH: falling back to autocannon, latencies in whole ms)'}`);
   log(`settings ${JSON.stringify(S)}`);
   if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
-  const state = { targets: [], idle: {}, closed: [], open: [], streams: [], keys: [], ledger: null };
+  // closed and streams hold the completion rows as they always did; closedChat and streamsChat the chat rows.
+  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streams: [], streamsChat: [], keys: [], ledger: null };
   let ok = false;
   try {
     upstream = await startUpstream();
@@ -900,7 +1075,7 @@ async function main() {
     if (nginx) state.idle.nginx = treeMemoryMB(nginx.pid());
 
     const save = () => {
-      results.scenarios = { idle: state.idle, closed: state.closed, open: state.open, streams: state.streams, keys: state.keys, ledger: state.ledger };
+      results.scenarios = scenariosOf(state);
       results.failures = failures;
       fs.writeFileSync(path.join(OUT_DIR, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
     };
@@ -915,10 +1090,18 @@ async function main() {
       save();
     };
 
-    await step('closed', async () => (state.closed = await scenarioClosed(targets, key)));
+    await step('closed', async () => {
+      const rows = await scenarioClosed(targets, key);
+      state.closed = rows.completions;
+      state.closedChat = rows.chat;
+    });
     await step('open', async () => (state.open = await scenarioOpen(targets, key)));
     if (!sluice.proc.exited) state.idle.sluiceAfterLoad = treeMemoryMB(sluice.pid());
-    await step('streams', async () => (state.streams = await scenarioStreams(targets, key)));
+    await step('streams', async () => {
+      const rows = await scenarioStreams(targets, key);
+      state.streams = rows.completions;
+      state.streamsChat = rows.chat;
+    });
     if (!sluice.proc.exited) await stopGateway(sluice);
     await step('keys', async () => (state.keys = await scenarioKeys(work)));
     await step('ledger', async () => (state.ledger = await scenarioLedger(work)));
@@ -931,7 +1114,7 @@ async function main() {
   }
   const md = report(state);
   fs.writeFileSync(path.join(OUT_DIR, 'RESULTS.md'), md);
-  results.scenarios = { idle: state.idle, closed: state.closed, open: state.open, streams: state.streams, keys: state.keys, ledger: state.ledger };
+  results.scenarios = scenariosOf(state);
   results.failures = failures;
   results.totalSeconds = (Date.now() - t0) / 1000;
   fs.writeFileSync(path.join(OUT_DIR, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

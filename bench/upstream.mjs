@@ -11,6 +11,13 @@
 //                  stream_options.include_usage; then `data: [DONE]`. A request may set its own
 //                  rate with the extra body field `bench_tokens_per_second` (gateways forward
 //                  unknown fields untouched).
+// POST /v1/chat/completions, the same knobs, shaped as vLLM answers chat:
+//   non-streaming: a whole `chat.completion` (about the size of the completion answer) with usage.
+//   stream: true : `chat.completion.chunk` events: the role delta (`{"role":"assistant",
+//                  "content":""}`) together with the first token, one content delta per token,
+//                  a finish_reason chunk with an empty delta, the `choices: []` usage chunk when
+//                  stream_options.include_usage, then `data: [DONE]`. `max_completion_tokens`
+//                  counts like `max_tokens`.
 // GET /healthz: 200.
 // Prints `upstream listening on http://127.0.0.1:PORT` once ready.
 import http from 'node:http';
@@ -48,30 +55,81 @@ function promptTokens(prompt) {
   return typeof prompt === 'string' ? Math.max(1, Math.ceil(prompt.length / 4)) : 1;
 }
 
+/** Roughly what a chat template adds: a few tokens per message around its text. */
+function chatPromptTokens(messages) {
+  if (!Array.isArray(messages)) return 1;
+  let n = 0;
+  for (const m of messages) n += 4 + (typeof m?.content === 'string' ? Math.ceil(m.content.length / 4) : 1);
+  return Math.max(1, n);
+}
+
+function chatCompletionBody(model, messages) {
+  const p = chatPromptTokens(messages);
+  return JSON.stringify({
+    id: `chatcmpl-bench${++counter}`,
+    object: 'chat.completion',
+    created,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello! How can I help you today?' }, logprobs: null, finish_reason: 'stop', stop_reason: null }],
+    usage: { prompt_tokens: p, completion_tokens: 9, total_tokens: p + 9 },
+  });
+}
+
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 const DONE = 'data: [DONE]\n\n';
 
-function stream(req, res, body) {
+function tokensOf(body, chat) {
+  const asked = chat && Number.isInteger(body.max_completion_tokens) ? body.max_completion_tokens : body.max_tokens;
+  return Number.isInteger(asked) && asked > 0 ? Math.min(asked, MAX_TOKENS) : DEFAULT_TOKENS;
+}
+
+/** The events of one stream, as strings: `first()` goes with the first token, `finish()` after the last. */
+function completionEvents(body) {
   const id = `cmpl-bench${++counter}`;
-  const model = body.model;
-  const tokens = Number.isInteger(body.max_tokens) && body.max_tokens > 0 ? Math.min(body.max_tokens, MAX_TOKENS) : DEFAULT_TOKENS;
+  const head = `data: {"id":"${id}","object":"text_completion","created":${created},"model":${JSON.stringify(body.model)},"choices":[`;
+  return {
+    first: () => '',
+    token: (i, last) => `${head}{"index":0,"text":" tok${i}","logprobs":null,"finish_reason":${last ? '"length"' : 'null'},"stop_reason":null}]}\n\n`,
+    usage: (tokens) => {
+      const p = promptTokens(body.prompt);
+      return `${head}],"usage":{"prompt_tokens":${p},"total_tokens":${p + tokens},"completion_tokens":${tokens}}}\n\n`;
+    },
+    finish: () => '',
+  };
+}
+
+function chatEvents(body) {
+  const id = `chatcmpl-bench${++counter}`;
+  const head = `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(body.model)},"choices":[`;
+  return {
+    first: () => `${head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n`,
+    token: (i) => `${head}{"index":0,"delta":{"content":" tok${i}"},"logprobs":null,"finish_reason":null}]}\n\n`,
+    finish: () => `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"length","stop_reason":null}]}\n\n`,
+    usage: (tokens) => {
+      const p = chatPromptTokens(body.messages);
+      return `${head}],"usage":{"prompt_tokens":${p},"total_tokens":${p + tokens},"completion_tokens":${tokens}}}\n\n`;
+    },
+  };
+}
+
+function stream(req, res, body, chat) {
+  const tokens = tokensOf(body, chat);
   const includeUsage = body.stream_options?.include_usage === true;
   const rate = typeof body.bench_tokens_per_second === 'number' && body.bench_tokens_per_second > 0 ? body.bench_tokens_per_second : TOKENS_PER_SECOND;
-  const head = `data: {"id":"${id}","object":"text_completion","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":0,"text":"`;
+  const events = chat ? chatEvents(body) : completionEvents(body);
   res.writeHead(200, SSE_HEADERS);
   let sent = 0;
   let timer;
   const send = () => {
     sent += 1;
     const last = sent === tokens;
-    res.write(`${head} tok${sent}","logprobs":null,"finish_reason":${last ? '"length"' : 'null'},"stop_reason":null}]}\n\n`);
+    res.write((sent === 1 ? events.first() : '') + events.token(sent, last));
     if (!last) return;
     clearInterval(timer);
     timer = undefined;
-    if (includeUsage) {
-      const p = promptTokens(body.prompt);
-      res.write(`data: {"id":"${id}","object":"text_completion","created":${created},"model":${JSON.stringify(model)},"choices":[],"usage":{"prompt_tokens":${p},"total_tokens":${p + tokens},"completion_tokens":${tokens}}}\n\n`);
-    }
+    const finish = events.finish();
+    if (finish !== '') res.write(finish);
+    if (includeUsage) res.write(events.usage(tokens));
     res.end(DONE);
   };
   const begin = () => {
@@ -92,7 +150,8 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 2 }).end('ok');
     return;
   }
-  if (req.method !== 'POST' || !req.url.startsWith('/v1/completions')) {
+  const chat = req.url.startsWith('/v1/chat/completions');
+  if (req.method !== 'POST' || !(chat || req.url.startsWith('/v1/completions'))) {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
     req.resume();
     return;
@@ -108,11 +167,11 @@ const server = http.createServer((req, res) => {
       return;
     }
     if (body.stream === true) {
-      stream(req, res, body);
+      stream(req, res, body, chat);
       return;
     }
     const answer = () => {
-      const text = completionBody(body.model, body.prompt);
+      const text = chat ? chatCompletionBody(body.model, body.messages) : completionBody(body.model, body.prompt);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
     };
     if (LATENCY_MS > 0) setTimeout(answer, LATENCY_MS);

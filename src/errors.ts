@@ -22,19 +22,20 @@ export const ERROR_KINDS = {
   unsupported_parameter: { status: 400 },
   payload_too_large: { status: 413 },
   unsupported_media_type: { status: 415 },
-  // Failures of an upstream provider, seen from the caller.
+  // Failures of an upstream provider, seen from the caller. `retryable`: another attempt (on this
+  // deployment later, or on another) could succeed, which the invoke stage's routing relies on.
   upstream_rejected_request: { status: 400 }, // status replaced by the upstream's own 4xx
   upstream_auth_failed: { status: 502 },
-  upstream_rate_limited: { status: 429 },
-  upstream_overloaded: { status: 503 },
-  upstream_error: { status: 502 },
-  upstream_unreachable: { status: 502 },
-  upstream_timeout: { status: 504 },
+  upstream_rate_limited: { status: 429, retryable: true },
+  upstream_overloaded: { status: 503, retryable: true },
+  upstream_error: { status: 502, retryable: true },
+  upstream_unreachable: { status: 502, retryable: true },
+  upstream_timeout: { status: 504, retryable: true },
   // Our own faults.
   store_failure: { status: 500 },
   internal_error: { status: 500 },
   shutting_down: { status: 503 },
-} as const satisfies Record<string, { status: number }>;
+} as const satisfies Record<string, { status: number; retryable?: true }>;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
 
@@ -58,6 +59,11 @@ export class GatewayError extends Error {
   readonly retryAfter: string | undefined;
   readonly type: string | undefined;
   readonly code: string | undefined;
+
+  /** Whether another attempt could succeed where this one failed. */
+  get retryable(): boolean {
+    return 'retryable' in ERROR_KINDS[this.kind];
+  }
 
   constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

@@ -3,17 +3,21 @@ import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
 import { SecretHasher } from './auth/key-secret.js';
 import { CatalogueAdmin } from './catalogue/catalogue-admin.js';
+import { admitAll } from './generation/admission.js';
 import { CredentialCipher } from './catalogue/credential-cipher.js';
 import { LiveCatalogue } from './catalogue/live-catalogue.js';
 import { emptyConfig, loadConfigFile } from './config/config-file.js';
 import { LoginThrottle } from './console/login-throttle.js';
+import { consoleRoutes } from './console/routes.js';
 import { DEFAULT_SESSION_TTL_MS, Sessions } from './console/sessions.js';
 import { createServer } from './http/server.js';
+import { ProviderAdapters } from './providers/provider-adapters.js';
 import { createProvider } from './providers/registry.js';
 import { Prober } from './status/prober.js';
 import { StatusMonitor } from './status/status-monitor.js';
 import { openSqliteStore } from './store/open-store.js';
 import { UsageLedger } from './usage/ledger.js';
+import { importOrphanedJournals, LedgerJournal } from './usage/ledger-journal.js';
 
 export interface GatewayOptions {
   readonly dataDir: string;
@@ -32,6 +36,9 @@ export interface RunningGateway {
   stop(graceMs: number): Promise<void>;
 }
 
+/** How long a stop gives the ledger after the requests have drained, however late that was. */
+const LEDGER_MIN_STOP_MS = 2_000;
+
 /** Builds every part from the options and starts listening; nothing is global. */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
@@ -42,22 +49,26 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   await authenticator.start();
   const cipher = CredentialCipher.forDataDir(options.dataDir);
   // Configuration-file entries merged with the console's, reloaded when any process changes them.
-  const catalogue = new LiveCatalogue(config, store.catalogue, cipher, createProvider, logger);
+  const adapters = new ProviderAdapters(createProvider, logger);
+  const catalogue = new LiveCatalogue(config, store.catalogue, cipher, logger, (providers) => adapters.sync(providers));
   await catalogue.start();
-  const ledger = new UsageLedger(store, () => authenticator.takeLastUsed(), logger);
+  // Rows a killed or stopped process could not store come first; then this process's own journal.
+  await importOrphanedJournals(options.dataDir, store, logger);
+  const ledger = new UsageLedger(store, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
   ledger.start();
   const status = new StatusMonitor(store, catalogue);
-  const prober = new Prober(store, catalogue, logger);
+  const prober = new Prober(store, catalogue, adapters, logger);
   prober.start();
 
   const gateway = createServer({
     logger,
     authenticator,
     catalogue: () => catalogue.current(),
-    providers: catalogue,
+    providers: adapters,
+    admission: admitAll,
     ledger,
     maxBodyBytes: options.maxBodyBytes,
-    console: {
+    pages: consoleRoutes({
       store,
       hasher,
       catalogue,
@@ -66,7 +77,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
       throttle: new LoginThrottle(store),
       logger,
-    },
+    }),
   });
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);
@@ -85,11 +96,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   return {
     url,
     async stop(graceMs: number) {
+      const deadline = Date.now() + graceMs;
       await gateway.drain(graceMs);
       prober.stop();
       authenticator.stop();
-      await ledger.stop();
+      // The ledger keeps trying the store until the drain deadline, and a moment at least.
+      await ledger.stop(Math.max(deadline, Date.now() + LEDGER_MIN_STOP_MS));
       await catalogue.close();
+      await adapters.close();
       await store.close();
     },
   };

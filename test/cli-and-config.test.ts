@@ -87,6 +87,13 @@ describe('configuration errors stop start-up naming the file, the entry and the 
     ['duplicate model', 'providers:\n  - { id: p, kind: openai, base_url: "http://x" }\nmodels:\n  - { id: m, provider: p }\n  - { id: m, provider: p }\n', /models\[1\] \(id: m\): field 'id': duplicate/],
     ['unset variable', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", api_key: "${SLUICE_TEST_UNSET_VAR}" }\n', /providers\[0\] \(id: p\): field 'api_key': environment variable SLUICE_TEST_UNSET_VAR is not set/],
     ['bad YAML', 'providers: [\n', /not valid YAML/],
+    ['__proto__ in an entry', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", __proto__: { api_key: k } }\n', /providers\[0\] \(id: p\): unknown field\(s\) '__proto__'/],
+    // Names every object inherits are variables like any other: set or not, never the inherited value.
+    ...['constructor', '__proto__', 'toString', 'hasOwnProperty'].map((name): [string, string, RegExp] => [
+      `a variable named ${name}`,
+      `providers:\n  - { id: p, kind: openai, base_url: "http://x", api_key: "\${${name}}" }\n`,
+      new RegExp(`providers\\[0\\] \\(id: p\\): field 'api_key': environment variable ${name} is not set`),
+    ]),
   ];
   for (const [name, yaml, expected] of cases) {
     test(name, async () => {

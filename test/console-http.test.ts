@@ -215,6 +215,13 @@ describe('keys', () => {
     assert.equal(created.status, 200);
     assert.match(created.text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
     assert.doesNotMatch(created.text, /<script>alert/);
+    // The account-name rule keeps markup out of new names; an account made before the rule may have it.
+    const legacy = new Database(join(sluice.dataDir, 'sluice.db'));
+    try {
+      legacy.prepare("INSERT INTO accounts (id, name, created_at) VALUES ('acct_hostile', ?, 0)").run('"><img src=x onerror=alert(2)>');
+    } finally {
+      legacy.close();
+    }
     await createKey(sluice.dataDir, '"><img src=x onerror=alert(2)>', ['--name', "it's <b>bold</b>"]);
     const page = (await client.get('/app/keys')).text;
     assert.doesNotMatch(page, /<script>alert|<img src=x|<b>bold/);

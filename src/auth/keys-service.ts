@@ -1,6 +1,7 @@
 import { randomId } from '../ids.js';
 import { UserError } from '../user-error.js';
-import type { KeyRecord, KeyStatus, Store } from '../store/store.js';
+import type { AccountRecord, KeyRecord, KeyStatus, Store } from '../store/store.js';
+import { accountNameProblem } from './account-name.js';
 import { generateSecret, secretParts, type SecretHasher } from './key-secret.js';
 
 export interface CreateKeyInput {
@@ -16,12 +17,10 @@ export class KeyManagementError extends UserError {
 
 /** Key management shared by the CLI and the console; the secret exists only in the return value. */
 export async function createKey(store: Store, hasher: SecretHasher, input: CreateKeyInput): Promise<{ key: KeyRecord; secret: string }> {
-  const accountName = input.accountName.trim();
-  if (accountName === '') throw new KeyManagementError('An account name is required.');
   if (input.expiresAt !== undefined && input.expiresAt <= Date.now()) {
     throw new KeyManagementError('The expiry is in the past.');
   }
-  const account = await store.accounts.ensure(accountName);
+  const account = await ownerOf(store, input.accountName);
   const secret = generateSecret();
   const { prefix, lastFour } = secretParts(secret);
   const models = input.models === undefined || input.models.length === 0 ? null : [...new Set(input.models)];
@@ -37,6 +36,18 @@ export async function createKey(store: Store, hasher: SecretHasher, input: Creat
     createdAt: Date.now(),
   });
   return { key, secret };
+}
+
+/**
+ * The account of that name, made when new: the name rule applies to accounts made from now on, so
+ * one made before it (with a space, say) keeps getting keys.
+ */
+async function ownerOf(store: Store, name: string): Promise<AccountRecord> {
+  const existing = await store.accounts.byName(name);
+  if (existing !== undefined) return existing;
+  const problem = accountNameProblem(name);
+  if (problem !== undefined) throw new KeyManagementError(problem);
+  return store.accounts.ensure(name);
 }
 
 /** active ⇄ disabled; revoked is final. */

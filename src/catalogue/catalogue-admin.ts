@@ -120,7 +120,7 @@ function fieldErrors(error: z.ZodError): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of error.issues) {
     const field = issue.path.length === 0 ? '_' : issue.path.map(String).join('.');
-    if (errors[field] !== undefined) continue;
+    if (Object.hasOwn(errors, field)) continue; // the first issue per field; own keys, whatever the field is called
     errors[field] =
       issue.code === 'unrecognized_keys'
         ? `unknown field(s) ${issue.keys.join(', ')}`

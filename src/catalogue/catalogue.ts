@@ -19,9 +19,17 @@ export interface CatalogueModel {
   readonly contextWindow: number | undefined;
   readonly maxOutputTokens: number | undefined;
   readonly endpoints: ReadonlySet<Endpoint>;
-  readonly pricing: { readonly inputPerMtok: number; readonly outputPerMtok: number } | undefined;
+  readonly pricing: Pricing | undefined;
   /** Where the entry came from, shown by the console ("configuration file" entries are edited there). */
   readonly origin: CatalogueOrigin;
+}
+
+/** USD per million tokens; cached input and cache writes default to the input price. */
+export interface Pricing {
+  readonly inputPerMtok: number;
+  readonly outputPerMtok: number;
+  readonly cachedInputPerMtok: number;
+  readonly cacheWritePerMtok: number;
 }
 
 /**
@@ -69,6 +77,8 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
     pricing: entry.pricing && {
       inputPerMtok: entry.pricing.input_per_mtok,
       outputPerMtok: entry.pricing.output_per_mtok,
+      cachedInputPerMtok: entry.pricing.cached_input_per_mtok ?? entry.pricing.input_per_mtok,
+      cacheWritePerMtok: entry.pricing.cache_write_per_mtok ?? entry.pricing.input_per_mtok,
     },
     origin,
   };

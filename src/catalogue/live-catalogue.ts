@@ -1,15 +1,12 @@
 import type { Logger } from 'pino';
 import { DEFAULT_BASE_URLS, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
-import type { Provider } from '../providers/provider.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { Catalogue, modelFromConfig } from './catalogue.js';
 import type { CatalogueRepository, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 
-/** Finds the adapter of a provider; the set changes while the gateway runs. */
-export interface ProviderRegistry {
-  get(id: string): Provider | undefined;
-}
+/** The providers in force, each with a stamp that changes when its configuration does. */
+export type ProviderVersions = readonly { readonly config: ProviderConfig; readonly stamp: string }[];
 
 /** A provider as the console and the status page see it. `config` holds the credential: never render it. */
 export interface ProviderEntry {
@@ -36,10 +33,9 @@ const VERSION_POLL_MS = 250;
  * registered in any process reaches `/v1/models` in all of them within the poll interval.
  * Configuration-file entries win any clash of ids.
  */
-export class LiveCatalogue implements ProviderRegistry {
+export class LiveCatalogue {
   private snapshot: Catalogue;
   private entries: readonly ProviderEntry[];
-  private readonly adapters = new Map<string, { provider: Provider; stamp: string }>();
   private version = -1;
   private poller: NodeJS.Timeout | undefined;
   private reloading: Promise<void> = Promise.resolve();
@@ -48,14 +44,13 @@ export class LiveCatalogue implements ProviderRegistry {
     private readonly config: GatewayConfig,
     private readonly repository: CatalogueRepository,
     private readonly cipher: CredentialCipher,
-    private readonly createProvider: (config: ProviderConfig) => Provider,
     private readonly logger: Logger,
+    /** Told of every change to the set of providers, so that their adapters follow (see ProviderAdapters). */
+    private readonly onProviders: (providers: ProviderVersions) => void,
   ) {
     this.snapshot = Catalogue.fromConfig(config);
     this.entries = config.providers.map((provider) => entryFor(provider, 'config'));
-    for (const provider of config.providers) {
-      this.adapters.set(provider.id, { provider: createProvider(provider), stamp: 'config' });
-    }
+    onProviders(config.providers.map((provider) => ({ config: provider, stamp: 'config' })));
   }
 
   async start(): Promise<void> {
@@ -66,10 +61,6 @@ export class LiveCatalogue implements ProviderRegistry {
 
   current(): Catalogue {
     return this.snapshot;
-  }
-
-  get(id: string): Provider | undefined {
-    return this.adapters.get(id)?.provider;
   }
 
   providers(): readonly ProviderEntry[] {
@@ -96,7 +87,6 @@ export class LiveCatalogue implements ProviderRegistry {
   async close(): Promise<void> {
     clearInterval(this.poller);
     await this.reloading.catch(() => undefined);
-    await Promise.all([...this.adapters.values()].map(({ provider }) => provider.close()));
   }
 
   private async reloadIfChanged(): Promise<void> {
@@ -124,34 +114,16 @@ export class LiveCatalogue implements ProviderRegistry {
       consoleModels.push(modelFromConfig(parsed.data, 'console'));
     }
 
-    // Swap adapters: new or changed console providers get a fresh one; a replaced or removed one
-    // is closed, which lets its requests in flight finish.
-    const retired: Provider[] = [];
-    const wanted = new Set(consoleProviders.map((p) => p.config.id));
-    for (const { config, stamp } of consoleProviders) {
-      const existing = this.adapters.get(config.id);
-      if (existing?.stamp === stamp) continue;
-      try {
-        this.adapters.set(config.id, { provider: this.createProvider(config), stamp });
-        if (existing !== undefined) retired.push(existing.provider);
-      } catch (error) {
-        this.logger.warn({ provider: config.id, err: error }, 'console provider could not be created');
-      }
-    }
-    for (const [id, adapter] of this.adapters) {
-      if (adapter.stamp !== 'config' && !wanted.has(id)) {
-        this.adapters.delete(id);
-        retired.push(adapter.provider);
-      }
-    }
-
     this.entries = [
       ...this.config.providers.map((provider) => entryFor(provider, 'config')),
       ...consoleProviders.map(({ config }) => entryFor(config, 'console')),
     ];
     this.snapshot = new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]);
     this.version = version;
-    for (const provider of retired) void provider.close().catch(() => undefined);
+    this.onProviders([
+      ...this.config.providers.map((provider) => ({ config: provider, stamp: 'config' })),
+      ...consoleProviders,
+    ]);
   }
 
   private providerFromStore(stored: StoredProvider): ProviderConfig | undefined {

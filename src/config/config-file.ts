@@ -20,6 +20,22 @@ export const DEFAULT_BASE_URLS: Partial<Record<ProviderKind, string>> = {
 export const UPSTREAM_APIS = ['completions', 'chat'] as const;
 export type UpstreamApi = (typeof UPSTREAM_APIS)[number];
 
+/**
+ * Defaults of a provider's limits, which the README states and explains (keep the two together).
+ * A stalled upstream is given up on in about a minute or two, well before the official SDKs' own
+ * 10-minute timeout, so the caller gets a 504 rather than a hang.
+ */
+export const PROVIDER_DEFAULTS = {
+  connect_timeout_ms: 10_000,
+  /** A stream's headers come once the upstream accepts it; a whole answer's only with its end. */
+  response_timeout_ms: 120_000,
+  /** Tokens come many times a second: a minute of silence is a stall, or a very long prefill. */
+  idle_timeout_ms: 60_000,
+  /** Below the upstream's own idle timeout (uvicorn, and so vLLM, closes after 5 s), so that Sluice, not the upstream, closes it. */
+  keep_alive_timeout_ms: 4_000,
+  max_response_bytes: 32 * 1024 * 1024,
+} as const;
+
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
 const nonNegativeInt = z.number().int().nonnegative();
 
@@ -32,11 +48,18 @@ export const providerSchema = z.strictObject({
   /** Extra headers sent upstream with every request (e.g. an organisation id). */
   headers: z.record(z.string(), z.string()).optional(),
   /** Upstream time limits, in milliseconds. */
-  connect_timeout_ms: z.number().int().positive().default(10_000),
+  connect_timeout_ms: z.number().int().positive().default(PROVIDER_DEFAULTS.connect_timeout_ms),
   /** From sending the request to the response headers. */
-  response_timeout_ms: z.number().int().positive().default(300_000),
+  response_timeout_ms: z.number().int().positive().default(PROVIDER_DEFAULTS.response_timeout_ms),
   /** The longest silence allowed while reading a body or stream. */
-  idle_timeout_ms: z.number().int().positive().default(300_000),
+  idle_timeout_ms: z.number().int().positive().default(PROVIDER_DEFAULTS.idle_timeout_ms),
+  /** How long an idle connection is kept for the next request. */
+  keep_alive_timeout_ms: z.number().int().positive().default(PROVIDER_DEFAULTS.keep_alive_timeout_ms),
+  /**
+   * The largest whole (non-streamed) answer taken from this upstream, which is held in memory to be
+   * read; streams are passed on as they come and not capped.
+   */
+  max_response_bytes: z.number().int().positive().default(PROVIDER_DEFAULTS.max_response_bytes),
   /**
    * Most connections open to this upstream at once. Unset: no limit, since each HTTP/1.1 stream
    * holds a connection for its whole life and a cap would queue streams behind it.
@@ -51,6 +74,10 @@ export const providerSchema = z.strictObject({
 const pricingSchema = z.strictObject({
   input_per_mtok: z.number().nonnegative(),
   output_per_mtok: z.number().nonnegative(),
+  /** Input read from the upstream's prompt cache; default: the input price. */
+  cached_input_per_mtok: z.number().nonnegative().optional(),
+  /** Input written to the upstream's prompt cache; default: the input price. */
+  cache_write_per_mtok: z.number().nonnegative().optional(),
 });
 
 export const modelSchema = z.strictObject({
@@ -158,7 +185,8 @@ function checkReferences(config: z.output<typeof configSchema>, source: string):
 function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, path: PropertyKey[], root: unknown): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_match, name: string, fallback?: string) => {
-      const found = env[name];
+      // Own variables only: every object inherits `constructor`, `toString`, … and so would process.env.
+      const found = Object.hasOwn(env, name) ? env[name] : undefined;
       if (found !== undefined && found !== '') return found;
       if (fallback !== undefined) return fallback;
       throw new ConfigError(
@@ -168,9 +196,9 @@ function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, 
   }
   if (Array.isArray(value)) return value.map((item, index) => interpolateEnv(item, env, source, [...path, index], root));
   if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = interpolateEnv(item, env, source, [...path, key], root);
-    return out;
+    // Object.fromEntries defines own properties: assigning a `__proto__` key would set the prototype
+    // instead, and the schema would then read the fields under it as the entry's own.
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolateEnv(item, env, source, [...path, key], root)]));
   }
   return value;
 }

@@ -1,3 +1,4 @@
+import { accountNameProblem } from '../auth/account-name.js';
 import { UserError } from '../user-error.js';
 import type { AccountRecord, Store } from '../store/store.js';
 import { hashPassword, passwordProblem } from './passwords.js';
@@ -6,15 +7,12 @@ export class AccountError extends UserError {
   override name = 'AccountError';
 }
 
-const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
-
 /**
  * Gives an account console access. An account that already exists only to own keys (made by
  * `sluice keys create`) gets its password here; one that can already sign in must use `passwd`.
  */
 export async function createConsoleAccount(store: Store, name: string, password: string, isAdmin: boolean): Promise<AccountRecord> {
-  if (!NAME_PATTERN.test(name)) throw new AccountError('An account name is 1-100 letters, digits or ._@- and starts with a letter or digit.');
-  const problem = passwordProblem(password);
+  const problem = accountNameProblem(name) ?? passwordProblem(password);
   if (problem !== undefined) throw new AccountError(problem);
   const existing = await store.accounts.byName(name);
   if (existing?.hasPassword) throw new AccountError(`Account '${name}' can already sign in; use \`sluice accounts passwd ${name}\` to change its password.`);

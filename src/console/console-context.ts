@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { SecretHasher } from '../auth/key-secret.js';
 import type { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
-import type { Handler, RequestContext } from '../http/server.js';
+import type { Handler, RequestContext } from '../http/handler.js';
 import type { StatusMonitor } from '../status/status-monitor.js';
 import type { Store } from '../store/store.js';
 import { html, layout, type LayoutOptions } from './html.js';

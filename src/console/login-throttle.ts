@@ -1,15 +1,23 @@
 import type { Store } from '../store/store.js';
 
-/** Failures counted within this window; an older failure starts the count again. */
+/** Attempts counted within this window; an older one starts the count again. */
 const WINDOW_MS = 15 * 60_000;
-/** Failures allowed before each further one locks the pair out for a growing time. */
-const FREE_FAILURES = 2;
+/** Attempts allowed before each further one locks the pair out for a growing time. */
+const FREE_ATTEMPTS = 2;
 const MAX_LOCK_MS = 15 * 60_000;
 
+function lockMsAfter(attempts: number): number {
+  return attempts <= FREE_ATTEMPTS ? 0 : Math.min(MAX_LOCK_MS, 1000 * 2 ** (attempts - FREE_ATTEMPTS - 1));
+}
+
+export type SignInTurn = { readonly allowed: true; readonly lockMs: number } | { readonly allowed: false; readonly waitMs: number };
+
 /**
- * Slows down password guessing per username and client address: after FREE_FAILURES failed
- * sign-ins, each further failure locks that pair out for 1 s, 2 s, 4 s, … up to 15 minutes, during
- * which even the right password is refused. State lives in the store so every process counts alike.
+ * Slows down password guessing per username and client address. Every attempt is counted before
+ * its password is checked, in one atomic step in the store, so parallel guesses (from any process)
+ * are counted one by one. After FREE_ATTEMPTS that did not sign in, each further attempt locks the
+ * pair out for 1 s, 2 s, 4 s, … up to 15 minutes, during which every attempt, even with the right
+ * password, is refused unchecked. A successful sign-in clears the count.
  */
 export class LoginThrottle {
   constructor(
@@ -21,20 +29,11 @@ export class LoginThrottle {
     return `${username.trim().toLowerCase()}|${ip}`;
   }
 
-  /** Milliseconds the pair must still wait, or 0. */
-  async waitMs(subject: string): Promise<number> {
-    const record = await this.store.loginThrottle.get(subject);
-    return record === undefined ? 0 : Math.max(0, record.blockedUntil - this.now());
-  }
-
-  /** Records a failure; returns how long the pair is now locked out (0 when not). */
-  async failed(subject: string): Promise<number> {
+  /** Counts an attempt: refused with the time left to wait, or allowed with the lock-out it set (0: none). */
+  async attempt(subject: string): Promise<SignInTurn> {
     const now = this.now();
-    const failures = await this.store.loginThrottle.recordFailure(subject, now, WINDOW_MS);
-    if (failures <= FREE_FAILURES) return 0;
-    const lockMs = Math.min(MAX_LOCK_MS, 1000 * 2 ** (failures - FREE_FAILURES - 1));
-    await this.store.loginThrottle.block(subject, now + lockMs);
-    return lockMs;
+    const attempt = await this.store.loginThrottle.attempt(subject, now, WINDOW_MS, lockMsAfter);
+    return attempt.allowed ? { allowed: true, lockMs: lockMsAfter(attempt.attempts) } : { allowed: false, waitMs: attempt.blockedUntil - now };
   }
 
   async succeeded(subject: string): Promise<void> {

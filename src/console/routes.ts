@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Handler } from '../http/server.js';
+import type { Handler, MountedRoutes } from '../http/handler.js';
 import { CONSOLE_JS } from './assets/script.js';
 import { CONSOLE_CSS } from './assets/styles.js';
 import type { ConsoleDeps } from './console-context.js';
@@ -10,18 +10,6 @@ import { loginRoutes } from './pages/login.js';
 import { modelsRoutes } from './pages/models.js';
 import { statusRoutes } from './pages/status.js';
 
-export interface PrefixRoute {
-  readonly methods: readonly string[];
-  readonly prefix: string;
-  readonly handler: Handler;
-}
-
-export interface ConsoleRoutes {
-  /** 'METHOD /path' → handler, merged into the server's exact routes. */
-  readonly exact: ReadonlyArray<readonly [string, Handler]>;
-  readonly prefixes: readonly PrefixRoute[];
-}
-
 function asset(body: string, type: string): Handler {
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 16)}"`;
   return async (ctx) => {
@@ -31,7 +19,7 @@ function asset(body: string, type: string): Handler {
 }
 
 /** The web console (`/app/...`) and the public pages (`/models`, `/status`), one handler per page. */
-export function consoleRoutes(deps: ConsoleDeps): ConsoleRoutes {
+export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
   const login = loginRoutes(deps);
   const keys = keysRoutes(deps);
   const models = modelsRoutes(deps);

@@ -26,13 +26,39 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
         reject(new GatewayError('invalid_json', 'The request body is empty; send a JSON object.'));
         return;
       }
+      let body: unknown;
       try {
-        resolve(JSON.parse(text));
+        body = JSON.parse(text);
       } catch {
         reject(new GatewayError('invalid_json', 'The request body is not valid JSON.'));
+        return;
       }
+      const tooDeep = fieldNestedTooDeep(body);
+      if (tooDeep === undefined) resolve(body);
+      else reject(new GatewayError('invalid_request', `The field \`${tooDeep}\` nests objects or arrays more than ${MAX_JSON_DEPTH} levels deep.`, { param: tooDeep }));
     });
   });
+}
+
+/**
+ * Far deeper than any real request (tool schemas nest a few levels), far shallower than what would
+ * overflow the stack when Sluice writes the body again for an upstream.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** The top-level field whose value nests deeper than MAX_JSON_DEPTH, if any; without recursion. */
+function fieldNestedTooDeep(body: unknown): string | undefined {
+  if (body === null || typeof body !== 'object') return undefined;
+  const stack: { value: object; depth: number; field: string }[] = [];
+  for (const [field, value] of Object.entries(body)) if (value !== null && typeof value === 'object') stack.push({ value, depth: 2, field });
+  while (stack.length > 0) {
+    const { value, depth, field } = stack.pop()!;
+    if (depth > MAX_JSON_DEPTH) return field;
+    for (const child of Array.isArray(value) ? value : Object.values(value)) {
+      if (child !== null && typeof child === 'object') stack.push({ value: child as object, depth: depth + 1, field });
+    }
+  }
+  return undefined;
 }
 
 function tooLarge(limit: number): GatewayError {

@@ -4,13 +4,15 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
-import type { ProviderRegistry } from '../catalogue/live-catalogue.js';
-import { consoleRoutes } from '../console/routes.js';
-import type { ConsoleDeps } from '../console/console-context.js';
-import { DIALECTS, openAIDialect, type Dialect } from '../dialects/dialect.js';
+import type { ProviderRegistry } from '../providers/provider-adapters.js';
+import { DIALECTS, openAIDialect } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../errors.js';
 import type { UsageLedger } from '../usage/ledger.js';
-import { completionsRoute } from './routes/completions.js';
+import { chatCompletions } from '../dialects/openai/chat/operation.js';
+import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
+import type { Admission } from '../generation/admission.js';
+import type { Handler, MountedRoutes, RequestContext } from './handler.js';
+import { generationRoute } from './routes/generation.js';
 import { healthzRoute } from './routes/healthz.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
 
@@ -22,26 +24,13 @@ export interface GatewayDeps {
   readonly catalogue: () => Catalogue;
   /** The adapters by provider id; console-registered providers come and go while the gateway runs. */
   readonly providers: ProviderRegistry;
+  /** The admit stage: limits and budgets. */
+  readonly admission: Admission;
   readonly ledger: UsageLedger;
   readonly maxBodyBytes: number;
-  /** The web console and the public /models and /status pages. */
-  readonly console: ConsoleDeps;
+  /** Further routes (the web console and the public /models and /status pages), mounted by the wiring. */
+  readonly pages: MountedRoutes;
 }
-
-export interface RequestContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly requestId: string;
-  readonly path: string;
-  /** The raw query string, without `?`. */
-  readonly query: string;
-  /** performance.now() when the request arrived. */
-  readonly startedAt: number;
-  /** The dialect errors are written in; a handler switches it once it knows who is calling. */
-  dialect: Dialect;
-}
-
-export type Handler = (ctx: RequestContext) => Promise<void>;
 
 export interface GatewayServer {
   readonly server: http.Server;
@@ -56,9 +45,10 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['GET /healthz', healthzRoute()],
     ['GET /v1/models', listModelsRoute(deps)],
     ['GET /v1beta/models', listModelsRoute(deps)],
-    ['POST /v1/completions', completionsRoute(deps)],
+    ['POST /v1/completions', generationRoute(deps, legacyCompletions)],
+    ['POST /v1/chat/completions', generationRoute(deps, chatCompletions)],
   ]);
-  const pages = consoleRoutes(deps.console);
+  const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);
   const retrieveModel = retrieveModelRoute(deps);
   const knownPaths = new Set([...exact.keys()].map((route) => route.slice(route.indexOf(' ') + 1)));

@@ -1,46 +1,138 @@
-import { DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../completions/chat-translation.js';
-import type { CompletionCall, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
-import type { TurnResult } from '../completions/fan-out.js';
+import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import { ChatTranslatingProvider } from './chat-translating-provider.js';
+import { unsupported } from '../generation/capabilities.js';
+import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TextPart, Usage } from '../generation/model.js';
+import type { Capabilities, GenerationCall } from '../generation/provider.js';
+import { TranslatingProvider, defaultMaxTokens, toolArguments } from './translating-provider.js';
 import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
-export const ANTHROPIC_CAPABILITIES: ChatCapabilities = {
+const CAPABILITIES: Capabilities = {
   upstream: 'the Anthropic Messages API',
+  maxChoicesPerCall: 1, // no `n`: one call per choice
   maxTemperature: 1,
   maxStopSequences: null,
   logprobs: false,
   logitBias: false,
   penalties: false,
-  maxChoicesPerCall: 1, // no `n`: one call per choice
-  forwardsUnknownFields: false,
-  mappedFields: ['top_k'],
+  topK: true,
+  jsonWithoutSchema: false,
+  forwardsExtensions: false,
 };
 
-/** end_turn / stop_sequence → stop; max_tokens → length; refusal → content_filter. */
-function finishReason(stopReason: unknown): FinishReason {
-  switch (stopReason) {
+/** Extended-thinking budgets for OpenAI's effort levels; Anthropic wants at least 1024. */
+const THINKING_BUDGET = { minimal: 1024, low: 2048, medium: 8192, high: 24576 } as const;
+const MIN_THINKING_BUDGET = 1024;
+
+function finishOf(stopReason: unknown, stopSequence?: unknown): Finish {
+  const raw = typeof stopReason === 'string' ? stopReason : undefined;
+  switch (raw) {
     case 'max_tokens':
     case 'model_context_window_exceeded':
-      return 'length';
+      return { reason: 'length', raw };
+    case 'tool_use':
+      return { reason: 'tool_calls', raw };
     case 'refusal':
-      return 'content_filter';
+      return { reason: 'content_filter', raw };
     default:
-      return 'stop';
+      // end_turn, stop_sequence, pause_turn (the caller may continue the turn)
+      return typeof stopSequence === 'string' ? { reason: 'stop', raw, stopSequence } : { reason: 'stop', raw };
   }
 }
 
-function usageOf(raw: unknown, outputTokens?: number): Usage | null {
-  if (!isObject(raw)) return null;
-  // Cached input is still input the caller sent.
-  const input = Number(raw.input_tokens ?? 0) + Number(raw.cache_creation_input_tokens ?? 0) + Number(raw.cache_read_input_tokens ?? 0);
-  const output = outputTokens ?? Number(raw.output_tokens ?? 0);
-  return Number.isFinite(input) && Number.isFinite(output) ? { promptTokens: input, completionTokens: output } : null;
+/**
+ * Anthropic counts input without the cached part (`input_tokens`) and reports cache reads and writes
+ * beside it; Sluice's input is all of them. `message_delta` carries cumulative figures.
+ */
+function usageFrom(raw: Json, output?: number): Usage {
+  const cachedInput = Number(raw.cache_read_input_tokens ?? 0);
+  const cacheWrite = Number(raw.cache_creation_input_tokens ?? 0);
+  const details = isObject(raw.output_tokens_details) ? raw.output_tokens_details : {};
+  return {
+    input: Number(raw.input_tokens ?? 0) + cachedInput + cacheWrite,
+    output: output ?? Number(raw.output_tokens ?? 0),
+    cachedInput,
+    cacheWrite,
+    reasoning: Number(details.thinking_tokens ?? 0),
+  };
 }
 
-/** Legacy completions through Anthropic's Messages API: each prompt is one user turn. */
-export class AnthropicProvider extends ChatTranslatingProvider {
+function imageBlock(part: ImagePart): Json {
+  const { source } = part;
+  return source.kind === 'url'
+    ? { type: 'image', source: { type: 'url', url: source.url } }
+    : { type: 'image', source: { type: 'base64', media_type: source.mediaType, data: source.data } };
+}
+
+function cacheMark(part: TextPart): Json {
+  return part.cacheBreakpoint ? { cache_control: { type: 'ephemeral' } } : {};
+}
+
+function userBlock(part: ContentPart): Json {
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text, ...cacheMark(part) };
+    case 'image':
+      return imageBlock(part);
+    case 'tool_result':
+      return {
+        type: 'tool_result',
+        tool_use_id: part.toolCallId,
+        content: part.content.map((inner) => (inner.type === 'text' ? { type: 'text', text: inner.text } : imageBlock(inner))),
+        ...(part.isError ? { is_error: true } : {}),
+      };
+    default:
+      throw new Error(`a ${part.type} part in a user turn`);
+  }
+}
+
+function assistantBlock(part: ContentPart): Json | undefined {
+  switch (part.type) {
+    case 'text':
+      return part.text === '' ? undefined : { type: 'text', text: part.text };
+    case 'reasoning':
+      if (part.redactedData !== undefined) return { type: 'redacted_thinking', data: part.redactedData };
+      // A thinking block without its signature is refused upstream; one that came from elsewhere is dropped.
+      return part.signature === undefined ? undefined : { type: 'thinking', thinking: part.text, signature: part.signature };
+    case 'tool_call':
+      return { type: 'tool_use', id: part.id, name: part.name, input: toolArguments(part.arguments) };
+    default:
+      return undefined;
+  }
+}
+
+function isPlainText(block: Json): boolean {
+  return block.type === 'text' && block.cache_control === undefined;
+}
+
+/**
+ * Anthropic's conversation shape: system text apart, strictly alternating user and assistant turns
+ * (consecutive turns of one role merged), tool results as user blocks that come first in their turn.
+ */
+function conversation(messages: readonly Message[]): { system: Json[]; turns: { role: 'user' | 'assistant'; content: Json[] | string }[] } {
+  const system: Json[] = [];
+  const turns: { role: 'user' | 'assistant'; content: Json[] }[] = [];
+  for (const message of messages) {
+    if (message.role === 'system') {
+      for (const part of message.content) if (part.type === 'text') system.push({ type: 'text', text: part.text, ...cacheMark(part) });
+      continue;
+    }
+    const role = message.role === 'assistant' ? 'assistant' : 'user';
+    const blocks = role === 'assistant' ? message.content.map(assistantBlock).filter((b): b is Json => b !== undefined) : message.content.map(userBlock);
+    if (blocks.length === 0) continue;
+    const last = turns.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else turns.push({ role, content: blocks });
+  }
+  for (const turn of turns) {
+    if (turn.role === 'user') turn.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
+  }
+  // A lone plain text block is sent as a string, the API's shorthand.
+  return { system, turns: turns.map((turn) => (turn.content.length === 1 && isPlainText(turn.content[0]!) ? { role: turn.role, content: turn.content[0]!.text as string } : turn)) };
+}
+
+/** Chat through Anthropic's Messages API. */
+export class AnthropicProvider extends TranslatingProvider {
   readonly kind = 'anthropic';
 
   constructor(config: ProviderConfig) {
@@ -48,83 +140,157 @@ export class AnthropicProvider extends ChatTranslatingProvider {
       ...(config.api_key === undefined ? {} : { 'x-api-key': config.api_key }),
       'anthropic-version': config.anthropic_version,
     };
-    super(config.id, new UpstreamClient(config, credentials), ANTHROPIC_CAPABILITIES);
+    super(config.id, new UpstreamClient(config, credentials));
   }
 
-  private body(turn: ChatTurn, call: CompletionCall, stream: boolean): Json {
+  capabilities(): Capabilities {
+    return CAPABILITIES;
+  }
+
+  private body(call: GenerationCall, stream: boolean): Json {
     const r = call.request;
+    const { system, turns } = conversation(r.messages);
+    const maxTokens = r.maxOutputTokens ?? defaultMaxTokens(call.model);
     return {
       model: call.model.upstreamModel,
-      max_tokens: r.maxTokens ?? DEFAULT_MAX_TOKENS,
-      messages: [{ role: 'user', content: turn.prompt }],
+      max_tokens: maxTokens,
+      ...(system.length > 0 ? { system } : {}),
+      messages: turns,
+      ...this.tools(r),
+      ...this.thinking(r, call.model, maxTokens),
+      ...(r.responseFormat?.type === 'json_schema' ? { output_config: { format: { type: 'json_schema', schema: r.responseFormat.schema } } } : {}),
       stop_sequences: r.stop.length > 0 ? r.stop : undefined,
       temperature: r.temperature,
       top_p: r.topP,
-      top_k: r.body.top_k,
+      top_k: r.topK,
       metadata: r.user === undefined ? undefined : { user_id: r.user },
       stream: stream || undefined,
     };
   }
 
-  async completeTurn(turn: ChatTurn, call: CompletionCall): Promise<TurnResult> {
-    const message = await this.client.postJson('/messages', this.body(turn, call, false), call);
+  private tools(r: GenerationRequest): Json {
+    if (r.tools.length === 0) return {};
+    const tools = r.tools.map((tool) => ({ name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), input_schema: tool.parameters }));
+    const noParallel = r.parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
+    const choice = r.toolChoice ?? { type: 'auto' };
+    // The tools stay declared under `none`: a conversation holding tool_use blocks needs them.
+    const toolChoice =
+      choice.type === 'none'
+        ? { type: 'none' }
+        : choice.type === 'auto'
+          ? { type: 'auto', ...noParallel }
+          : choice.type === 'required'
+            ? { type: 'any', ...noParallel }
+            : { type: 'tool', name: choice.name, ...noParallel };
+    return { tools, ...(choice.type === 'auto' && r.parallelToolCalls !== false ? {} : { tool_choice: toolChoice }) };
+  }
+
+  /** OpenAI's effort levels as an extended-thinking budget, which must stay below max_tokens. */
+  private thinking(r: GenerationRequest, model: CatalogueModel, maxTokens: number): Json {
+    if (r.reasoning === undefined) return {};
+    const budget = Math.min(THINKING_BUDGET[r.reasoning.effort], maxTokens - 1);
+    if (budget < MIN_THINKING_BUDGET) {
+      throw unsupported(model, CAPABILITIES, 'reasoning_effort', `reasoning with at most ${maxTokens} output tokens (extended thinking needs more than ${MIN_THINKING_BUDGET})`);
+    }
+    return { thinking: { type: 'enabled', budget_tokens: budget } };
+  }
+
+  async generate(call: GenerationCall): Promise<GenerationResult> {
+    const message = await this.client.postJson('/messages', this.body(call, false), call);
     if (!Array.isArray(message.content)) throw unreadableUpstream(this.id, 'a message without content');
-    const text = (message.content as unknown[])
-      .filter((block): block is Json => isObject(block) && block.type === 'text')
-      .map((block) => String(block.text ?? ''))
-      .join('');
+    const content: ContentPart[] = [];
+    for (const block of message.content as unknown[]) {
+      if (!isObject(block)) continue;
+      if (block.type === 'text') content.push({ type: 'text', text: String(block.text ?? '') });
+      else if (block.type === 'thinking') content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
+      else if (block.type === 'redacted_thinking') content.push({ type: 'reasoning', text: '', redactedData: String(block.data ?? '') });
+      else if (block.type === 'tool_use') content.push({ type: 'tool_call', id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
+    }
+    const choice: GeneratedChoice = { index: 0, content, finish: finishOf(message.stop_reason, message.stop_sequence), logprobs: undefined };
     return {
-      choices: [{ index: 0, text, logprobs: null, finishReason: finishReason(message.stop_reason) }],
-      usage: usageOf(message.usage),
+      id: typeof message.id === 'string' ? message.id : '',
+      created: Math.floor(Date.now() / 1000),
+      choices: [choice],
+      usage: isObject(message.usage) ? usageFrom(message.usage) : null,
     };
   }
 
-  async streamTurn(turn: ChatTurn, call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
-    const response = await this.client.post('/messages', this.body(turn, call, true), call);
-    return this.events(response.body);
+  async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
+    const response = await this.client.post('/messages', this.body(call, true), call);
+    return this.parts(response.body);
   }
 
-  /** message_start → content_block_delta (text_delta)… → message_delta (stop_reason) → message_stop. */
-  private async *events(body: ResponseBody): AsyncGenerator<CompletionEvent> {
-    let inputUsage: unknown;
-    let reason: FinishReason = 'stop';
+  /** message_start → content_block_start / _delta / _stop … → message_delta → message_stop. */
+  private async *parts(body: ResponseBody): AsyncGenerator<StreamPart> {
+    let usage: Json = {};
     let outputTokens: number | undefined;
+    let finish: Finish = { reason: 'stop', raw: undefined };
     let stopped = false;
+    /** Content block index → tool-call index, for the blocks that are tool calls. */
+    const toolCalls = new Map<number, number>();
     // Read on past message_stop to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
       if (stopped) continue;
       const event = this.client.parseEvent(data);
       switch (event.type) {
-        case 'message_start':
-          inputUsage = isObject(event.message) ? event.message.usage : undefined;
+        case 'message_start': {
+          const message = isObject(event.message) ? event.message : {};
+          if (isObject(message.usage)) usage = message.usage;
+          yield { type: 'start', id: typeof message.id === 'string' ? message.id : '', created: Math.floor(Date.now() / 1000) };
           break;
+        }
+        case 'content_block_start': {
+          const block = isObject(event.content_block) ? event.content_block : {};
+          const index = Number(event.index);
+          if (block.type === 'tool_use') {
+            const toolIndex = toolCalls.size;
+            toolCalls.set(index, toolIndex);
+            yield { type: 'tool_call_start', choice: 0, index: toolIndex, id: String(block.id), name: String(block.name) };
+          } else if (block.type === 'redacted_thinking') {
+            yield { type: 'redacted_reasoning', choice: 0, data: String(block.data ?? '') };
+          } else if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
+            yield { type: 'text', choice: 0, text: block.text };
+          }
+          break;
+        }
         case 'content_block_delta': {
           const delta = isObject(event.delta) ? event.delta : {};
-          if (delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
-            yield { type: 'choice', index: 0, text: delta.text, logprobs: null, finishReason: null };
+          if (delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') yield { type: 'text', choice: 0, text: delta.text };
+          else if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') yield { type: 'reasoning', choice: 0, text: delta.thinking };
+          else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') yield { type: 'reasoning_signature', choice: 0, signature: delta.signature };
+          else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+            const toolIndex = toolCalls.get(Number(event.index));
+            if (toolIndex !== undefined && delta.partial_json !== '') yield { type: 'tool_call_delta', choice: 0, index: toolIndex, arguments: delta.partial_json };
           }
+          break;
+        }
+        case 'content_block_stop': {
+          const toolIndex = toolCalls.get(Number(event.index));
+          if (toolIndex !== undefined) yield { type: 'tool_call_end', choice: 0, index: toolIndex };
           break;
         }
         case 'message_delta': {
           const delta = isObject(event.delta) ? event.delta : {};
-          if (delta.stop_reason != null) reason = finishReason(delta.stop_reason);
-          if (isObject(event.usage) && typeof event.usage.output_tokens === 'number') outputTokens = event.usage.output_tokens;
+          if (delta.stop_reason != null) finish = finishOf(delta.stop_reason, delta.stop_sequence);
+          if (isObject(event.usage)) {
+            // Cumulative: later figures replace earlier ones, input and cache included when present.
+            usage = { ...usage, ...Object.fromEntries(Object.entries(event.usage).filter(([, v]) => v !== null)) };
+            if (typeof event.usage.output_tokens === 'number') outputTokens = event.usage.output_tokens;
+          }
           break;
         }
-        case 'message_stop': {
-          yield { type: 'choice', index: 0, text: '', logprobs: null, finishReason: reason };
-          const usage = usageOf(inputUsage, outputTokens);
-          if (usage !== null && outputTokens !== undefined) yield { type: 'usage', usage };
+        case 'message_stop':
+          yield { type: 'finish', choice: 0, finish };
+          if (outputTokens !== undefined) yield { type: 'usage', usage: usageFrom(usage, outputTokens) };
           stopped = true;
           break;
-        }
         case 'error': {
           const error = isObject(event.error) ? event.error : {};
           const message = typeof error.message === 'string' ? error.message : undefined;
           throw this.client.midStreamFailure(message, error.type === 'overloaded_error' ? 'upstream_overloaded' : 'upstream_error');
         }
         default:
-          break; // ping, content_block_start/stop, and event types added later
+          break; // ping, and event types added later
       }
     }
     if (!stopped) throw unreadableUpstream(this.id, 'a stream that ended before message_stop');

@@ -1,40 +1,52 @@
-import { DEFAULT_MAX_TOKENS, type ChatCapabilities, type ChatTurn } from '../completions/chat-translation.js';
-import type { CompletionCall, CompletionChoice, CompletionEvent, FinishReason, Usage } from '../completions/completion.js';
-import type { TurnResult } from '../completions/fan-out.js';
-import { LegacyLogprobsBuilder, type TokenLogprob } from '../completions/legacy-logprobs.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import { ChatTranslatingProvider } from './chat-translating-provider.js';
+import { newGenerationId } from '../generation/fan-out.js';
+import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
+import type { Capabilities, GenerationCall } from '../generation/provider.js';
+import { TranslatingProvider, defaultMaxTokens, toolArguments } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
-export const GEMINI_CAPABILITIES: ChatCapabilities = {
+const CAPABILITIES: Capabilities = {
   upstream: 'the Gemini generateContent API',
+  maxChoicesPerCall: 8, // candidateCount
   maxTemperature: 2,
   maxStopSequences: 5,
   logprobs: true,
   logitBias: false,
   penalties: true,
-  maxChoicesPerCall: 8, // candidateCount
-  forwardsUnknownFields: false,
-  mappedFields: ['top_k'],
+  topK: true,
+  jsonWithoutSchema: true,
+  forwardsExtensions: false,
 };
 
-const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY']);
+/** thinkingBudget for OpenAI's effort levels. */
+const THINKING_BUDGET = { minimal: 512, low: 1024, medium: 8192, high: 24576 } as const;
 
-function finishReason(reason: unknown): FinishReason | null {
-  if (typeof reason !== 'string' || reason === '' || reason === 'FINISH_REASON_UNSPECIFIED') return null;
-  if (reason === 'MAX_TOKENS') return 'length';
-  if (FILTERED.has(reason)) return 'content_filter';
-  return 'stop';
+const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT']);
+const FAILED = new Set(['MALFORMED_FUNCTION_CALL', 'UNEXPECTED_TOOL_CALL', 'TOO_MANY_TOOL_CALLS']);
+
+function finishOf(reason: unknown, calledTools: boolean): Finish | undefined {
+  if (typeof reason !== 'string' || reason === '' || reason === 'FINISH_REASON_UNSPECIFIED') return undefined;
+  if (reason === 'MAX_TOKENS') return { reason: 'length', raw: reason };
+  if (FILTERED.has(reason)) return { reason: 'content_filter', raw: reason };
+  if (FAILED.has(reason)) return { reason: 'error', raw: reason };
+  // Gemini says STOP after function calls too.
+  return { reason: calledTools ? 'tool_calls' : 'stop', raw: reason };
 }
 
-function textOf(candidate: Json): string {
-  const content = isObject(candidate.content) ? candidate.content : {};
-  if (!Array.isArray(content.parts)) return '';
-  return (content.parts as unknown[])
-    .filter((part): part is Json => isObject(part) && typeof part.text === 'string' && part.thought !== true)
-    .map((part) => part.text as string)
-    .join('');
+const BLOCKED: Finish = { reason: 'content_filter', raw: 'PROMPT_BLOCKED' };
+
+/** promptTokenCount includes cached content; thoughts are output beside the candidates. */
+function usageFrom(raw: unknown): Usage | null {
+  if (!isObject(raw) || typeof raw.promptTokenCount !== 'number') return null;
+  const reasoning = Number(raw.thoughtsTokenCount ?? 0);
+  return {
+    input: raw.promptTokenCount,
+    output: Number(raw.candidatesTokenCount ?? 0) + reasoning,
+    cachedInput: Number(raw.cachedContentTokenCount ?? 0),
+    cacheWrite: 0,
+    reasoning,
+  };
 }
 
 function tokenLogprobs(result: unknown): TokenLogprob[] {
@@ -51,19 +63,71 @@ function tokenLogprobs(result: unknown): TokenLogprob[] {
   });
 }
 
-function usageOf(raw: unknown): Usage | null {
-  if (!isObject(raw) || typeof raw.promptTokenCount !== 'number') return null;
-  // Thinking tokens are generated and billed as output.
-  return { promptTokens: raw.promptTokenCount, completionTokens: Number(raw.candidatesTokenCount ?? 0) + Number(raw.thoughtsTokenCount ?? 0) };
+const MIME_BY_EXTENSION: Readonly<Record<string, string>> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', heic: 'image/heic' };
+
+function imagePart(part: ImagePart): Json {
+  if (part.source.kind === 'inline') return { inlineData: { mimeType: part.source.mediaType, data: part.source.data } };
+  const extension = /\.([a-z0-9]+)(?:$|[?#])/i.exec(part.source.url)?.[1]?.toLowerCase() ?? '';
+  return { fileData: { fileUri: part.source.url, mimeType: Object.hasOwn(MIME_BY_EXTENSION, extension) ? MIME_BY_EXTENSION[extension] : 'image/jpeg' } };
 }
 
-/** A prompt the upstream's safety system blocked: empty choices that say so. */
-function blockedChoices(turn: ChatTurn): CompletionChoice[] {
-  return Array.from({ length: turn.choices }, (_, index) => ({ index, text: '', logprobs: null, finishReason: 'content_filter' }));
+/**
+ * Gemini's contents: `user` and `model` turns, consecutive ones of a role merged; a reasoning
+ * signature rides on the part after it, as Gemini returned it; thought text is not sent back.
+ */
+function contents(messages: readonly Message[]): { system: Json | undefined; turns: Json[] } {
+  const systemParts: Json[] = [];
+  const turns: { role: string; parts: Json[] }[] = [];
+  for (const message of messages) {
+    if (message.role === 'system') {
+      for (const part of message.content) if (part.type === 'text') systemParts.push({ text: part.text });
+      continue;
+    }
+    const role = message.role === 'assistant' ? 'model' : 'user';
+    const parts: Json[] = [];
+    let signature: string | undefined;
+    const add = (part: Json) => {
+      parts.push(signature === undefined ? part : { ...part, thoughtSignature: signature });
+      signature = undefined;
+    };
+    for (const part of message.content) addPart(part, add, (s) => (signature = s));
+    if (parts.length === 0) continue;
+    const last = turns.at(-1);
+    if (last?.role === role) last.parts.push(...parts);
+    else turns.push({ role, parts });
+  }
+  return { system: systemParts.length > 0 ? { parts: systemParts } : undefined, turns };
 }
 
-/** Legacy completions through Gemini's generateContent; `candidateCount` serves `n` up to 8 a call. */
-export class GeminiProvider extends ChatTranslatingProvider {
+function addPart(part: ContentPart, add: (part: Json) => void, sign: (signature: string) => void): void {
+  switch (part.type) {
+    case 'text':
+      if (part.text !== '') add({ text: part.text });
+      return;
+    case 'image':
+      add(imagePart(part));
+      return;
+    case 'reasoning':
+      if (part.signature !== undefined && part.signature !== '') sign(part.signature);
+      return;
+    case 'tool_call':
+      add({ functionCall: { name: part.name, args: toolArguments(part.arguments) } });
+      return;
+    case 'tool_result': {
+      const text = part.content.map((inner) => (inner.type === 'text' ? inner.text : '')).join('');
+      add({ functionResponse: { name: part.name ?? '', response: part.isError ? { error: text } : { content: text } } });
+      return;
+    }
+  }
+}
+
+/** Gemini gives calls no id: Sluice makes one per call, the same in every part that names it. */
+function newCallId(): string {
+  return newGenerationId('call_');
+}
+
+/** Chat through Gemini's generateContent; `candidateCount` serves `n` up to 8 a call. */
+export class GeminiProvider extends TranslatingProvider {
   readonly kind = 'gemini';
 
   constructor(config: ProviderConfig) {
@@ -72,96 +136,169 @@ export class GeminiProvider extends ChatTranslatingProvider {
       config.api_key === undefined ? {} : { 'x-goog-api-key': config.api_key },
       (status, body) => status === 400 && body.includes('API_KEY_INVALID'),
     );
-    super(config.id, client, GEMINI_CAPABILITIES);
+    super(config.id, client);
   }
 
-  private path(call: CompletionCall, method: string): string {
+  capabilities(): Capabilities {
+    return CAPABILITIES;
+  }
+
+  private path(call: GenerationCall, method: string): string {
     return `/models/${call.model.upstreamModel.replace(/^models\//, '')}:${method}`;
   }
 
-  private body(turn: ChatTurn, call: CompletionCall): Json {
+  private body(call: GenerationCall): Json {
     const r = call.request;
+    const { system, turns } = contents(r.messages);
     return {
-      contents: [{ role: 'user', parts: [{ text: turn.prompt }] }],
+      contents: turns,
+      ...(system === undefined ? {} : { systemInstruction: system }),
+      ...this.tools(r),
       generationConfig: {
-        maxOutputTokens: r.maxTokens ?? DEFAULT_MAX_TOKENS,
+        maxOutputTokens: r.maxOutputTokens ?? defaultMaxTokens(call.model),
         stopSequences: r.stop.length > 0 ? r.stop : undefined,
-        candidateCount: turn.choices === 1 ? undefined : turn.choices,
+        candidateCount: call.choices === 1 ? undefined : call.choices,
         temperature: r.temperature,
         topP: r.topP,
-        topK: r.body.top_k,
+        topK: r.topK,
         seed: r.seed,
         presencePenalty: r.presencePenalty,
         frequencyPenalty: r.frequencyPenalty,
-        responseLogprobs: r.logprobs === null ? undefined : true,
-        logprobs: r.logprobs === null || r.logprobs === 0 ? undefined : r.logprobs,
+        responseLogprobs: r.logprobs === undefined ? undefined : true,
+        logprobs: r.logprobs === undefined || r.logprobs.top === 0 ? undefined : r.logprobs.top,
+        ...this.responseFormat(r),
+        ...(r.reasoning === undefined ? {} : { thinkingConfig: { thinkingBudget: THINKING_BUDGET[r.reasoning.effort], includeThoughts: true } }),
       },
     };
   }
 
-  async completeTurn(turn: ChatTurn, call: CompletionCall): Promise<TurnResult> {
-    const response = await this.client.postJson(this.path(call, 'generateContent'), this.body(turn, call), call);
-    const candidates = Array.isArray(response.candidates) ? (response.candidates as unknown[]).filter(isObject) : [];
-    const usage = usageOf(response.usageMetadata);
-    if (candidates.length === 0) {
-      if (isObject(response.promptFeedback) && response.promptFeedback.blockReason) return { choices: blockedChoices(turn), usage };
-      throw unreadableUpstream(this.id, 'an answer without candidates');
-    }
-    const choices = blockedChoices(turn); // a candidate withheld by the safety system stays filtered
-    candidates.forEach((candidate) => {
-      // Proto3 JSON leaves out a zero: a candidate without an index is candidate 0.
-      const index = typeof candidate.index === 'number' ? candidate.index : 0;
-      if (index >= choices.length) return;
-      choices[index] = {
-        index,
-        text: textOf(candidate),
-        logprobs: call.request.logprobs === null ? null : new LegacyLogprobsBuilder(call.request.logprobs).add(tokenLogprobs(candidate.logprobsResult)),
-        finishReason: finishReason(candidate.finishReason) ?? 'stop',
-      };
-    });
-    return { choices, usage };
+  /** Full JSON Schema goes in the `…JsonSchema` fields, which take what the OpenAPI-subset ones refuse. */
+  private tools(r: GenerationRequest): Json {
+    if (r.tools.length === 0) return {};
+    const declarations = r.tools.map((tool) => ({
+      name: tool.name,
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      parametersJsonSchema: tool.parameters,
+    }));
+    const choice = r.toolChoice;
+    const config =
+      choice === undefined || choice.type === 'auto'
+        ? undefined
+        : choice.type === 'none'
+          ? { mode: 'NONE' }
+          : choice.type === 'required'
+            ? { mode: 'ANY' }
+            : { mode: 'ANY', allowedFunctionNames: [choice.name] };
+    return { tools: [{ functionDeclarations: declarations }], ...(config === undefined ? {} : { toolConfig: { functionCallingConfig: config } }) };
   }
 
-  async streamTurn(turn: ChatTurn, call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
-    const response = await this.client.post(`${this.path(call, 'streamGenerateContent')}?alt=sse`, this.body(turn, call), call);
-    return this.events(response.body, turn, call);
+  private responseFormat(r: GenerationRequest): Json {
+    const format = r.responseFormat;
+    if (format === undefined || format.type === 'text') return {};
+    if (format.type === 'json_object') return { responseMimeType: 'application/json' };
+    return { responseMimeType: 'application/json', responseJsonSchema: format.schema };
+  }
+
+  async generate(call: GenerationCall): Promise<GenerationResult> {
+    const response = await this.client.postJson(this.path(call, 'generateContent'), this.body(call), call);
+    const candidates = Array.isArray(response.candidates) ? (response.candidates as unknown[]).filter(isObject) : [];
+    const usage = usageFrom(response.usageMetadata);
+    const blocked = isObject(response.promptFeedback) && Boolean(response.promptFeedback.blockReason);
+    if (candidates.length === 0 && !blocked) throw unreadableUpstream(this.id, 'an answer without candidates');
+    // A candidate withheld by the safety system stays filtered.
+    const choices: GeneratedChoice[] = Array.from({ length: call.choices }, (_, index) => ({ index, content: [], finish: BLOCKED, logprobs: undefined }));
+    for (const candidate of candidates) {
+      // Proto3 JSON leaves out a zero: a candidate without an index is candidate 0.
+      const index = typeof candidate.index === 'number' ? candidate.index : 0;
+      if (index >= choices.length) continue;
+      const content = this.contentOf(candidate);
+      const calledTools = content.some((part) => part.type === 'tool_call');
+      choices[index] = {
+        index,
+        content,
+        finish: finishOf(candidate.finishReason, calledTools) ?? { reason: calledTools ? 'tool_calls' : 'stop', raw: undefined },
+        logprobs: call.request.logprobs === undefined ? undefined : tokenLogprobs(candidate.logprobsResult),
+      };
+    }
+    return { id: typeof response.responseId === 'string' ? response.responseId : '', created: Math.floor(Date.now() / 1000), choices, usage };
+  }
+
+  private contentOf(candidate: Json): ContentPart[] {
+    const content = isObject(candidate.content) ? candidate.content : {};
+    const out: ContentPart[] = [];
+    if (!Array.isArray(content.parts)) return out;
+    for (const part of content.parts as unknown[]) {
+      if (!isObject(part)) continue;
+      const signature = typeof part.thoughtSignature === 'string' ? part.thoughtSignature : undefined;
+      if (part.thought === true) {
+        out.push({ type: 'reasoning', text: String(part.text ?? ''), ...(signature === undefined ? {} : { signature }) });
+        continue;
+      }
+      if (signature !== undefined) out.push({ type: 'reasoning', text: '', signature });
+      if (typeof part.text === 'string') out.push({ type: 'text', text: part.text });
+      else if (isObject(part.functionCall)) {
+        out.push({ type: 'tool_call', id: newCallId(), name: String(part.functionCall.name ?? ''), arguments: JSON.stringify(part.functionCall.args ?? {}) });
+      }
+    }
+    return out;
+  }
+
+  async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
+    const response = await this.client.post(`${this.path(call, 'streamGenerateContent')}?alt=sse`, this.body(call), call);
+    return this.parts(response.body, call);
   }
 
   /** Each event is a partial GenerateContentResponse; the stream just ends (no [DONE]). */
-  private async *events(body: ResponseBody, turn: ChatTurn, call: CompletionCall): AsyncGenerator<CompletionEvent> {
-    const builders = new Map<number, LegacyLogprobsBuilder>();
+  private async *parts(body: ResponseBody, call: GenerationCall): AsyncGenerator<StreamPart> {
     const finished = new Set<number>();
+    const toolCalls = new Map<number, number>();
     let usage: Usage | null = null;
+    let started = false;
+    let promptBlocked = false;
     for await (const { data } of this.client.events(body)) {
       const event = this.client.parseEvent(data);
       if (isObject(event.error)) throw this.client.midStreamFailure(readErrorBody(data).message);
-      usage = usageOf(event.usageMetadata) ?? usage;
+      if (!started) {
+        started = true;
+        yield { type: 'start', id: typeof event.responseId === 'string' ? event.responseId : '', created: Math.floor(Date.now() / 1000) };
+      }
+      usage = usageFrom(event.usageMetadata) ?? usage;
       const candidates = Array.isArray(event.candidates) ? (event.candidates as unknown[]).filter(isObject) : [];
       if (candidates.length === 0 && isObject(event.promptFeedback) && event.promptFeedback.blockReason) {
-        for (const choice of blockedChoices(turn)) if (!finished.has(choice.index)) yield { type: 'choice', ...choice };
-        if (usage !== null) yield { type: 'usage', usage };
-        return;
+        promptBlocked = true;
+        break;
       }
       for (const candidate of candidates) {
         const index = typeof candidate.index === 'number' ? candidate.index : 0;
-        const reason = finishReason(candidate.finishReason);
-        let logprobs = null;
-        if (call.request.logprobs !== null) {
-          let builder = builders.get(index);
-          if (builder === undefined) builders.set(index, (builder = new LegacyLogprobsBuilder(call.request.logprobs)));
-          logprobs = builder.add(tokenLogprobs(candidate.logprobsResult));
+        const logprobs = call.request.logprobs === undefined ? undefined : tokenLogprobs(candidate.logprobsResult);
+        let textSent = false;
+        for (const part of this.contentOf(candidate)) {
+          if (part.type === 'text') {
+            textSent = true;
+            yield logprobs === undefined ? { type: 'text', choice: index, text: part.text } : { type: 'text', choice: index, text: part.text, logprobs };
+          } else if (part.type === 'reasoning') {
+            if (part.text !== '') yield { type: 'reasoning', choice: index, text: part.text };
+            if (part.signature !== undefined) yield { type: 'reasoning_signature', choice: index, signature: part.signature };
+          } else if (part.type === 'tool_call') {
+            const toolIndex = toolCalls.get(index) ?? 0;
+            toolCalls.set(index, toolIndex + 1);
+            // Gemini sends each call whole: its start, all its arguments and its end at once.
+            yield { type: 'tool_call_start', choice: index, index: toolIndex, id: part.id, name: part.name };
+            yield { type: 'tool_call_delta', choice: index, index: toolIndex, arguments: part.arguments };
+            yield { type: 'tool_call_end', choice: index, index: toolIndex };
+          }
         }
-        const text = textOf(candidate);
-        if (text === '' && reason === null) continue;
-        if (reason !== null) finished.add(index);
-        yield { type: 'choice', index, text, logprobs, finishReason: reason };
+        if (!textSent && logprobs !== undefined && logprobs.length > 0) yield { type: 'text', choice: index, text: '', logprobs };
+        const finish = finishOf(candidate.finishReason, toolCalls.has(index));
+        if (finish !== undefined && !finished.has(index)) {
+          finished.add(index);
+          yield { type: 'finish', choice: index, finish };
+        }
       }
     }
-    if (finished.size === 0) throw unreadableUpstream(this.id, 'a stream that ended without a finish reason');
+    if (finished.size === 0 && !promptBlocked) throw unreadableUpstream(this.id, 'a stream that ended without a finish reason');
     // A candidate the upstream stopped reporting (withheld by its safety system) ends filtered.
-    for (let index = 0; index < turn.choices; index++) {
-      if (!finished.has(index)) yield { type: 'choice', index, text: '', logprobs: null, finishReason: 'content_filter' };
-    }
+    for (let index = 0; index < call.choices; index++) if (!finished.has(index)) yield { type: 'finish', choice: index, finish: BLOCKED };
     if (usage !== null) yield { type: 'usage', usage };
   }
 }

@@ -1,116 +1,296 @@
-import { checkTranslatable } from '../completions/chat-translation.js';
-import type { Completion, CompletionCall, CompletionChoice, CompletionEvent, LegacyLogprobs, Usage } from '../completions/completion.js';
-import { completeByTurns, streamByTurns } from '../completions/fan-out.js';
+import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import { OPENAI_CHAT_CAPABILITIES, OpenAIChatTurns } from './openai-chat.js';
-import type { Provider } from './provider.js';
-import { toUsage } from './openai-wire.js';
+import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
+import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import { defaultMaxTokens } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
+const CAPABILITIES: Capabilities = {
+  upstream: "the upstream's chat completions API",
+  maxChoicesPerCall: 128,
+  maxTemperature: 2,
+  maxStopSequences: null,
+  logprobs: true,
+  logitBias: true,
+  penalties: true,
+  // Same family of servers: vLLM's top_k and other extensions work on chat too.
+  topK: true,
+  jsonWithoutSchema: true,
+  forwardsExtensions: true,
+};
+
+const RELAY_PATHS: Readonly<Record<WireOperation, string>> = {
+  'openai.completions': '/completions',
+  'openai.chat': '/chat/completions',
+};
+
+/** OpenAI usage: prompt_tokens includes the cached ones, completion_tokens the reasoning ones. */
+export function usageFromOpenAI(raw: unknown): Usage | null {
+  if (!isObject(raw)) return null;
+  const { prompt_tokens: input, completion_tokens: output } = raw;
+  if (typeof input !== 'number' || typeof output !== 'number') return null;
+  const prompt = isObject(raw.prompt_tokens_details) ? raw.prompt_tokens_details : {};
+  const completion = isObject(raw.completion_tokens_details) ? raw.completion_tokens_details : {};
+  return { input, output, cachedInput: Number(prompt.cached_tokens ?? 0), cacheWrite: 0, reasoning: Number(completion.reasoning_tokens ?? 0) };
+}
+
+function finishOf(reason: unknown): Finish | undefined {
+  if (typeof reason !== 'string') return undefined;
+  switch (reason) {
+    case 'length':
+      return { reason: 'length', raw: reason };
+    case 'tool_calls':
+    case 'function_call':
+      return { reason: 'tool_calls', raw: reason };
+    case 'content_filter':
+      return { reason: 'content_filter', raw: reason };
+    default:
+      return { reason: 'stop', raw: reason };
+  }
+}
+
+function tokenLogprobs(logprobs: unknown): TokenLogprob[] | undefined {
+  if (!isObject(logprobs) || !Array.isArray(logprobs.content)) return undefined;
+  return (logprobs.content as Json[]).map((item) => ({
+    token: String(item.token ?? ''),
+    logprob: Number(item.logprob),
+    bytes: Array.isArray(item.bytes) ? (item.bytes as number[]) : null,
+    top: Array.isArray(item.top_logprobs)
+      ? (item.top_logprobs as Json[]).map((t) => ({ token: String(t.token), logprob: Number(t.logprob), bytes: Array.isArray(t.bytes) ? (t.bytes as number[]) : null }))
+      : [],
+  }));
+}
+
+/** vLLM and DeepSeek name the reasoning text `reasoning_content`; newer vLLM and others `reasoning`. */
+function reasoningOf(message: Json): string | undefined {
+  const text = message.reasoning_content ?? message.reasoning;
+  return typeof text === 'string' && text !== '' ? text : undefined;
+}
+
+function wireContent(parts: readonly ContentPart[]): string | Json[] {
+  if (parts.every((part) => part.type === 'text')) return parts.map((part) => (part as { text: string }).text).join('');
+  return parts.flatMap((part): Json[] => {
+    if (part.type === 'text') return [{ type: 'text', text: part.text }];
+    if (part.type === 'image') {
+      const url = part.source.kind === 'url' ? part.source.url : `data:${part.source.mediaType};base64,${part.source.data}`;
+      return [{ type: 'image_url', image_url: { url, ...(part.detail === undefined ? {} : { detail: part.detail }) } }];
+    }
+    return [];
+  });
+}
+
+function wireMessages(messages: readonly Message[]): Json[] {
+  const out: Json[] = [];
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      const text = message.content.filter((part) => part.type === 'text');
+      const calls = message.content.flatMap((part) =>
+        part.type === 'tool_call' ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }] : [],
+      );
+      out.push({ role: 'assistant', content: text.length === 0 ? null : wireContent(text), ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+    } else if (message.role === 'tool' || message.content.some((part) => part.type === 'tool_result')) {
+      for (const part of message.content) {
+        if (part.type === 'tool_result') out.push({ role: 'tool', tool_call_id: part.toolCallId, content: wireContent(part.content) });
+        else if (part.type === 'text' || part.type === 'image') out.push({ role: 'user', content: wireContent([part]) });
+      }
+    } else {
+      out.push({ role: message.role, content: wireContent(message.content) });
+    }
+  }
+  return out;
+}
+
 /**
- * Any server that speaks OpenAI's API (vLLM, llama.cpp, Ollama, OpenAI). For a model with
- * `upstream_api: completions` the client's body is relayed as it came, fields Sluice does not know
- * included: only `model` is rewritten and, for streams, usage is always asked for so the ledger can
- * account. A model with `upstream_api: chat` is translated through `/chat/completions`.
+ * Any server that speaks OpenAI's API (vLLM, llama.cpp, Ollama, OpenAI). A caller speaking OpenAI's
+ * own wire is relayed: its body goes upstream as it came, fields Sluice does not know included, with
+ * only `model` rewritten and usage always asked for. Everything else is translated to chat.
  */
 export class OpenAICompatibleProvider implements Provider {
   readonly kind = 'openai';
   readonly id: string;
   private readonly client: UpstreamClient;
-  private readonly chat: OpenAIChatTurns;
 
   constructor(config: ProviderConfig) {
     this.id = config.id;
     this.client = new UpstreamClient(config, config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` });
-    this.chat = new OpenAIChatTurns(this.client);
   }
 
-  async complete(call: CompletionCall): Promise<Completion> {
-    if (call.model.upstreamApi === 'chat') {
-      checkTranslatable(call.request, call.model, OPENAI_CHAT_CAPABILITIES);
-      return completeByTurns(this.chat, call);
+  capabilities(): Capabilities {
+    return CAPABILITIES;
+  }
+
+  relays(operation: WireOperation, model: CatalogueModel): boolean {
+    return operation === 'openai.chat' || model.upstreamApi === 'completions';
+  }
+
+  async relay(call: RelayCall): Promise<RelayResponse> {
+    const path = RELAY_PATHS[call.operation];
+    if (!call.stream) {
+      const body = await this.client.postJson(path, { ...call.body, model: call.model.upstreamModel }, call);
+      return { stream: false, body };
     }
-    const body = await this.client.postJson('/completions', { ...call.request.body, model: call.model.upstreamModel }, call);
-    const choices = body.choices;
-    if (!Array.isArray(choices)) throw unreadableUpstream(this.id, 'an answer without choices');
-    return {
-      id: typeof body.id === 'string' ? body.id : '',
-      created: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000),
-      choices: choices.map((choice) => this.toChoice(choice)),
-      usage: toUsage(body.usage),
-      extra: body,
-    };
+    const streamOptions = isObject(call.body.stream_options) ? call.body.stream_options : {};
+    const body = { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } };
+    const response = await this.client.post(path, body, call);
+    return { stream: true, events: this.relayedEvents(response.body) };
   }
 
-  async streamCompletion(call: CompletionCall): Promise<AsyncIterable<CompletionEvent>> {
-    if (call.model.upstreamApi === 'chat') {
-      checkTranslatable(call.request, call.model, OPENAI_CHAT_CAPABILITIES);
-      return streamByTurns(this.chat, call);
-    }
-    const streamOptions = (call.request.body.stream_options as Json | null | undefined) ?? {};
-    const body = {
-      ...call.request.body,
-      model: call.model.upstreamModel,
-      stream: true,
-      stream_options: { ...streamOptions, include_usage: true },
-    };
-    const response = await this.client.post('/completions', body, call);
-    return this.events(response.body);
-  }
-
-  async close(): Promise<void> {
-    await this.client.close();
-  }
-
-  private toChoice(raw: unknown): CompletionChoice {
-    if (!isObject(raw) || typeof raw.text !== 'string') throw unreadableUpstream(this.id, 'a choice without text');
-    return {
-      index: typeof raw.index === 'number' ? raw.index : 0,
-      text: raw.text,
-      logprobs: (raw.logprobs as LegacyLogprobs | null | undefined) ?? null,
-      finishReason: typeof raw.finish_reason === 'string' ? raw.finish_reason : null,
-      extra: raw,
-    };
-  }
-
-  private async *events(body: ResponseBody): AsyncGenerator<CompletionEvent> {
-    let started = false;
+  /** Each chunk parsed once; an upstream error chunk becomes a thrown GatewayError. */
+  private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
     let done = false;
-    let usage: Usage | null = null;
-    let usageSent = false;
     // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
       if (done) continue;
       if (data === '[DONE]') {
         done = true;
-        if (usage !== null && !usageSent) yield { type: 'usage', usage };
         continue;
       }
       const chunk = this.client.parseEvent(data);
       if (chunk.error !== undefined && chunk.error !== null) throw this.client.midStreamFailure(readErrorBody(data).message);
-      const choices = chunk.choices;
-      if (!Array.isArray(choices)) throw unreadableUpstream(this.id, 'a stream event without choices');
+      yield chunk;
+    }
+    if (!done) throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
+  }
+
+  private body(call: GenerationCall, stream: boolean): Json {
+    const r = call.request;
+    return {
+      ...r.extensions,
+      model: call.model.upstreamModel,
+      messages: wireMessages(r.messages),
+      ...this.tools(r),
+      ...this.responseFormat(r),
+      max_tokens: r.maxOutputTokens ?? defaultMaxTokens(call.model),
+      n: call.choices === 1 ? undefined : call.choices,
+      temperature: r.temperature,
+      top_p: r.topP,
+      top_k: r.topK,
+      stop: r.stop.length > 0 ? r.stop : undefined,
+      presence_penalty: r.presencePenalty,
+      frequency_penalty: r.frequencyPenalty,
+      logit_bias: r.logitBias,
+      seed: r.seed,
+      user: r.user,
+      reasoning_effort: r.reasoning?.effort,
+      logprobs: r.logprobs === undefined ? undefined : true,
+      top_logprobs: r.logprobs === undefined || r.logprobs.top === 0 ? undefined : r.logprobs.top,
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    };
+  }
+
+  private tools(r: GenerationRequest): Json {
+    if (r.tools.length === 0) return {};
+    const tools = r.tools.map((tool) => ({
+      type: 'function',
+      function: {
+        name: tool.name,
+        ...(tool.description === undefined ? {} : { description: tool.description }),
+        parameters: tool.parameters,
+        ...(tool.strict === undefined ? {} : { strict: tool.strict }),
+      },
+    }));
+    const choice = r.toolChoice;
+    const toolChoice = choice === undefined ? undefined : choice.type === 'tool' ? { type: 'function', function: { name: choice.name } } : choice.type;
+    return { tools, tool_choice: toolChoice, parallel_tool_calls: r.parallelToolCalls };
+  }
+
+  private responseFormat(r: GenerationRequest): Json {
+    const format = r.responseFormat;
+    if (format === undefined) return {};
+    if (format.type !== 'json_schema') return { response_format: { type: format.type } };
+    return {
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: format.name, schema: format.schema, ...(format.strict === undefined ? {} : { strict: format.strict }), ...(format.description === undefined ? {} : { description: format.description }) },
+      },
+    };
+  }
+
+  async generate(call: GenerationCall): Promise<GenerationResult> {
+    const body = await this.client.postJson('/chat/completions', this.body(call, false), call);
+    if (!Array.isArray(body.choices)) throw unreadableUpstream(this.id, 'an answer without choices');
+    const choices: GeneratedChoice[] = (body.choices as unknown[]).map((raw, i) => {
+      const choice = isObject(raw) ? raw : {};
+      const message = isObject(choice.message) ? choice.message : {};
+      const content: ContentPart[] = [];
+      const reasoning = reasoningOf(message);
+      if (reasoning !== undefined) content.push({ type: 'reasoning', text: reasoning });
+      if (typeof message.content === 'string') content.push({ type: 'text', text: message.content });
+      if (Array.isArray(message.tool_calls)) {
+        for (const rawCall of message.tool_calls as unknown[]) {
+          if (!isObject(rawCall) || !isObject(rawCall.function)) continue;
+          content.push({ type: 'tool_call', id: String(rawCall.id ?? ''), name: String(rawCall.function.name ?? ''), arguments: String(rawCall.function.arguments ?? '') });
+        }
+      }
+      return {
+        index: typeof choice.index === 'number' ? choice.index : i,
+        content,
+        finish: finishOf(choice.finish_reason) ?? { reason: 'stop', raw: undefined },
+        logprobs: tokenLogprobs(choice.logprobs),
+      };
+    });
+    return {
+      id: typeof body.id === 'string' ? body.id : '',
+      created: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000),
+      choices,
+      usage: usageFromOpenAI(body.usage),
+    };
+  }
+
+  async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
+    const response = await this.client.post('/chat/completions', this.body(call, true), call);
+    return this.parts(this.relayedEvents(response.body));
+  }
+
+  private async *parts(chunks: AsyncIterable<Json>): AsyncGenerator<StreamPart> {
+    let started = false;
+    let usage: Usage | null = null;
+    /** Per choice, the tool-call indexes that have started and not yet ended. */
+    const openCalls = new Map<number, Set<number>>();
+    for await (const chunk of chunks) {
       if (!started) {
         started = true;
-        yield {
-          type: 'start',
-          id: typeof chunk.id === 'string' ? chunk.id : '',
-          created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000),
-        };
+        yield { type: 'start', id: typeof chunk.id === 'string' ? chunk.id : '', created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000) };
       }
-      for (let c = 0; c < choices.length; c++) yield { type: 'choice', ...this.toChoice(choices[c]) };
-      const chunkUsage = toUsage(chunk.usage);
-      if (chunkUsage !== null) {
-        usage = chunkUsage;
-        // A chunk with no choices is the final usage chunk; vLLM's continuous stats put running
-        // totals on every chunk, of which only the last counts.
-        if (choices.length === 0) {
-          usageSent = true;
-          yield { type: 'usage', usage };
+      usage = usageFromOpenAI(chunk.usage) ?? usage;
+      if (!Array.isArray(chunk.choices)) continue;
+      for (const raw of chunk.choices as unknown[]) {
+        if (!isObject(raw)) continue;
+        const choice = typeof raw.index === 'number' ? raw.index : 0;
+        const delta = isObject(raw.delta) ? raw.delta : {};
+        const reasoning = reasoningOf(delta);
+        if (reasoning !== undefined) yield { type: 'reasoning', choice, text: reasoning };
+        const logprobs = tokenLogprobs(raw.logprobs);
+        if (typeof delta.content === 'string' && (delta.content !== '' || logprobs !== undefined)) {
+          yield logprobs === undefined ? { type: 'text', choice, text: delta.content } : { type: 'text', choice, text: delta.content, logprobs };
+        }
+        if (Array.isArray(delta.tool_calls)) {
+          let open = openCalls.get(choice);
+          if (open === undefined) openCalls.set(choice, (open = new Set()));
+          for (const rawCall of delta.tool_calls as unknown[]) {
+            if (!isObject(rawCall)) continue;
+            const index = typeof rawCall.index === 'number' ? rawCall.index : 0;
+            const fn = isObject(rawCall.function) ? rawCall.function : {};
+            if (!open.has(index)) {
+              open.add(index);
+              yield { type: 'tool_call_start', choice, index, id: String(rawCall.id ?? ''), name: String(fn.name ?? '') };
+            }
+            if (typeof fn.arguments === 'string' && fn.arguments !== '') yield { type: 'tool_call_delta', choice, index, arguments: fn.arguments };
+          }
+        }
+        const finish = finishOf(raw.finish_reason);
+        if (finish !== undefined) {
+          for (const index of openCalls.get(choice) ?? []) yield { type: 'tool_call_end', choice, index };
+          openCalls.delete(choice);
+          yield { type: 'finish', choice, finish };
         }
       }
     }
-    if (!done) throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
+    if (usage !== null) yield { type: 'usage', usage };
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
   }
 }

@@ -1,18 +1,23 @@
 import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
-import type { CompletionCall } from '../completions/completion.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
 
 export type Json = Record<string, unknown>;
+
+/** What an upstream request needs of the call it serves. */
+export interface UpstreamCall {
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+}
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
 /**
- * undici is loaded with the first upstream call rather than at start-up: it is a fifth of an idle
- * gateway's memory, and a gateway with no traffic yet has no use for it.
+ * undici (imported by upstream-pool) is loaded with the first upstream call rather than at
+ * start-up: it is a fifth of an idle gateway's memory, and a gateway with no traffic yet has no use for it.
  */
-let undici: Promise<typeof import('undici')> | undefined;
+let pools: Promise<typeof import('./upstream-pool.js')> | undefined;
 
 export interface SseEvent {
   readonly event: string | undefined;
@@ -31,7 +36,13 @@ export class UpstreamClient {
   private readonly poolOptions: Pool.Options;
   private readonly basePath: string;
   private readonly headers: Record<string, string>;
+  /**
+   * Never passed on to callers or logs, even inside an upstream's own message: the api_key (which
+   * every adapter's credential header carries) and each extra header's value, as any of them may
+   * be a credential (an organisation token, a gateway key).
+   */
   private readonly secrets: string[];
+  private readonly maxResponseBytes: number;
 
   /**
    * `credentialRejected`: says whether a failure means the upstream refused Sluice's credential,
@@ -51,25 +62,30 @@ export class UpstreamClient {
       connectTimeout: config.connect_timeout_ms,
       headersTimeout: config.response_timeout_ms,
       bodyTimeout: config.idle_timeout_ms,
-      keepAliveTimeout: 30_000,
+      // Also the most a server's Keep-Alive hint may ask for: an operator's limit is a limit.
+      keepAliveTimeout: config.keep_alive_timeout_ms,
+      keepAliveMaxTimeout: config.keep_alive_timeout_ms,
     };
     this.headers = { 'content-type': 'application/json', ...config.headers, ...credentialHeaders };
-    this.secrets = config.api_key === undefined ? [] : [config.api_key];
+    this.secrets = [...(config.api_key === undefined ? [] : [config.api_key]), ...Object.values(config.headers ?? {})];
+    this.maxResponseBytes = config.max_response_bytes;
   }
 
   /** POSTs JSON; resolves with a 2xx response, rejects with a GatewayError otherwise. */
-  async post(path: string, body: unknown, call: CompletionCall): Promise<Dispatcher.ResponseData> {
+  async post(path: string, body: unknown, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    // Outside the try below: a body Sluice cannot write is Sluice's failure, not the upstream's.
+    const json = JSON.stringify(body);
     let response: Dispatcher.ResponseData;
     try {
       if (this.pool === undefined) {
-        const { Pool } = await (undici ??= import('undici'));
-        this.pool ??= new Pool(this.origin, this.poolOptions);
+        const { createUpstreamPool } = await (pools ??= import('./upstream-pool.js'));
+        this.pool ??= createUpstreamPool(this.origin, this.poolOptions);
       }
       response = await this.pool.request({
         method: 'POST',
         path: this.basePath + path,
         headers: { ...this.headers, 'x-request-id': call.requestId },
-        body: JSON.stringify(body),
+        body: json,
         signal: call.signal,
       });
     } catch (error) {
@@ -79,14 +95,8 @@ export class UpstreamClient {
     throw await this.failure(response);
   }
 
-  async postJson(path: string, body: unknown, call: CompletionCall): Promise<Json> {
-    const response = await this.post(path, body, call);
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw upstreamTransportError(this.providerId, error);
-    }
+  async postJson(path: string, body: unknown, call: UpstreamCall): Promise<Json> {
+    const text = await this.readWhole(await this.post(path, body, call));
     try {
       const parsed: unknown = JSON.parse(text);
       if (isObject(parsed)) return parsed;
@@ -134,10 +144,38 @@ export class UpstreamClient {
     await this.pool?.close();
   }
 
+  /**
+   * A whole body, refused beyond max_response_bytes as soon as that is known (undici's text()
+   * would hold whatever came): from content-length up front, else by counting while reading. The
+   * rest of the body is then not read, and the connection is dropped.
+   */
+  private async readWhole(response: Dispatcher.ResponseData): Promise<string> {
+    const limit = this.maxResponseBytes;
+    const tooLarge = () =>
+      new GatewayError('upstream_error', `The answer of the upstream provider '${this.providerId}' exceeded the gateway's limit of ${limit} bytes (max_response_bytes).`);
+    if (Number(response.headers['content-length']) > limit) {
+      // Cut unread; the body then reports its abort, which nothing else listens for.
+      response.body.on('error', () => undefined).destroy();
+      throw tooLarge();
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > limit) throw tooLarge(); // leaving the loop cuts the body
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+    return new TextDecoder().decode(Buffer.concat(chunks, size));
+  }
+
   private async failure(response: Dispatcher.ResponseData): Promise<GatewayError> {
     let text = '';
     try {
-      text = await response.body.text();
+      text = await this.readWhole(response);
     } catch {
       // The status alone still says what went wrong.
     }

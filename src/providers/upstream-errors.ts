@@ -40,8 +40,8 @@ export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
     const message = failure.message === undefined ? `The upstream provider '${providerId}' rejected the request (HTTP ${status}).` : redact(failure.message, failure.secrets);
     return new GatewayError('upstream_rejected_request', message, {
       status,
-      ...(failure.type === undefined ? {} : { type: failure.type }),
-      ...(failure.code === undefined ? {} : { code: failure.code }),
+      ...(failure.type === undefined ? {} : { type: redact(failure.type, failure.secrets) }),
+      ...(failure.code === undefined ? {} : { code: redact(failure.code, failure.secrets) }),
     });
   }
   return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed (HTTP ${status}); see /status.`);
@@ -66,6 +66,7 @@ export function unreadableUpstream(providerId: string, what: string): GatewayErr
 
 export function redact(message: string, secrets: readonly string[]): string {
   let out = message;
-  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
+  // Longest first: a secret that contains a shorter one must not be left half shown.
+  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
   return out;
 }

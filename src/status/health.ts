@@ -1,4 +1,4 @@
-import { isFailureStatus, type ProbeResult, type TrafficSample } from '../store/store.js';
+import { countsAgainstProvider, type ProbeResult, type TrafficSample } from '../store/store.js';
 
 export type Health = 'up' | 'degraded' | 'down' | 'unknown';
 
@@ -18,7 +18,7 @@ export const DOWN_RATE = 0.5;
 export const DEGRADED_RATE = 0.05;
 
 export function figuresOf(traffic: readonly TrafficSample[], probes: readonly ProbeResult[]): Figures {
-  const failures = traffic.filter((sample) => isFailureStatus(sample.status)).length;
+  const failures = traffic.filter((sample) => countsAgainstProvider(sample.status, sample.errorKind)).length;
   const latencies = traffic.map((sample) => sample.latencyMs).sort((a, b) => a - b);
   const newestProbe = probes.reduce<ProbeResult | undefined>((newest, probe) => (newest === undefined || probe.at > newest.at ? probe : newest), undefined);
   return {
@@ -41,7 +41,7 @@ export function healthOf(traffic: readonly TrafficSample[], probes: readonly Pro
   const judged = recent.length > 0 ? recent : traffic;
   let fromTraffic: Health = 'unknown';
   if (judged.length > 0) {
-    const rate = judged.filter((sample) => isFailureStatus(sample.status)).length / judged.length;
+    const rate = judged.filter((sample) => countsAgainstProvider(sample.status, sample.errorKind)).length / judged.length;
     fromTraffic = rate >= DOWN_RATE ? 'down' : rate >= DEGRADED_RATE ? 'degraded' : 'up';
   }
   const newest = [...probes].sort((a, b) => b.at - a.at).slice(0, 2);

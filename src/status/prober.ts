@@ -1,7 +1,10 @@
 import type { Logger } from 'pino';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
-import { parseCompletionRequest } from '../dialects/openai/completions-request.js';
+import type { CatalogueModel } from '../catalogue/catalogue.js';
+import { generationRequest } from '../generation/model.js';
+import type { Provider } from '../generation/provider.js';
 import { toGatewayError } from '../errors.js';
+import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { Store } from '../store/store.js';
 
 const TICK_MS = 500;
@@ -21,6 +24,7 @@ export class Prober {
   constructor(
     private readonly store: Store,
     private readonly catalogue: LiveCatalogue,
+    private readonly providers: ProviderRegistry,
     private readonly logger: Logger,
   ) {}
 
@@ -43,7 +47,7 @@ export class Prober {
         this.warned.add(entry.id);
         continue;
       }
-      const provider = this.catalogue.get(entry.id);
+      const provider = this.providers.get(entry.id);
       if (provider === undefined) continue;
       this.running.add(entry.id);
       void (async () => {
@@ -53,8 +57,7 @@ export class Prober {
           let ok = true;
           let errorKind: string | null = null;
           try {
-            const request = parseCompletionRequest({ model: model.id, prompt: 'ping', max_tokens: 1 });
-            await provider.complete({ request, model, requestId: `probe-${entry.id}-${Date.now()}`, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+            await probe1Token(provider, model, `probe-${entry.id}-${Date.now()}`);
           } catch (error) {
             // The probe request is well-formed, so any refusal (even a 4xx such as an unknown model) is a failure.
             ok = false;
@@ -69,4 +72,18 @@ export class Prober {
       })();
     }
   }
+}
+
+/**
+ * A one-token request on the operation the model serves: a legacy completion relayed where the
+ * upstream takes those (base models may have no chat template), otherwise one chat turn.
+ */
+async function probe1Token(provider: Provider, model: CatalogueModel, requestId: string): Promise<void> {
+  const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+  if (model.endpoints.has('completions') && provider.relays('openai.completions', model)) {
+    await provider.relay({ operation: 'openai.completions', body: { model: model.id, prompt: 'ping', max_tokens: 1 }, stream: false, model, requestId, signal });
+    return;
+  }
+  const request = generationRequest({ model: model.id, messages: [{ role: 'user', content: [{ type: 'text', text: 'ping' }] }], maxOutputTokens: 1 });
+  await provider.generate({ request, model, requestId, signal, choices: 1 });
 }

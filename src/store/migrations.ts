@@ -131,6 +131,21 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.createIndex('status_probes_at').on('status_probes').column('at').execute();
       },
     },
+    '0003_ledger_entry_ids': {
+      async up(db: Kysely<any>) {
+        // Lets a journal be imported again without storing a row twice; older rows have none.
+        await db.schema.alterTable('usage_ledger').addColumn('entry_id', 'text').execute();
+        await db.schema.createIndex('usage_ledger_entry_id').unique().on('usage_ledger').column('entry_id').execute();
+      },
+    },
+    '0004_ledger_token_details': {
+      async up(db: Kysely<any>) {
+        // SQLite adds one column per ALTER TABLE.
+        for (const column of ['cached_input_tokens', 'cache_write_tokens', 'reasoning_tokens']) {
+          await db.schema.alterTable('usage_ledger').addColumn(column, 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        }
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

@@ -13,7 +13,10 @@ export interface Database {
   };
   /** Console sessions; only a SHA-256 of the session token is kept. */
   console_sessions: { token_hash: string; account_id: string; created_at: number; expires_at: number };
-  /** Failed console sign-ins per `username|ip`, so every process slows the same guesser down. */
+  /**
+   * Console sign-in attempts per `username|ip`, so every process slows the same guesser down:
+   * `failures` counts attempts since the last success (each is counted before its check), `last_failure_at` is the latest.
+   */
   login_throttle: { subject: string; failures: number; last_failure_at: number; blocked_until: number };
   /** Providers and models registered in the console: the configuration-file fields as JSON. */
   console_providers: {
@@ -59,6 +62,8 @@ export interface Database {
   };
   usage_ledger: {
     id: Generated<number>;
+    /** Null for rows written before entry ids (migration 0003). */
+    entry_id: string | null;
     at: number;
     request_id: string;
     account_id: string;
@@ -71,6 +76,9 @@ export interface Database {
     stream: number;
     prompt_tokens: number;
     completion_tokens: number;
+    cached_input_tokens: Generated<number>;
+    cache_write_tokens: Generated<number>;
+    reasoning_tokens: Generated<number>;
     tokens_counted: number;
     latency_ms: number;
     ttfb_ms: number | null;

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
-import type { LoginThrottleRecord, LoginThrottleRepository, SessionRecord, SessionsRepository } from './store.js';
+import type { LoginAttempt, LoginThrottleRepository, SessionRecord, SessionsRepository } from './store.js';
 
 /** Console sessions, kept in the store so every process of a gateway sees the same ones. */
 export class SqlSessions implements SessionsRepository {
@@ -41,32 +41,37 @@ export class SqlSessions implements SessionsRepository {
   }
 }
 
-/** Failed sign-ins per subject, shared by every process on the store. */
+/** Sign-in attempts per subject, shared by every process on the store. */
 export class SqlLoginThrottle implements LoginThrottleRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async get(subject: string): Promise<LoginThrottleRecord | undefined> {
-    const row = await this.db.selectFrom('login_throttle').selectAll().where('subject', '=', subject).executeTakeFirst();
-    return row && { failures: row.failures, lastFailureAt: Number(row.last_failure_at), blockedUntil: Number(row.blocked_until) };
-  }
-
-  async recordFailure(subject: string, now: number, windowMs: number): Promise<number> {
-    // One upsert, so concurrent failures from several processes are all counted.
-    await this.db
-      .insertInto('login_throttle')
-      .values({ subject, failures: 1, last_failure_at: now, blocked_until: 0 })
-      .onConflict((oc) =>
-        oc.column('subject').doUpdateSet({
-          failures: sql`CASE WHEN login_throttle.last_failure_at < ${now - windowMs} THEN 1 ELSE login_throttle.failures + 1 END`,
-          last_failure_at: now,
-        }),
-      )
-      .execute();
-    return (await this.get(subject))?.failures ?? 1;
-  }
-
-  async block(subject: string, until: number): Promise<void> {
-    await this.db.updateTable('login_throttle').set({ blocked_until: until }).where('subject', '=', subject).execute();
+  async attempt(subject: string, now: number, windowMs: number, lockMs: (attempts: number) => number): Promise<LoginAttempt> {
+    // The transaction begins with the write, which holds the store's write lock to the end: no
+    // other attempt, in this process or another, can read the count between it and the lock-out.
+    return this.db.transaction().execute(async (tx) => {
+      const counted = await tx
+        .insertInto('login_throttle')
+        .values({ subject, failures: 1, last_failure_at: now, blocked_until: 0 })
+        .onConflict((oc) =>
+          oc
+            .column('subject')
+            .doUpdateSet({
+              failures: sql`CASE WHEN login_throttle.last_failure_at < ${now - windowMs} THEN 1 ELSE login_throttle.failures + 1 END`,
+              last_failure_at: now,
+            })
+            .where('login_throttle.blocked_until', '<=', now),
+        )
+        .returning('failures')
+        .executeTakeFirst();
+      if (counted === undefined) {
+        const row = await tx.selectFrom('login_throttle').select(['failures', 'blocked_until']).where('subject', '=', subject).executeTakeFirstOrThrow();
+        return { allowed: false, attempts: row.failures, blockedUntil: Number(row.blocked_until) };
+      }
+      const lock = lockMs(counted.failures);
+      const blockedUntil = lock > 0 ? now + lock : 0;
+      await tx.updateTable('login_throttle').set({ blocked_until: blockedUntil }).where('subject', '=', subject).execute();
+      return { allowed: true, attempts: counted.failures, blockedUntil };
+    });
   }
 
   async clear(subject: string): Promise<void> {

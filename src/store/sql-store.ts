@@ -6,7 +6,7 @@ import type { Database } from './schema.js';
 import { SqlCatalogue } from './sql-catalogue.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
 import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
-import { isFailureStatus } from './store.js';
+import { countsAgainstProvider } from './store.js';
 import type {
   AccountRecord,
   DailyStatusRow,
@@ -242,14 +242,30 @@ class SqlUsage implements UsageRepository {
 
   async append(rows: readonly UsageRow[]): Promise<void> {
     if (rows.length === 0) return;
+    const ledgerRows = rows.map(toLedgerRow);
     await this.db.transaction().execute(async (tx) => {
+      for (let start = 0; start < ledgerRows.length; start += USAGE_INSERT_CHUNK) {
+        await tx.insertInto('usage_ledger').values(ledgerRows.slice(start, start + USAGE_INSERT_CHUNK)).execute();
+      }
+      await addToDailyStatus(tx, dailyIncrements(ledgerRows));
+    });
+  }
+
+  async appendOnce(rows: readonly UsageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.transaction().execute(async (tx) => {
+      const inserted: DailyInput[] = [];
       for (let start = 0; start < rows.length; start += USAGE_INSERT_CHUNK) {
-        await tx
+        // A row already stored is skipped, and not counted twice.
+        const chunk = await tx
           .insertInto('usage_ledger')
           .values(rows.slice(start, start + USAGE_INSERT_CHUNK).map(toLedgerRow))
+          .onConflict((oc) => oc.column('entry_id').doNothing())
+          .returning(['at', 'provider_id', 'model', 'status', 'error_kind'])
           .execute();
+        inserted.push(...chunk);
       }
-      await addToDailyStatus(tx, dailyIncrements(rows));
+      await addToDailyStatus(tx, dailyIncrements(inserted));
     });
   }
 
@@ -292,7 +308,7 @@ class SqlUsage implements UsageRepository {
   async traffic(since: number, limit: number): Promise<TrafficSample[]> {
     const rows = await this.db
       .selectFrom('usage_ledger')
-      .select(['at', 'provider_id', 'model', 'status', 'latency_ms'])
+      .select(['at', 'provider_id', 'model', 'status', 'error_kind', 'latency_ms'])
       .where('at', '>=', since)
       .where('provider_id', 'is not', null)
       .orderBy('at', 'desc')
@@ -303,28 +319,32 @@ class SqlUsage implements UsageRepository {
       providerId: row.provider_id!,
       model: row.model,
       status: row.status,
+      errorKind: row.error_kind,
       latencyMs: row.latency_ms,
     }));
   }
 }
 
+type DailyInput = Pick<Selectable<Database['usage_ledger']>, 'at' | 'provider_id' | 'model' | 'status' | 'error_kind'>;
+
 /** The batch's requests and failures per day, provider and model, for the uptime history. */
-function dailyIncrements(rows: readonly UsageRow[]): DailyStatusRow[] {
+function dailyIncrements(rows: readonly DailyInput[]): DailyStatusRow[] {
   const byKey = new Map<string, { day: number; providerId: string; model: string; requests: number; failures: number; probes: 0; probeFailures: 0 }>();
   for (const row of rows) {
-    if (row.providerId === null) continue;
-    const day = dayOf(row.at);
-    const key = `${day}\u0000${row.providerId}\u0000${row.model}`;
+    if (row.provider_id === null) continue;
+    const day = dayOf(Number(row.at));
+    const key = `${day}\u0000${row.provider_id}\u0000${row.model}`;
     let entry = byKey.get(key);
-    if (entry === undefined) byKey.set(key, (entry = { day, providerId: row.providerId, model: row.model, requests: 0, failures: 0, probes: 0, probeFailures: 0 }));
+    if (entry === undefined) byKey.set(key, (entry = { day, providerId: row.provider_id, model: row.model, requests: 0, failures: 0, probes: 0, probeFailures: 0 }));
     entry.requests++;
-    if (isFailureStatus(row.status)) entry.failures++;
+    if (countsAgainstProvider(row.status, row.error_kind)) entry.failures++;
   }
   return [...byKey.values()];
 }
 
 function toLedgerRow(row: UsageRow) {
   return {
+    entry_id: row.entryId,
     at: row.at,
     request_id: row.requestId,
     account_id: row.accountId,
@@ -337,6 +357,9 @@ function toLedgerRow(row: UsageRow) {
     stream: row.stream ? 1 : 0,
     prompt_tokens: row.promptTokens,
     completion_tokens: row.completionTokens,
+    cached_input_tokens: row.cachedInputTokens,
+    cache_write_tokens: row.cacheWriteTokens,
+    reasoning_tokens: row.reasoningTokens,
     tokens_counted: row.tokensCounted ? 1 : 0,
     latency_ms: row.latencyMs,
     ttfb_ms: row.ttfbMs,

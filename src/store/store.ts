@@ -44,6 +44,8 @@ export interface NewKey {
 }
 
 export interface UsageRow {
+  /** Unique per row, so that a row written again (from a journal, after an uncertain write) is stored once. */
+  readonly entryId: string;
   readonly at: number;
   readonly requestId: string;
   readonly accountId: string;
@@ -56,6 +58,11 @@ export interface UsageRow {
   readonly stream: boolean;
   readonly promptTokens: number;
   readonly completionTokens: number;
+  /** Of the prompt tokens: read from and written to the upstream's prompt cache. */
+  readonly cachedInputTokens: number;
+  readonly cacheWriteTokens: number;
+  /** Of the completion tokens: the model's reasoning. */
+  readonly reasoningTokens: number;
   /** True when Sluice counted the tokens itself because the upstream reported none. */
   readonly tokensCounted: boolean;
   readonly latencyMs: number;
@@ -92,17 +99,22 @@ export interface SessionsRepository {
   deleteExpired(now: number): Promise<void>;
 }
 
-export interface LoginThrottleRecord {
-  readonly failures: number;
-  readonly lastFailureAt: number;
+export interface LoginAttempt {
+  /** False when the subject was locked out: the attempt is refused, and neither counted nor checked. */
+  readonly allowed: boolean;
+  /** Attempts counted in the window, this one included when allowed. */
+  readonly attempts: number;
+  /** When the lock-out ends (0 or a past time: none). */
   readonly blockedUntil: number;
 }
 
 export interface LoginThrottleRepository {
-  get(subject: string): Promise<LoginThrottleRecord | undefined>;
-  /** Counts one failure (starting again from 1 when the last one is older than `windowMs`); returns the new count. */
-  recordFailure(subject: string, now: number, windowMs: number): Promise<number>;
-  block(subject: string, until: number): Promise<void>;
+  /**
+   * One sign-in attempt, atomically across processes, before its password is checked: refused while
+   * the subject is locked out at `now`; otherwise counted (from 1 again when the last attempt is
+   * older than `windowMs`), and the subject locked out for `lockMs(count)` milliseconds from now.
+   */
+  attempt(subject: string, now: number, windowMs: number, lockMs: (attempts: number) => number): Promise<LoginAttempt>;
   clear(subject: string): Promise<void>;
 }
 
@@ -151,6 +163,7 @@ export interface TrafficSample {
   readonly providerId: string;
   readonly model: string;
   readonly status: number;
+  readonly errorKind: string | null;
   readonly latencyMs: number;
 }
 
@@ -194,7 +207,10 @@ export interface KeysRepository {
 }
 
 export interface UsageRepository {
+  /** New rows, in one transaction. */
   append(rows: readonly UsageRow[]): Promise<void>;
+  /** Rows some of which may be stored already (a journal imported again): those are skipped. */
+  appendOnce(rows: readonly UsageRow[]): Promise<void>;
   count(): Promise<number>;
   /** Usage per key since a time, for every key or one account's. */
   byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>>;
@@ -215,10 +231,11 @@ export interface Store {
 }
 
 /**
- * Whether a ledger status counts against a provider's health: its own failures (5xx, timeouts) and
- * rate limiting. Callers' mistakes (other 4xx) and callers going away (499) say nothing about it.
- * The daily counters (SqlUsage.append) use this rule.
+ * Whether a ledger row counts against its provider's health: the provider's own failures (5xx,
+ * timeouts) and rate limiting. Callers' mistakes (other 4xx), callers going away (499) and failures
+ * inside Sluice (any kind but `upstream_*`) say nothing about it. The daily counters
+ * (SqlUsage.append) use this rule.
  */
-export function isFailureStatus(status: number): boolean {
-  return status >= 500 || status === 429;
+export function countsAgainstProvider(status: number, errorKind: string | null): boolean {
+  return (status >= 500 || status === 429) && errorKind !== null && errorKind.startsWith('upstream_');
 }

@@ -1,4 +1,4 @@
-import type { Prompt, Usage } from '../completions/completion.js';
+import { usageOf, type Usage } from '../generation/model.js';
 
 type Encode = (text: string) => number[];
 let encodePromise: Promise<Encode> | undefined;
@@ -13,18 +13,16 @@ function loadEncoder(): Promise<Encode> {
   return encodePromise;
 }
 
-export async function countUsage(prompt: Prompt, completionTexts: readonly string[]): Promise<Usage> {
+/** Input texts (a token-id prompt counts its ids) and generated texts, as Sluice's own usage. */
+export async function countUsage(inputs: readonly (string | number | readonly number[])[], outputs: readonly string[]): Promise<Usage> {
   const encode = await loadEncoder();
-  let promptTokens = 0;
-  if (typeof prompt === 'string') promptTokens = encode(prompt).length;
-  else {
-    for (const item of prompt) {
-      if (typeof item === 'string') promptTokens += encode(item).length;
-      else if (typeof item === 'number') promptTokens += 1;
-      else promptTokens += item.length;
-    }
+  let input = 0;
+  for (const item of inputs) {
+    if (typeof item === 'string') input += encode(item).length;
+    else if (typeof item === 'number') input += 1;
+    else input += item.length;
   }
-  let completionTokens = 0;
-  for (const text of completionTexts) completionTokens += encode(text).length;
-  return { promptTokens, completionTokens };
+  let output = 0;
+  for (const text of outputs) output += encode(text).length;
+  return usageOf(input, output);
 }

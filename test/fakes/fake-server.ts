@@ -1,5 +1,5 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 /** What every fake upstream shares: a real HTTP server on loopback that records what it received. */
 export interface RecordedRequest {
@@ -10,8 +10,8 @@ export interface RecordedRequest {
 }
 
 export interface Behaviour {
-  /** Answer every request with this status, body and headers instead of generating. */
-  fail?: { status: number; body: string; headers?: Record<string, string> };
+  /** Answer every request with this status, body (or the body made from the request) and headers instead of generating. */
+  fail?: { status: number; body: string | ((request: RecordedRequest) => string); headers?: Record<string, string> };
   /** Wait before sending the response headers. */
   headerDelayMs?: number;
   /** Wait between stream events. */
@@ -20,8 +20,21 @@ export interface Behaviour {
   omitUsage?: boolean;
   /** Send the upstream's own in-stream error event after this many events. */
   errorAfterChunks?: number;
+  /** The message of that event, made from the request (default: the fake's own). */
+  errorMessage?: (request: RecordedRequest) => string;
   /** Answer 200 with a body that is not JSON. */
   garbage?: boolean;
+  /** (OpenAI fake) Answer a whole legacy completion of exactly this many bytes, announced by content-length or not. */
+  largeAnswer?: { bytes: number; contentLength: boolean };
+  /**
+   * Forget a connection once it has been idle this long after an answer (0: at once), without
+   * telling the client, as a server past its keep-alive timeout whose close crosses the next
+   * request, or a load balancer that dropped the flow: a request that then arrives on it never
+   * reaches the handler (nor `requests`), and the connection is reset (a TCP RST) or closed (a FIN).
+   */
+  dropIdleConnections?: { afterMs: number; how: 'reset' | 'close' };
+  /** Read and record the request, then reset the connection having sent nothing, or only a status line. */
+  hangUp?: 'after-request' | 'after-status-line';
 }
 
 export interface FakeUpstream {
@@ -31,6 +44,8 @@ export interface FakeUpstream {
   readonly aborted: RecordedRequest[];
   /** TCP connections accepted so far (keep-alive reuse keeps this low). */
   readonly connections: number;
+  /** Requests that arrived on a connection the server had forgotten (`dropIdleConnections`). */
+  readonly dropped: number;
   behaviour: Behaviour;
   close(): Promise<void>;
 }
@@ -42,7 +57,17 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
   const requests: RecordedRequest[] = [];
   const aborted: RecordedRequest[] = [];
   const state: { behaviour: Behaviour } = { behaviour: {} };
+  const lastAnswered = new WeakMap<Socket, number>();
+  let dropped = 0;
   const server = http.createServer(async (req, res) => {
+    const drop = state.behaviour.dropIdleConnections;
+    const idleSince = lastAnswered.get(req.socket);
+    if (drop !== undefined && idleSince !== undefined && Date.now() - idleSince >= drop.afterMs) {
+      dropped++;
+      if (drop.how === 'reset') req.socket.resetAndDestroy();
+      else req.socket.destroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     let body: any;
@@ -56,12 +81,17 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
     res.on('close', () => {
       if (!res.writableFinished) aborted.push(record);
     });
+    res.on('finish', () => lastAnswered.set(req.socket, Date.now()));
     const behaviour = state.behaviour;
+    if (behaviour.hangUp === 'after-request') return void req.socket.resetAndDestroy();
+    // Ended with a FIN rather than a reset, which could discard the status line unsent.
+    if (behaviour.hangUp === 'after-status-line') return void req.socket.end('HTTP/1.1 200 OK\r\n');
     if (behaviour.headerDelayMs) await sleep(behaviour.headerDelayMs);
     if (res.destroyed) return;
     if (behaviour.fail) {
       res.writeHead(behaviour.fail.status, { 'content-type': 'application/json', ...behaviour.fail.headers });
-      res.end(behaviour.fail.body);
+      const { body } = behaviour.fail;
+      res.end(typeof body === 'string' ? body : body(record));
       return;
     }
     if (behaviour.garbage) {
@@ -81,6 +111,9 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
     aborted,
     get connections() {
       return connections;
+    },
+    get dropped() {
+      return dropped;
     },
     get behaviour() {
       return state.behaviour;

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,8 +10,17 @@ import type { Database } from '../../src/store/schema.js';
 const run = promisify(execFile);
 export const SLUICE_BIN = resolve(import.meta.dirname, '../../bin/sluice.js');
 
+/** Every directory tempDir made in this process, removed when it exits, whatever the tests' outcome. */
+const madeDirs: string[] = [];
+process.once('exit', () => {
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system's temporary folder; gone when the test process ends. */
 export function tempDir(prefix = 'sluice-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
 }
 
 export interface CliResult {
@@ -20,14 +29,22 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `sluice` command. */
+/**
+ * Runs the real `sluice` command. One still running after 30 s (a `serve` that should have refused
+ * to start) gets SIGTERM, so the test fails instead of hanging. Not execFile's own `timeout`: it
+ * closes the output pipes before the signal, and a `serve --workers N` left without them does not stop.
+ */
 export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const running = run(process.execPath, [SLUICE_BIN, ...args], { env: { ...process.env, ...env } });
+  const timer = setTimeout(() => running.child.kill('SIGTERM'), 30_000);
   try {
-    const { stdout, stderr } = await run(process.execPath, [SLUICE_BIN, ...args], { env: { ...process.env, ...env } });
+    const { stdout, stderr } = await running;
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof failed.code === 'number' ? failed.code : 1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { AdminResult, FieldErrors, SecretChanges } from '../../catalogue/catalogue-admin.js';
-import { ENDPOINTS, PROVIDER_KINDS } from '../../config/config-file.js';
-import type { Handler, RequestContext } from '../../http/server.js';
+import { ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS } from '../../config/config-file.js';
+import type { Handler, RequestContext } from '../../http/handler.js';
 import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatPrice, html, layout, type Html } from '../html.js';
 import { FormError, redirect, sendHtml } from '../http.js';
@@ -8,6 +8,16 @@ import type { Session } from '../sessions.js';
 
 type Values = Record<string, string | string[]>;
 type Kind = 'providers' | 'models';
+
+/** The provider form's limits, each with its label and placeholder (the default where there is one). */
+const LIMIT_FIELDS: readonly (readonly [name: string, label: string, placeholder: string])[] = [
+  ['connect_timeout_ms', 'Connect timeout (ms)', String(PROVIDER_DEFAULTS.connect_timeout_ms)],
+  ['response_timeout_ms', 'Response timeout (ms, until headers)', String(PROVIDER_DEFAULTS.response_timeout_ms)],
+  ['idle_timeout_ms', 'Idle timeout (ms)', String(PROVIDER_DEFAULTS.idle_timeout_ms)],
+  ['keep_alive_timeout_ms', 'Keep idle connections (ms)', String(PROVIDER_DEFAULTS.keep_alive_timeout_ms)],
+  ['max_response_bytes', 'Largest whole answer (bytes)', String(PROVIDER_DEFAULTS.max_response_bytes)],
+  ['max_connections', 'Max connections', '256'],
+];
 
 /** A text input of an entry form, with its label, hint and error wired for assistive technology. */
 function field(name: string, label: string, values: Values, errors: FieldErrors, options: { type?: string; hint?: string; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
@@ -103,12 +113,9 @@ ${errorSummary(errors)}
     ${mode === 'update' && secrets.headerNames.length > 0 ? html`<label class="check"><input type="checkbox" name="clear_headers" value="1"> Remove the stored headers</label>` : ''}
     ${errors.headers ? html`<p class="field-error">${errors.headers}</p>` : ''}
   </div>
-  <details${['connect_timeout_ms', 'response_timeout_ms', 'idle_timeout_ms', 'max_connections'].some((f) => errors[f]) ? html` open` : ''}>
+  <details${LIMIT_FIELDS.some(([name]) => errors[name]) ? html` open` : ''}>
     <summary>Timeouts and connections</summary>
-    ${field('connect_timeout_ms', 'Connect timeout (ms)', values, errors, { type: 'number', placeholder: '10000' })}
-    ${field('response_timeout_ms', 'Response timeout (ms, until headers)', values, errors, { type: 'number', placeholder: '300000' })}
-    ${field('idle_timeout_ms', 'Idle timeout (ms)', values, errors, { type: 'number', placeholder: '300000' })}
-    ${field('max_connections', 'Max connections', values, errors, { type: 'number', placeholder: '256' })}
+    ${LIMIT_FIELDS.map(([name, label, placeholder]) => field(name, label, values, errors, { type: 'number', placeholder }))}
   </details>
   <fieldset class="field">
     <legend>Active probe <span class="muted">(optional; a one-token completion, never billed to a key)</span></legend>
@@ -221,7 +228,7 @@ function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Recor
   const raw: Record<string, unknown> = { id: text(form, 'id') ?? '', kind: text(form, 'kind') ?? '' };
   const baseUrl = text(form, 'base_url');
   if (baseUrl !== undefined) raw.base_url = baseUrl;
-  for (const name of ['connect_timeout_ms', 'response_timeout_ms', 'idle_timeout_ms', 'max_connections']) {
+  for (const [name] of LIMIT_FIELDS) {
     const value = numberField(form, name, errors);
     if (value !== undefined) raw[name] = value;
   }
@@ -238,7 +245,7 @@ function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Recor
   const headerText = (form.get('headers') ?? '').trim();
   if (form.get('clear_headers') === '1') secrets.headers = null;
   else if (headerText !== '') {
-    const headers: Record<string, string> = {};
+    const headers = new Map<string, string>();
     for (const line of headerText.split(/\r?\n/)) {
       if (line.trim() === '') continue;
       const colon = line.indexOf(':');
@@ -247,9 +254,14 @@ function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Recor
         errors.headers = 'each line must be `Name: value` with a valid header name';
         break;
       }
-      headers[name] = line.slice(colon + 1).trim();
+      // The schema's header record drops a `__proto__` key: refuse it rather than lose it unseen.
+      if (name === '__proto__') {
+        errors.headers = '`__proto__` cannot be used as a header name';
+        break;
+      }
+      headers.set(name, line.slice(colon + 1).trim());
     }
-    secrets.headers = headers;
+    secrets.headers = Object.fromEntries(headers);
   }
   return { raw, secrets };
 }

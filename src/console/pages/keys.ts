@@ -1,6 +1,6 @@
 import { maskSecret } from '../../auth/key-secret.js';
 import { changeKeyStatus, createKey, KeyManagementError } from '../../auth/keys-service.js';
-import type { Handler, RequestContext } from '../../http/server.js';
+import type { Handler, RequestContext } from '../../http/handler.js';
 import type { KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
 import { checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';

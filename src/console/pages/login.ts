@@ -4,7 +4,7 @@ import { clientIp, cookie, FormError, parseCookies, readForm, redirect, safeEqua
 import { LoginThrottle } from '../login-throttle.js';
 import { decoyHash, verifyPassword } from '../passwords.js';
 import { checkedForm, page, requireSession, type ConsoleDeps } from '../console-context.js';
-import type { Handler } from '../../http/server.js';
+import type { Handler } from '../../http/handler.js';
 
 /** Double-submit token for the sign-in form, which has no session yet to derive one from. */
 const LOGIN_COOKIE = 'sluice_login';
@@ -67,17 +67,17 @@ export function loginRoutes(deps: ConsoleDeps): { get: Handler; post: Handler; l
     const answer = (status: number, error: string, headers: Record<string, string> = {}) =>
       sendHtml(ctx.res, status, loginPage(expected, { username, next, error }), headers);
 
-    const waitMs = await deps.throttle.waitMs(subject);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
+    // Counted before the (slow) check, so guesses sent in parallel cannot all be checked.
+    const turn = await deps.throttle.attempt(subject);
+    if (!turn.allowed) {
+      const seconds = Math.ceil(turn.waitMs / 1000);
       return answer(429, `Too many failed sign-ins. Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`, { 'retry-after': String(seconds) });
     }
     const credentials = username === '' ? undefined : await deps.store.accounts.passwordHash(username);
     // An unknown name costs the same hash as a known one, so timing does not tell which names exist.
     const ok = await verifyPassword(password, credentials?.passwordHash ?? (await decoyHash()));
     if (credentials === undefined || !ok) {
-      const lockMs = await deps.throttle.failed(subject);
-      const more = lockMs > 0 ? ` Too many failures: wait ${Math.ceil(lockMs / 1000)} s before the next try.` : '';
+      const more = turn.lockMs > 0 ? ` Too many failures: wait ${Math.ceil(turn.lockMs / 1000)} s before the next try.` : '';
       return answer(401, `The username or password is not right.${more}`);
     }
     await deps.throttle.succeeded(subject);

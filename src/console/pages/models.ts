@@ -1,5 +1,5 @@
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
-import type { Handler, RequestContext } from '../../http/server.js';
+import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Health } from '../../status/health.js';
 import { page, type ConsoleDeps } from '../console-context.js';
 import { formatInt, formatPrice, html, layout, type Html } from '../html.js';
@@ -155,7 +155,9 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
     const all = deps.catalogue.current().models;
     const q = (query.get('q') ?? '').slice(0, 200);
     const sortParam = query.get('sort') ?? 'default';
-    const sort: SortKey = sortParam in SORTS ? (sortParam as SortKey) : 'default';
+    // Own keys only: `in` would also accept what every object inherits (constructor, toString, …).
+    // An unknown sort is the catalogue order, as an unknown `dir` is ascending.
+    const sort: SortKey = Object.hasOwn(SORTS, sortParam) ? (sortParam as SortKey) : 'default';
     const dir = query.get('dir') === 'desc' ? 'desc' : 'asc';
     const models = select(all, q, sort, dir);
     if (forceJson || wantsJson(ctx.req, query)) {

@@ -1,4 +1,4 @@
-import type { Handler, RequestContext } from '../../http/server.js';
+import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Figures, Health } from '../../status/health.js';
 import { HISTORY_DAYS, type ComponentStatus, type DayBar, type StatusSnapshot } from '../../status/status-monitor.js';
 import { page, type ConsoleDeps } from '../console-context.js';

@@ -1,4 +1,4 @@
-import type { Handler } from '../server.js';
+import type { Handler } from '../handler.js';
 
 const READY = JSON.stringify({ status: 'ok' });
 

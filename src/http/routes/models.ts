@@ -3,8 +3,8 @@ import type { Principal } from '../../auth/authenticator.js';
 import { modelForKey } from '../../catalogue/access.js';
 import { DIALECTS } from '../../dialects/dialect.js';
 import { GatewayError } from '../../errors.js';
-import { sendJson, type GatewayDeps, type RequestContext } from '../server.js';
-import type { Handler } from '../server.js';
+import type { Handler, RequestContext } from '../handler.js';
+import { sendJson, type GatewayDeps } from '../server.js';
 
 /** `/v1/models/{id}` for every dialect, and `/v1beta/models/{name}` where the Google SDKs look. */
 export const MODEL_PATH_PREFIXES = ['/v1/models/', '/v1beta/models/'] as const;

@@ -1,9 +1,7 @@
-import type { CatalogueModel } from '../catalogue/catalogue.js';
-
 /**
- * The legacy completion operation as Sluice models it internally. The OpenAI dialect parses the
- * wire body into a CompletionRequest at the edge; providers turn it into upstream calls and answer
- * with a Completion or a stream of CompletionEvents, which the dialect's writer puts on the wire.
+ * The legacy completion operation as the OpenAI dialect holds it: the parsed request, and the
+ * completion it writes back. Providers never see these: a same-dialect upstream gets the caller's
+ * body relayed, any other the generation model (see operation.ts).
  */
 export type Prompt = string | string[] | number[] | number[][];
 
@@ -31,7 +29,7 @@ export interface CompletionRequest {
   readonly user: string | undefined;
   /**
    * The body exactly as the client sent it (validated), including fields Sluice does not know,
-   * for adapters that relay to an upstream speaking the same dialect.
+   * for an upstream speaking the same dialect.
    */
   readonly body: Readonly<Record<string, unknown>>;
 }
@@ -43,11 +41,6 @@ export interface LegacyLogprobs {
   readonly token_logprobs: readonly (number | null)[];
   readonly top_logprobs: readonly (Readonly<Record<string, number>> | null)[] | null;
   readonly text_offset: readonly number[];
-}
-
-export interface Usage {
-  readonly promptTokens: number;
-  readonly completionTokens: number;
 }
 
 export interface CompletionChoice {
@@ -64,25 +57,5 @@ export interface Completion {
   /** Unix seconds. */
   readonly created: number;
   readonly choices: readonly CompletionChoice[];
-  /** null when the upstream reported none; Sluice then counts the tokens itself. */
-  readonly usage: Usage | null;
   readonly extra?: Readonly<Record<string, unknown>>;
-}
-
-/**
- * One stream, normalised. `start` comes first; `choice` carries new text for one choice (with
- * `finishReason` set on that choice's last piece); `usage` at most once, near the end. A failure
- * mid-stream is thrown from the iterator as a GatewayError.
- */
-export type CompletionEvent =
-  | { readonly type: 'start'; readonly id: string; readonly created: number }
-  | ({ readonly type: 'choice' } & CompletionChoice)
-  | { readonly type: 'usage'; readonly usage: Usage };
-
-export interface CompletionCall {
-  readonly request: CompletionRequest;
-  readonly model: CatalogueModel;
-  readonly requestId: string;
-  /** Aborted when the client goes away or the gateway gives up. */
-  readonly signal: AbortSignal;
 }

@@ -1,13 +1,5 @@
+import type { TokenLogprob } from '../../../generation/model.js';
 import type { LegacyLogprobs } from './completion.js';
-
-/** One generated token with its log-probability, as chat-style upstreams report them. */
-export interface TokenLogprob {
-  readonly token: string;
-  readonly logprob: number;
-  /** The token's UTF-8 bytes when the upstream gives them (a token may hold half a character). */
-  readonly bytes?: readonly number[] | null | undefined;
-  readonly top: readonly { readonly token: string; readonly logprob: number }[];
-}
 
 const encoder = new TextEncoder();
 

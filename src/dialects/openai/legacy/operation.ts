@@ -1,0 +1,237 @@
+import { performance } from 'node:perf_hooks';
+import { bearerToken } from '../../../auth/key-carriers.js';
+import type { CatalogueModel } from '../../../catalogue/catalogue.js';
+import { checkSupported, MAX_CALLS_PER_REQUEST, unsupported } from '../../../generation/capabilities.js';
+import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
+import { generationRequest, textOf, type Finish, type GenerationRequest, type Usage } from '../../../generation/model.js';
+import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
+import type { Capabilities } from '../../../generation/provider.js';
+import { isObject } from '../../../providers/upstream-client.js';
+import { unreadableUpstream } from '../../../providers/upstream-errors.js';
+import { usageFromOpenAI } from '../../../providers/openai-compatible.js';
+import { countUsage } from '../../../usage/token-counter.js';
+import { openAIDialect } from '../dialect.js';
+import { runStream } from '../streaming.js';
+import type { Completion, CompletionChoice, CompletionRequest, FinishReason, LegacyLogprobs } from './completion.js';
+import { LegacyLogprobsBuilder } from './logprobs.js';
+import { parseCompletionRequest } from './request.js';
+import { openAICompletionBody, OpenAICompletionStreamWriter } from './writer.js';
+
+/** OpenAI's legacy completion parameters; anything else in a body is an extension. */
+const LEGACY_PARAMETERS: ReadonlySet<string> = new Set([
+  'model', 'prompt', 'suffix', 'max_tokens', 'temperature', 'top_p', 'n', 'best_of', 'stream', 'stream_options',
+  'logprobs', 'echo', 'stop', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'user', 'seed',
+]);
+
+/** Legacy `max_tokens` default, which chat APIs do not share (Anthropic requires a value). */
+const DEFAULT_MAX_TOKENS = 16;
+
+/**
+ * `POST /v1/completions`. A model whose upstream serves legacy completions gets the caller's body
+ * relayed; any other gets one chat turn per prompt through the generation model, with the legacy
+ * features (several prompts, echo, legacy log-probabilities) done here.
+ */
+export const legacyCompletions: GenerationOperation<CompletionRequest> = {
+  endpoint: 'completions',
+  dialect: openAIDialect,
+  credential: bearerToken,
+  parse: parseCompletionRequest,
+  modelOf: (request) => request.model,
+  isStream: (request) => request.stream,
+  countUsage: (request, generated) => countUsage(promptsOf(request), generated),
+  async serve(exchange) {
+    const { provider, model, request } = exchange;
+    if (provider.relays('openai.completions', model)) return request.stream ? relayStream(exchange) : relayWhole(exchange);
+    const subCalls = translate(request, model, provider.capabilities(model));
+    return request.stream ? translatedStream(exchange, subCalls) : translatedWhole(exchange, subCalls);
+  },
+};
+
+function promptsOf(request: CompletionRequest): (string | number | readonly number[])[] {
+  return typeof request.prompt === 'string' ? [request.prompt] : request.prompt;
+}
+
+/** What was generated, without an echoed prompt (which is input, not output). */
+function generatedTexts(request: CompletionRequest, texts: readonly (string | undefined)[], echoed: boolean): string[] {
+  const prompts = promptsOf(request);
+  const out: string[] = [];
+  texts.forEach((text, index) => {
+    if (text === undefined) return;
+    const prompt = prompts[Math.floor(index / request.n)];
+    out.push(echoed && typeof prompt === 'string' && text.startsWith(prompt) ? text.slice(prompt.length) : text);
+  });
+  return out;
+}
+
+async function relayWhole(x: Exchange<CompletionRequest>): Promise<void> {
+  const relayed = await x.invoke.relay({ operation: 'openai.completions', body: x.request.body, stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
+  if (relayed.stream) throw new Error('a whole relay answered with a stream');
+  const body = relayed.body;
+  if (!Array.isArray(body.choices)) throw unreadableUpstream(x.provider.id, 'an answer without choices');
+  const choices = body.choices.map((choice) => relayedChoice(x.provider.id, choice));
+  let usage = usageFromOpenAI(body.usage);
+  if (usage === null) {
+    usage = await countUsage(promptsOf(x.request), generatedTexts(x.request, choices.map((c) => c.text), x.request.echo));
+    x.meter.tokensCounted = true;
+  }
+  x.meter.usage = usage;
+  const completion: Completion = {
+    id: typeof body.id === 'string' ? body.id : '',
+    created: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000),
+    choices,
+    extra: body,
+  };
+  x.res.writeHead(200, { 'content-type': 'application/json' }).end(openAICompletionBody(completion, x.request.model, usage));
+  x.meter.firstByteAt = performance.now();
+}
+
+function relayedChoice(providerId: string, raw: unknown): CompletionChoice {
+  if (!isObject(raw) || typeof raw.text !== 'string') throw unreadableUpstream(providerId, 'a choice without text');
+  return {
+    index: typeof raw.index === 'number' ? raw.index : 0,
+    text: raw.text,
+    logprobs: (raw.logprobs as LegacyLogprobs | null | undefined) ?? null,
+    finishReason: typeof raw.finish_reason === 'string' ? raw.finish_reason : null,
+    extra: raw,
+  };
+}
+
+async function relayStream(x: Exchange<CompletionRequest>): Promise<void> {
+  const { request } = x;
+  const relayed = await x.invoke.relay({ operation: 'openai.completions', body: request.body, stream: true, model: x.model, requestId: x.requestId, signal: x.signal });
+  if (!relayed.stream) throw new Error('a streamed relay answered whole');
+  const writer = new OpenAICompletionStreamWriter(x.res, request.model, request.includeUsage, x.signal);
+  const texts: string[] = [];
+  let usage: Usage | null = null;
+  await runStream(x, writer, 'cmpl-', async () => {
+    for await (const chunk of relayed.events) {
+      if (!Array.isArray(chunk.choices)) throw unreadableUpstream(x.provider.id, 'a stream event without choices');
+      if (!writer.hasStarted) {
+        writer.open(typeof chunk.id === 'string' ? chunk.id : '', typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000));
+        x.meter.firstByteAt ??= performance.now();
+      }
+      for (const raw of chunk.choices) {
+        const choice = relayedChoice(x.provider.id, raw);
+        texts[choice.index] = (texts[choice.index] ?? '') + choice.text;
+        await writer.choice(choice);
+      }
+      // The last figures count: vLLM's continuous stats put running totals on every chunk.
+      usage = usageFromOpenAI(chunk.usage) ?? usage;
+    }
+    return usage;
+  }, delivered(request, texts, request.echo));
+}
+
+/** Sluice's count of a stream so far, an echoed prompt left out of the output. */
+function delivered(request: CompletionRequest, texts: readonly (string | undefined)[], echoed: boolean): () => Promise<Usage> {
+  return () => countUsage(promptsOf(request), generatedTexts(request, texts, echoed));
+}
+
+/**
+ * One chat turn per prompt, `n` choices each, as sub-calls of the generation model. Refuses, with a
+ * 400 naming the parameter and the model, whatever the upstream cannot honour.
+ */
+function translate(request: CompletionRequest, model: CatalogueModel, caps: Capabilities): SubCall[] {
+  const refuse = (param: string, what: string) => unsupported(model, caps, param, what);
+  if (typeof request.prompt !== 'string' && request.prompt.some((p) => typeof p !== 'string')) throw refuse('prompt', 'token-id prompts (send text)');
+  const prompts = typeof request.prompt === 'string' ? [request.prompt] : (request.prompt as string[]);
+  const calls = prompts.length * Math.ceil(request.n / caps.maxChoicesPerCall);
+  if (calls > MAX_CALLS_PER_REQUEST) {
+    throw refuse('n', `${prompts.length} prompt(s) × n = ${request.n}, which would take ${calls} upstream calls (at most ${MAX_CALLS_PER_REQUEST})`);
+  }
+  if (request.bestOf !== undefined && request.bestOf > 1) throw refuse('best_of', "'best_of' greater than 1");
+  if (request.suffix !== null && request.suffix !== '') throw refuse('suffix', "'suffix' (no fill-in-the-middle)");
+  if (request.maxTokens === 0) throw refuse('max_tokens', "'max_tokens' of 0");
+  if (request.logprobs !== null && request.echo && caps.logprobs) throw refuse('echo', "'echo' together with 'logprobs' (the upstream cannot score prompt tokens)");
+  const extensions = Object.fromEntries(Object.entries(request.body).filter(([field]) => !LEGACY_PARAMETERS.has(field) && field !== 'top_k'));
+  const topK = request.body.top_k;
+  const base = (prompt: string): GenerationRequest =>
+    generationRequest({
+      model: request.model,
+      messages: [{ role: 'user', content: [{ type: 'text', text: prompt }] }],
+      maxOutputTokens: request.maxTokens ?? DEFAULT_MAX_TOKENS,
+      temperature: request.temperature,
+      topP: request.topP,
+      topK: typeof topK === 'number' ? topK : undefined,
+      stop: request.stop,
+      n: request.n,
+      presencePenalty: request.presencePenalty,
+      frequencyPenalty: request.frequencyPenalty,
+      logitBias: request.logitBias,
+      seed: request.seed,
+      user: request.user,
+      logprobs: request.logprobs === null ? undefined : { top: request.logprobs },
+      extensions,
+    });
+  const requests = prompts.map(base);
+  checkSupported(requests[0]!, model, caps);
+  return requests.flatMap((turn, p) => splitChoices(turn, caps.maxChoicesPerCall, p * request.n));
+}
+
+/** Legacy finish reasons: stop, length, content_filter; a call for tools still stopped the text. */
+function legacyFinish(finish: Finish): FinishReason {
+  return finish.reason === 'length' || finish.reason === 'content_filter' ? finish.reason : 'stop';
+}
+
+async function translatedWhole(x: Exchange<CompletionRequest>, subCalls: readonly SubCall[]): Promise<void> {
+  const { request } = x;
+  const result = await x.invoke.generate(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
+  const prompts = promptsOf(request) as string[];
+  const choices: CompletionChoice[] = result.choices.map((choice) => {
+    const prompt = prompts[Math.floor(choice.index / request.n)]!;
+    const text = textOf(choice.content);
+    return {
+      index: choice.index,
+      text: request.echo ? prompt + text : text,
+      logprobs: request.logprobs === null ? null : new LegacyLogprobsBuilder(request.logprobs).add(choice.logprobs ?? []),
+      finishReason: legacyFinish(choice.finish),
+    };
+  });
+  let usage = result.usage;
+  if (usage === null) {
+    usage = await countUsage(prompts, generatedTexts(request, choices.map((c) => c.text), request.echo));
+    x.meter.tokensCounted = true;
+  }
+  x.meter.usage = usage;
+  const completion: Completion = { id: newGenerationId('cmpl-'), created: Math.floor(Date.now() / 1000), choices };
+  x.res.writeHead(200, { 'content-type': 'application/json' }).end(openAICompletionBody(completion, request.model, usage));
+  x.meter.firstByteAt = performance.now();
+}
+
+async function translatedStream(x: Exchange<CompletionRequest>, subCalls: readonly SubCall[]): Promise<void> {
+  const { request } = x;
+  const parts = await x.invoke.stream(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
+  const writer = new OpenAICompletionStreamWriter(x.res, request.model, request.includeUsage, x.signal);
+  const prompts = promptsOf(request) as string[];
+  const texts: string[] = [];
+  const builders = new Map<number, LegacyLogprobsBuilder>();
+  const logprobsOf = (choice: number, tokens: Parameters<LegacyLogprobsBuilder['add']>[0] | undefined): LegacyLogprobs | null => {
+    if (request.logprobs === null) return null;
+    let builder = builders.get(choice);
+    if (builder === undefined) builders.set(choice, (builder = new LegacyLogprobsBuilder(request.logprobs)));
+    return builder.add(tokens ?? []);
+  };
+  await runStream(x, writer, 'cmpl-', async () => {
+    writer.open(newGenerationId('cmpl-'), Math.floor(Date.now() / 1000));
+    x.meter.firstByteAt = performance.now();
+    if (request.echo) {
+      for (let choice = 0; choice < prompts.length * request.n; choice++) {
+        await writer.choice({ index: choice, text: prompts[Math.floor(choice / request.n)]!, logprobs: null, finishReason: null });
+      }
+    }
+    let usage: Usage | null = null;
+    for await (const part of parts) {
+      if (part.type === 'text') {
+        texts[part.choice] = (texts[part.choice] ?? '') + part.text;
+        if (part.text === '' && part.logprobs === undefined) continue;
+        await writer.choice({ index: part.choice, text: part.text, logprobs: logprobsOf(part.choice, part.logprobs), finishReason: null });
+      } else if (part.type === 'finish') {
+        await writer.choice({ index: part.choice, text: '', logprobs: request.logprobs === null ? null : logprobsOf(part.choice, []), finishReason: legacyFinish(part.finish) });
+      } else if (part.type === 'usage') {
+        usage = part.usage;
+      }
+    }
+    return usage;
+  }, delivered(request, texts, false));
+}
+

@@ -1,0 +1,87 @@
+import type { z } from 'zod';
+import { GatewayError } from '../../errors.js';
+
+/** OpenAI-dialect validation errors, worded as OpenAI words them so that clients that show them read naturally. */
+export function invalid(param: string, message: string, code?: string): GatewayError {
+  return new GatewayError('invalid_request', message, code === undefined ? { param } : { param, code });
+}
+
+/** A zod issue as OpenAI would word it. */
+export function validationError(issue: z.core.$ZodIssue): GatewayError {
+  const param = formatPath(issue.path);
+  const got = describeValue(issue.input);
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+      return invalid(param, `Invalid type for '${param}': expected ${expectedPhrase(issue.expected)}, but got ${got} instead.`, 'invalid_type');
+    case 'invalid_union':
+      if (issue.input === undefined) return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+      return invalid(param, `Invalid type for '${param}': expected ${UNION_EXPECTATIONS.get(param) ?? 'one of the documented shapes'}, but got ${got} instead.`, 'invalid_type');
+    case 'too_small':
+    case 'too_big': {
+      const bound = issue.code === 'too_small' ? `>= ${String(issue.minimum)}` : `<= ${String(issue.maximum)}`;
+      if (issue.origin === 'array' || issue.origin === 'string') {
+        return invalid(param, `Invalid '${param}': expected ${issue.origin === 'array' ? 'an array' : 'a string'} with length ${bound}.`);
+      }
+      const kind = Number.isInteger(issue.input) ? 'integer' : 'decimal';
+      const side = issue.code === 'too_small' ? 'below minimum' : 'above maximum';
+      const code = `${kind}_${issue.code === 'too_small' ? 'below_min' : 'above_max'}_value`;
+      return invalid(param, `Invalid '${param}': ${kind} ${side} value. Expected a value ${bound}, but got ${String(issue.input)} instead.`, code);
+    }
+    case 'invalid_format':
+      return invalid(param, `Invalid '${param}': keys must be token ids written as strings of digits.`);
+    case 'invalid_key':
+      return invalid(param, `Invalid '${param}': keys must be token ids written as strings of digits.`);
+    default:
+      return invalid(param, `Invalid '${param}': ${issue.message}.`);
+  }
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out === '' ? String(part) : `.${String(part)}`;
+  return out || 'body';
+}
+
+function expectedPhrase(expected: string): string {
+  switch (expected) {
+    case 'int':
+      return 'an integer';
+    case 'number':
+      return 'a number';
+    case 'string':
+      return 'a string';
+    case 'boolean':
+      return 'a boolean';
+    case 'object':
+    case 'record':
+      return 'an object';
+    case 'array':
+      return 'an array';
+    default:
+      return expected;
+  }
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : 'an array';
+  switch (typeof value) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return Number.isInteger(value) ? 'an integer' : 'a decimal number';
+    case 'boolean':
+      return 'a boolean';
+    case 'object':
+      return 'an object';
+    default:
+      return typeof value;
+  }
+}
+
+/** What a field that takes several shapes expects, in words. */
+const UNION_EXPECTATIONS: ReadonlyMap<string, string> = new Map([
+  ['prompt', 'a string, an array of strings, an array of token ids or an array of token-id arrays'],
+  ['stop', 'a string or an array of strings'],
+]);

@@ -1,0 +1,51 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { Endpoint } from '../config/config-file.js';
+import type { Dialect } from '../dialects/dialect.js';
+import type { Invoker } from './invoke.js';
+import type { Usage } from './model.js';
+import type { Provider } from './provider.js';
+
+/**
+ * What a caller dialect contributes to the request path for one operation: where the key is, how
+ * the body parses, and how the answer is served and written. The stages around it (authenticate,
+ * resolve the model, admit, meter) are the same for every operation (see http/routes/generation.ts).
+ */
+export interface GenerationOperation<Request> {
+  /** The catalogue endpoint a model must serve, and the ledger's operation name. */
+  readonly endpoint: Endpoint;
+  readonly dialect: Dialect;
+  credential(headers: IncomingHttpHeaders): string | undefined;
+  /** Validates the body; throws a GatewayError naming the parameter at fault. */
+  parse(body: unknown): Request;
+  modelOf(request: Request): string;
+  isStream(request: Request): boolean;
+  /** Invokes the provider through `exchange.invoke` and writes the answer; reports usage on `exchange.meter`. */
+  serve(exchange: Exchange<Request>): Promise<void>;
+  /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */
+  countUsage(request: Request, generated: readonly string[]): Promise<Usage>;
+}
+
+/** One admitted request on its way through the invoke stage. */
+export interface Exchange<Request> {
+  readonly request: Request;
+  readonly model: CatalogueModel;
+  readonly provider: Provider;
+  readonly requestId: string;
+  readonly res: ServerResponse;
+  /** Aborted when the caller goes away. */
+  readonly signal: AbortSignal;
+  readonly invoke: Invoker;
+  readonly meter: Meter;
+}
+
+/** What the meter stage records of a request, filled in as it goes. */
+export interface Meter {
+  usage: Usage | null;
+  /** True when Sluice counted the tokens because the upstream reported none. */
+  tokensCounted: boolean;
+  /** performance.now() when the first byte went to the caller. */
+  firstByteAt: number | null;
+  /** A failure after the answer began (sent as an error event): the status and kind the ledger records. */
+  failure: { readonly status: number; readonly kind: string } | null;
+}

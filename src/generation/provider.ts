@@ -1,0 +1,71 @@
+import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { GenerationRequest, GenerationResult, StreamPart } from './model.js';
+
+/** One upstream call. */
+export interface GenerationCall {
+  readonly request: GenerationRequest;
+  readonly model: CatalogueModel;
+  readonly requestId: string;
+  /** Aborted when the caller goes away or the gateway gives up. */
+  readonly signal: AbortSignal;
+  /** Choices this call asks for: the invoke stage splits `request.n` over the upstream's own `n`. */
+  readonly choices: number;
+}
+
+/** What an upstream can honour, so that what it cannot is refused up front (see capabilities.ts). */
+export interface Capabilities {
+  /** For messages: "the Anthropic Messages API". */
+  readonly upstream: string;
+  /** Choices one upstream call can return (its `n`); more means several calls. */
+  readonly maxChoicesPerCall: number;
+  readonly maxTemperature: number;
+  readonly maxStopSequences: number | null;
+  readonly logprobs: boolean;
+  readonly logitBias: boolean;
+  readonly penalties: boolean;
+  readonly topK: boolean;
+  /** JSON output without a schema (OpenAI's `json_object`). */
+  readonly jsonWithoutSchema: boolean;
+  /** Fields the caller sent that Sluice does not model: passed on (same family of servers) or each refused. */
+  readonly forwardsExtensions: boolean;
+}
+
+/** The wire operations a caller can send that an upstream might take untouched. */
+export type WireOperation = 'openai.completions' | 'openai.chat';
+
+/** A same-dialect request relayed as the caller sent it, `model` rewritten, usage always asked for. */
+export interface RelayCall {
+  readonly operation: WireOperation;
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly stream: boolean;
+  readonly model: CatalogueModel;
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+}
+
+/** What a relay answers: the upstream's own JSON object, or its own stream events, each parsed once. */
+export type RelayResponse =
+  | { readonly stream: false; readonly body: Readonly<Record<string, unknown>> }
+  | { readonly stream: true; readonly events: AsyncIterable<Readonly<Record<string, unknown>>> };
+
+/**
+ * The contract every upstream adapter implements over the generation model. The core never asks
+ * which kind of provider it is talking to: an adapter owns its mapping, its connection pool and its
+ * error translation, and throws GatewayErrors only.
+ */
+export interface Provider {
+  readonly id: string;
+  readonly kind: string;
+  capabilities(model: CatalogueModel): Capabilities;
+  /** One call answered whole. */
+  generate(call: GenerationCall): Promise<GenerationResult>;
+  /**
+   * Resolves once the upstream has accepted the request, so that a refusal still becomes an HTTP
+   * error status; the parts then arrive as the upstream produces them.
+   */
+  stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
+  /** Whether this upstream takes the caller's own wire body for `operation` on `model`. */
+  relays(operation: WireOperation, model: CatalogueModel): boolean;
+  relay(call: RelayCall): Promise<RelayResponse>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,134 @@
+import { performance } from 'node:perf_hooks';
+import type { Principal } from '../../auth/authenticator.js';
+import { modelForOperation } from '../../catalogue/access.js';
+import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import { GatewayError, toGatewayError } from '../../errors.js';
+import { directInvoker } from '../../generation/invoke.js';
+import type { Exchange, GenerationOperation, Meter } from '../../generation/operation.js';
+import { costUsd } from '../../usage/pricing.js';
+import { readJsonBody } from '../body.js';
+import type { Handler, RequestContext } from '../handler.js';
+import type { GatewayDeps } from '../server.js';
+
+/** Recorded when the client went away before the answer was complete (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * Every generation operation, whatever its dialect, runs these stages in this order:
+ * authenticate → parse → resolve the model → admit → invoke and write (the dialect's `serve`) →
+ * meter (usage, cost, the ledger row). A request that fails at any stage after authentication
+ * still leaves its ledger row.
+ */
+export function generationRoute<Request>(deps: GatewayDeps, operation: GenerationOperation<Request>): Handler {
+  return async (ctx) => {
+    ctx.dialect = operation.dialect;
+    const principal = await deps.authenticator.authenticate(operation.credential(ctx.req.headers));
+    const meter: Meter = { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
+    let modelAsked = '';
+    let model: CatalogueModel | undefined;
+    let request: Request | undefined;
+    let entryId: string | undefined;
+    let status = 200;
+    let errorKind: string | null = null;
+    let settle: ((costUsd: number) => void) | undefined;
+    const controller = new AbortController();
+    const onClose = () => {
+      if (!ctx.res.writableFinished) controller.abort();
+    };
+    ctx.res.once('close', onClose);
+    try {
+      const body = await readJsonBody(ctx.req, deps.maxBodyBytes);
+      modelAsked = modelNameOf(body);
+      request = operation.parse(body);
+      model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
+      const provider = deps.providers.get(model.providerId);
+      if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${model.id}\` is not configured.`);
+      settle = await deps.admission.admit(principal, model);
+      entryId = deps.ledger.begin({
+        at: Date.now(),
+        requestId: ctx.requestId,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        operation: operation.endpoint,
+        model: model.id,
+        providerId: model.providerId,
+        stream: operation.isStream(request),
+      });
+      const exchange: Exchange<Request> = {
+        request,
+        model,
+        provider,
+        requestId: ctx.requestId,
+        res: ctx.res,
+        signal: controller.signal,
+        invoke: directInvoker(provider),
+        meter,
+      };
+      await operation.serve(exchange);
+      if (meter.failure !== null) {
+        status = meter.failure.status;
+        errorKind = meter.failure.kind;
+      }
+    } catch (thrown) {
+      const error = toGatewayError(thrown);
+      const clientLeft = controller.signal.aborted;
+      status = clientLeft ? CLIENT_CLOSED_REQUEST : error.status;
+      errorKind = clientLeft ? 'client_closed' : error.kind;
+      // The upstream had the prompt once the call was made: that much is owed even if nothing came back.
+      if (clientLeft && meter.usage === null && request !== undefined && entryId !== undefined) {
+        meter.usage = await operation.countUsage(request, []);
+        meter.tokensCounted = true;
+      }
+      if (!clientLeft) throw error;
+    } finally {
+      ctx.res.off('close', onClose);
+      record(deps, ctx, principal, { operation: operation.endpoint, modelAsked, model, status, errorKind, meter, stream: request !== undefined && operation.isStream(request), entryId, settle });
+    }
+  };
+}
+
+interface Outcome {
+  readonly operation: string;
+  readonly modelAsked: string;
+  readonly model: CatalogueModel | undefined;
+  readonly status: number;
+  readonly errorKind: string | null;
+  readonly meter: Meter;
+  readonly stream: boolean;
+  readonly entryId: string | undefined;
+  readonly settle: ((costUsd: number) => void) | undefined;
+}
+
+/** The meter stage: usage, cost and the ledger row. */
+function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, outcome: Outcome): void {
+  const usage = outcome.meter.usage;
+  const cost = usage === null ? 0 : costUsd(outcome.model, usage);
+  outcome.settle?.(cost);
+  deps.ledger.record({
+      entryId: outcome.entryId ?? deps.ledger.nextEntryId(),
+      at: Date.now(),
+      requestId: ctx.requestId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      operation: outcome.operation,
+      model: outcome.model?.id ?? outcome.modelAsked,
+      providerId: outcome.model?.providerId ?? null,
+      status: outcome.status,
+      errorKind: outcome.errorKind,
+      stream: outcome.stream,
+      promptTokens: usage?.input ?? 0,
+      completionTokens: usage?.output ?? 0,
+      cachedInputTokens: usage?.cachedInput ?? 0,
+      cacheWriteTokens: usage?.cacheWrite ?? 0,
+      reasoningTokens: usage?.reasoning ?? 0,
+      tokensCounted: outcome.meter.tokensCounted,
+      latencyMs: performance.now() - ctx.startedAt,
+      ttfbMs: outcome.meter.firstByteAt === null ? null : outcome.meter.firstByteAt - ctx.startedAt,
+      costUsd: cost,
+  });
+}
+
+function modelNameOf(body: unknown): string {
+  const model = (body as { model?: unknown } | null)?.model;
+  return typeof model === 'string' ? model.slice(0, 200) : '';
+}

@@ -1,0 +1,53 @@
+import type { Logger } from 'pino';
+import type { ProviderVersions } from '../catalogue/live-catalogue.js';
+import type { ProviderConfig } from '../config/config-file.js';
+import type { Provider } from '../generation/provider.js';
+
+/** Finds the adapter of a provider; the set changes while the gateway runs. */
+export interface ProviderRegistry {
+  get(id: string): Provider | undefined;
+}
+
+/**
+ * The provider adapters (each with its connection pool), kept in step with the catalogue's
+ * providers: a new or changed provider gets a fresh adapter; a replaced or removed one is closed,
+ * which lets its requests in flight finish.
+ */
+export class ProviderAdapters implements ProviderRegistry {
+  private readonly adapters = new Map<string, { provider: Provider; stamp: string }>();
+
+  constructor(
+    private readonly createProvider: (config: ProviderConfig) => Provider,
+    private readonly logger: Logger,
+  ) {}
+
+  get(id: string): Provider | undefined {
+    return this.adapters.get(id)?.provider;
+  }
+
+  sync(providers: ProviderVersions): void {
+    const retired: Provider[] = [];
+    const wanted = new Set(providers.map((p) => p.config.id));
+    for (const { config, stamp } of providers) {
+      const existing = this.adapters.get(config.id);
+      if (existing?.stamp === stamp) continue;
+      try {
+        this.adapters.set(config.id, { provider: this.createProvider(config), stamp });
+        if (existing !== undefined) retired.push(existing.provider);
+      } catch (error) {
+        this.logger.warn({ provider: config.id, err: error }, 'provider adapter could not be created');
+      }
+    }
+    for (const [id, adapter] of this.adapters) {
+      if (!wanted.has(id)) {
+        this.adapters.delete(id);
+        retired.push(adapter.provider);
+      }
+    }
+    for (const provider of retired) void provider.close().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.adapters.values()].map(({ provider }) => provider.close()));
+  }
+}

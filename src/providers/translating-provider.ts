@@ -1,0 +1,50 @@
+import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { GenerationResult, StreamPart } from '../generation/model.js';
+import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../generation/provider.js';
+import type { UpstreamClient } from './upstream-client.js';
+
+/** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
+
+export function defaultMaxTokens(model: CatalogueModel): number {
+  return model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+}
+
+/**
+ * A tool call's arguments as the object an upstream that wants one takes; the model's JSON text
+ * is not always whole (a call cut by the output limit), and then the call goes back with none.
+ */
+export function toolArguments(text: string): unknown {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    return {};
+  }
+}
+
+/** An upstream reached only by translating the generation model: it relays no caller's wire. */
+export abstract class TranslatingProvider implements Provider {
+  abstract readonly kind: string;
+
+  protected constructor(
+    readonly id: string,
+    protected readonly client: UpstreamClient,
+  ) {}
+
+  abstract capabilities(model: CatalogueModel): Capabilities;
+  abstract generate(call: GenerationCall): Promise<GenerationResult>;
+  abstract stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
+
+  relays(): boolean {
+    return false;
+  }
+
+  relay(_call: RelayCall): Promise<RelayResponse> {
+    return Promise.reject(new Error(`provider ${this.id} relays no caller's wire format`));
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}

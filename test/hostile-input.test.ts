@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
+import { configFor, createKey, eventually, startSluice } from './support/sluice.js';
+
+/** JSON text nesting `levels` objects and arrays; written by hand, as JSON.stringify would overflow here too. */
+function nested(levels: number): string {
+  let open = '';
+  let close = '';
+  for (let i = 0; i < levels; i++) {
+    open += i % 2 === 0 ? '{"inner":' : '[';
+    close = (i % 2 === 0 ? '}' : ']') + close;
+  }
+  return `${open}"bottom"${close}`;
+}
+
+describe('hostile input', () => {
+  test('deeply nested JSON is refused at the edge, naming the field, and never counts against the provider', async () => {
+    const upstream = await startFakeOpenAI();
+    const sluice = await startSluice({ config: configFor(upstream.url) });
+    try {
+      const { key } = await createKey(sluice.dataDir, 'acme');
+      const post = (body: string) =>
+        fetch(`${sluice.url}/v1/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+      for (let i = 0; i < 3; i++) {
+        // JSON.stringify overflowed on this when Sluice forwarded it, and the 502 marked the provider down.
+        const refused = await post(`{"model":"llama-8b","prompt":"hi","max_tokens":1,"vendor_extension":${nested(10_000)}}`);
+        assert.equal(refused.status, 400);
+        const { error } = (await refused.json()) as any;
+        assert.equal(error.type, 'invalid_request_error');
+        assert.equal(error.param, 'vendor_extension');
+        assert.match(error.message, /`vendor_extension` nests objects or arrays more than 64 levels deep/);
+      }
+      // A known field is held to the same bound.
+      const prompt = await post(`{"model":"llama-8b","prompt":${nested(200)},"max_tokens":1}`);
+      assert.equal(prompt.status, 400);
+      assert.equal(((await prompt.json()) as any).error.param, 'prompt');
+      // Real nesting, as tool schemas and vendor options have, passes untouched.
+      const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+      const fine = await client.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 1, vendor_extension: JSON.parse(nested(60)) } as any);
+      assert.equal(fine.object, 'text_completion');
+      assert.equal(upstream.requests.length, 1, 'only the acceptable request reached the upstream');
+
+      const rows = await eventually(() => (sluice.ledger().length === 5 ? sluice.ledger() : undefined));
+      assert.deepEqual(rows.map((row) => row.status).sort(), [200, 400, 400, 400, 400]);
+      const status = (await (await fetch(`${sluice.url}/status.json`)).json()) as any;
+      const provider = status.providers.find((p: any) => p.id === 'fake-vllm');
+      assert.equal(provider.last_hour.failures, 0);
+      assert.notEqual(provider.status, 'down');
+    } finally {
+      assert.equal(await sluice.stop(), 0);
+      await upstream.close();
+    }
+  });
+});
