@@ -3,10 +3,19 @@ import type { Endpoint } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
 import type { Catalogue, CatalogueModel } from './catalogue.js';
 
-const OPERATION_PATHS: Record<Endpoint, string> = {
-  completions: '/v1/completions',
-  chat: '/v1/chat/completions',
+/**
+ * The caller operations each catalogue endpoint serves: a chat model answers in every chat-shaped
+ * dialect. The first is the operation's usual name in messages.
+ */
+export const ENDPOINT_OPERATIONS: Readonly<Record<Endpoint, readonly string[]>> = {
+  completions: ['/v1/completions'],
+  chat: ['/v1/chat/completions', '/v1/messages', '/v1beta/models/{model}:generateContent', '/v1beta/models/{model}:streamGenerateContent'],
 };
+
+/** Every caller operation a model serves. */
+export function operationsOf(model: CatalogueModel): string[] {
+  return [...model.endpoints].flatMap((endpoint) => ENDPOINT_OPERATIONS[endpoint]);
+}
 
 /** The model a key asked for, if it exists and the key may use it. */
 export function modelForKey(catalogue: Catalogue, id: string, principal: Principal): CatalogueModel {
@@ -26,8 +35,8 @@ export function modelForKey(catalogue: Catalogue, id: string, principal: Princip
 export function modelForOperation(catalogue: Catalogue, id: string, principal: Principal, endpoint: Endpoint): CatalogueModel {
   const model = modelForKey(catalogue, id, principal);
   if (!model.endpoints.has(endpoint)) {
-    const serves = [...model.endpoints].map((e) => OPERATION_PATHS[e]).join(', ');
-    throw new GatewayError('unsupported_endpoint', `The model \`${id}\` does not serve ${OPERATION_PATHS[endpoint]}; it serves ${serves}.`, {
+    const serves = [...model.endpoints].map((e) => ENDPOINT_OPERATIONS[e][0]).join(', ');
+    throw new GatewayError('unsupported_endpoint', `The model \`${id}\` does not serve ${ENDPOINT_OPERATIONS[endpoint][0]}; it serves ${serves}.`, {
       param: 'model',
     });
   }

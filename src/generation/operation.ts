@@ -12,18 +12,27 @@ import type { Provider } from './provider.js';
  * resolve the model, admit, meter) are the same for every operation (see http/routes/generation.ts).
  */
 export interface GenerationOperation<Request> {
-  /** The catalogue endpoint a model must serve, and the ledger's operation name. */
+  /** The catalogue endpoint a model must serve. */
   readonly endpoint: Endpoint;
+  /** The ledger's name for the caller's operation. */
+  readonly operation: string;
   readonly dialect: Dialect;
-  credential(headers: IncomingHttpHeaders): string | undefined;
-  /** Validates the body; throws a GatewayError naming the parameter at fault. */
-  parse(body: unknown): Request;
+  credential(wire: WireRequest): string | undefined;
+  /** Validates the body (and what the path and headers say); throws a GatewayError naming the parameter at fault. */
+  parse(body: unknown, wire: WireRequest): Request;
   modelOf(request: Request): string;
   isStream(request: Request): boolean;
   /** Invokes the provider through `exchange.invoke` and writes the answer; reports usage on `exchange.meter`. */
   serve(exchange: Exchange<Request>): Promise<void>;
   /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */
   countUsage(request: Request, generated: readonly string[]): Promise<Usage>;
+}
+
+/** What of the HTTP request a dialect may read besides the body. */
+export interface WireRequest {
+  readonly headers: IncomingHttpHeaders;
+  readonly path: string;
+  readonly query: URLSearchParams;
 }
 
 /** One admitted request on its way through the invoke stage. */
@@ -37,6 +46,21 @@ export interface Exchange<Request> {
   readonly signal: AbortSignal;
   readonly invoke: Invoker;
   readonly meter: Meter;
+}
+
+/**
+ * A token count in the caller's dialect (Anthropic's `count_tokens`, Gemini's `countTokens`): the
+ * same keys and model permissions as generation, but no upstream generation, so no admission and
+ * no ledger row.
+ */
+export interface CountTokensOperation<Request> {
+  readonly endpoint: Endpoint;
+  readonly dialect: Dialect;
+  credential(wire: WireRequest): string | undefined;
+  parse(body: unknown, wire: WireRequest): Request;
+  modelOf(request: Request): string;
+  /** Asks the upstream when it counts in the caller's own wire, else counts with Sluice's tokenizer; writes the answer. */
+  serve(exchange: Omit<Exchange<Request>, 'meter'>): Promise<void>;
 }
 
 /** What the meter stage records of a request, filled in as it goes. */

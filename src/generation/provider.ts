@@ -31,7 +31,13 @@ export interface Capabilities {
 }
 
 /** The wire operations a caller can send that an upstream might take untouched. */
-export type WireOperation = 'openai.completions' | 'openai.chat';
+export type WireOperation =
+  | 'openai.completions'
+  | 'openai.chat'
+  | 'anthropic.messages'
+  | 'anthropic.count_tokens'
+  | 'gemini.generateContent'
+  | 'gemini.countTokens';
 
 /** A same-dialect request relayed as the caller sent it, `model` rewritten, usage always asked for. */
 export interface RelayCall {
@@ -41,6 +47,8 @@ export interface RelayCall {
   readonly model: CatalogueModel;
   readonly requestId: string;
   readonly signal: AbortSignal;
+  /** Caller headers the upstream's own API reads (Anthropic's `anthropic-beta`), passed on as they came. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** What a relay answers: the upstream's own JSON object, or its own stream events, each parsed once. */

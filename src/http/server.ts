@@ -12,7 +12,9 @@ import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
 import type { Admission } from '../generation/admission.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
-import { generationRoute } from './routes/generation.js';
+import { countTokensRoute, generationRoute } from './routes/generation.js';
+import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
+import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
 
@@ -47,6 +49,14 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['GET /v1beta/models', listModelsRoute(deps)],
     ['POST /v1/completions', generationRoute(deps, legacyCompletions)],
     ['POST /v1/chat/completions', generationRoute(deps, chatCompletions)],
+    ['POST /v1/messages', generationRoute(deps, anthropicMessages)],
+    ['POST /v1/messages/count_tokens', countTokensRoute(deps, anthropicCountTokens)],
+  ]);
+  // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).
+  const modelMethods = new Map<string, Handler>([
+    ['generateContent', generationRoute(deps, geminiGenerateContent)],
+    ['streamGenerateContent', generationRoute(deps, geminiGenerateContent)],
+    ['countTokens', countTokensRoute(deps, geminiCountTokens)],
   ]);
   const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);
@@ -67,7 +77,12 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     }
     for (const prefix of MODEL_PATH_PREFIXES) {
       if (path.startsWith(prefix) && path.length > prefix.length) {
-        return method === 'GET' ? retrieveModel : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+        if (method === 'GET') return retrieveModel;
+        // Model ids may hold colons (`llama3:8b`): the method follows the last one.
+        const methodName = path.slice(path.lastIndexOf(':') + 1);
+        const handler = method === 'POST' ? modelMethods.get(methodName) : undefined;
+        if (handler !== undefined) return handler;
+        return new GatewayError(method === 'POST' ? 'route_not_found' : 'method_not_allowed', method === 'POST' ? `There is no method \`${methodName}\` on models.` : `${method} is not allowed on ${path}.`);
       }
     }
     if (knownPaths.has(path)) return new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);

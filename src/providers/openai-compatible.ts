@@ -20,7 +20,7 @@ const CAPABILITIES: Capabilities = {
   forwardsExtensions: true,
 };
 
-const RELAY_PATHS: Readonly<Record<WireOperation, string>> = {
+const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
   'openai.completions': '/completions',
   'openai.chat': '/chat/completions',
 };
@@ -121,11 +121,12 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   relays(operation: WireOperation, model: CatalogueModel): boolean {
-    return operation === 'openai.chat' || model.upstreamApi === 'completions';
+    return operation === 'openai.chat' || (operation === 'openai.completions' && model.upstreamApi === 'completions');
   }
 
   async relay(call: RelayCall): Promise<RelayResponse> {
     const path = RELAY_PATHS[call.operation];
+    if (path === undefined) throw new Error(`provider ${this.id} does not relay ${call.operation}`);
     if (!call.stream) {
       const body = await this.client.postJson(path, { ...call.body, model: call.model.upstreamModel }, call);
       return { stream: false, body };

@@ -1,4 +1,5 @@
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import { operationsOf } from '../../catalogue/access.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Health } from '../../status/health.js';
 import { page, type ConsoleDeps } from '../console-context.js';
@@ -7,8 +8,6 @@ import { FormError, sendHtml, sendPublicJson, wantsJson } from '../http.js';
 
 export const KEY_DEPENDENT_NOTE =
   'This page lists every model the gateway offers. The list an API key gets from GET /v1/models depends on the key: a key restricted to some models sees only those. Prices, context windows and operations here are authoritative; those in API listings are not.';
-
-const OPERATION_PATHS = { completions: '/v1/completions', chat: '/v1/chat/completions' } as const;
 
 const SORTS = {
   default: { label: 'Catalogue order', value: () => 0 },
@@ -31,7 +30,7 @@ function modelJson(model: CatalogueModel, health: Health) {
     context_window: model.contextWindow ?? null,
     max_output_tokens: model.maxOutputTokens ?? null,
     pricing: model.pricing ? { input_per_mtok: model.pricing.inputPerMtok, output_per_mtok: model.pricing.outputPerMtok, currency: 'USD' } : null,
-    operations: [...model.endpoints].map((e) => OPERATION_PATHS[e]),
+    operations: operationsOf(model),
     health,
   };
 }
@@ -108,7 +107,7 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
     <td class="num">${m.maxOutputTokens === undefined ? html`<span class="muted">—</span>` : formatInt(m.maxOutputTokens)}</td>
     <td class="num price-in">${price(m.pricing?.inputPerMtok)}</td>
     <td class="num price-out">${price(m.pricing?.outputPerMtok)}</td>
-    <td>${[...m.endpoints].map((e, i) => html`${i > 0 ? ' ' : ''}<code>${OPERATION_PATHS[e]}</code>`)}</td>
+    <td>${operationsOf(m).map((path, i) => html`${i > 0 ? ' ' : ''}<code>${path}</code>`)}</td>
     <td>${healthPill(health.get(m.id) ?? 'unknown')}</td>
   </tr>`,
         )
@@ -136,7 +135,7 @@ ${m.description ? html`<p class="lead">${m.description}</p>` : ''}
   <dt>Max output</dt><dd>${m.maxOutputTokens === undefined ? '—' : `${formatInt(m.maxOutputTokens)} tokens`}</dd>
   <dt>Input price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.inputPerMtok)} per million tokens` : 'not priced'}</dd>
   <dt>Output price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.outputPerMtok)} per million tokens` : 'not priced'}</dd>
-  <dt>Operations</dt><dd>${[...m.endpoints].map((e, i) => html`${i > 0 ? ', ' : ''}<code>POST ${OPERATION_PATHS[e]}</code>`)}</dd>
+  <dt>Operations</dt><dd>${operationsOf(m).map((path, i) => html`${i > 0 ? ', ' : ''}<code>POST ${path}</code>`)}</dd>
   ${m.version ? html`<dt>Version</dt><dd>${m.version}</dd>` : ''}
   ${m.created ? html`<dt>Released</dt><dd>${new Date(m.created * 1000).toISOString().slice(0, 10)}</dd>` : ''}
 </dl>

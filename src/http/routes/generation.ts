@@ -4,7 +4,7 @@ import { modelForOperation } from '../../catalogue/access.js';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
 import { directInvoker } from '../../generation/invoke.js';
-import type { Exchange, GenerationOperation, Meter } from '../../generation/operation.js';
+import type { CountTokensOperation, Exchange, GenerationOperation, Meter, WireRequest } from '../../generation/operation.js';
 import { costUsd } from '../../usage/pricing.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
@@ -22,7 +22,8 @@ const CLIENT_CLOSED_REQUEST = 499;
 export function generationRoute<Request>(deps: GatewayDeps, operation: GenerationOperation<Request>): Handler {
   return async (ctx) => {
     ctx.dialect = operation.dialect;
-    const principal = await deps.authenticator.authenticate(operation.credential(ctx.req.headers));
+    const wire = wireRequest(ctx);
+    const principal = await deps.authenticator.authenticate(operation.credential(wire));
     const meter: Meter = { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
     let modelAsked = '';
     let model: CatalogueModel | undefined;
@@ -39,7 +40,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     try {
       const body = await readJsonBody(ctx.req, deps.maxBodyBytes);
       modelAsked = modelNameOf(body);
-      request = operation.parse(body);
+      request = operation.parse(body, wire);
       model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
       const provider = deps.providers.get(model.providerId);
       if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${model.id}\` is not configured.`);
@@ -49,7 +50,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
         requestId: ctx.requestId,
         accountId: principal.accountId,
         keyId: principal.keyId,
-        operation: operation.endpoint,
+        operation: operation.operation,
         model: model.id,
         providerId: model.providerId,
         stream: operation.isStream(request),
@@ -82,9 +83,37 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       if (!clientLeft) throw error;
     } finally {
       ctx.res.off('close', onClose);
-      record(deps, ctx, principal, { operation: operation.endpoint, modelAsked, model, status, errorKind, meter, stream: request !== undefined && operation.isStream(request), entryId, settle });
+      record(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, meter, stream: request !== undefined && operation.isStream(request), entryId, settle });
     }
   };
+}
+
+/**
+ * `POST …/count_tokens` and `…:countTokens`: authenticate → parse → resolve the model → count. A count
+ * generates nothing and costs nothing, so it is neither admitted against limits nor written to the ledger.
+ */
+export function countTokensRoute<Request>(deps: GatewayDeps, operation: CountTokensOperation<Request>): Handler {
+  return async (ctx) => {
+    ctx.dialect = operation.dialect;
+    const wire = wireRequest(ctx);
+    const principal = await deps.authenticator.authenticate(operation.credential(wire));
+    const request = operation.parse(await readJsonBody(ctx.req, deps.maxBodyBytes), wire);
+    const model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
+    const provider = deps.providers.get(model.providerId);
+    if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${model.id}\` is not configured.`);
+    const controller = new AbortController();
+    const onClose = () => controller.abort();
+    ctx.res.once('close', onClose);
+    try {
+      await operation.serve({ request, model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke: directInvoker(provider) });
+    } finally {
+      ctx.res.off('close', onClose);
+    }
+  };
+}
+
+function wireRequest(ctx: RequestContext): WireRequest {
+  return { headers: ctx.req.headers, path: ctx.path, query: new URLSearchParams(ctx.query) };
 }
 
 interface Outcome {

@@ -20,7 +20,8 @@ import { chatCompletionBody, ChatStreamWriter, wireChatUsage } from './writer.js
 export const chatCompletions: GenerationOperation<ChatRequest> = {
   endpoint: 'chat',
   dialect: openAIDialect,
-  credential: bearerToken,
+  operation: 'chat',
+  credential: (wire) => bearerToken(wire.headers),
   parse: parseChatRequest,
   modelOf: (request) => request.model,
   isStream: (request) => request.stream,

@@ -34,7 +34,8 @@ const DEFAULT_MAX_TOKENS = 16;
 export const legacyCompletions: GenerationOperation<CompletionRequest> = {
   endpoint: 'completions',
   dialect: openAIDialect,
-  credential: bearerToken,
+  operation: 'completions',
+  credential: (wire) => bearerToken(wire.headers),
   parse: parseCompletionRequest,
   modelOf: (request) => request.model,
   isStream: (request) => request.stream,
