@@ -1,7 +1,8 @@
+import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { newGenerationId } from '../generation/fan-out.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
-import type { Capabilities, GenerationCall } from '../generation/provider.js';
+import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, defaultMaxTokens, toolArguments } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
@@ -37,7 +38,7 @@ function finishOf(reason: unknown, calledTools: boolean): Finish | undefined {
 const BLOCKED: Finish = { reason: 'content_filter', raw: 'PROMPT_BLOCKED' };
 
 /** promptTokenCount includes cached content; thoughts are output beside the candidates. */
-function usageFrom(raw: unknown): Usage | null {
+export function usageFromGemini(raw: unknown): Usage | null {
   if (!isObject(raw) || typeof raw.promptTokenCount !== 'number') return null;
   const reasoning = Number(raw.thoughtsTokenCount ?? 0);
   return {
@@ -121,6 +122,10 @@ function addPart(part: ContentPart, add: (part: Json) => void, sign: (signature:
   }
 }
 
+function upstreamId(model: CatalogueModel): string {
+  return model.upstreamModel.replace(/^models\//, '');
+}
+
 /** Gemini gives calls no id: Sluice makes one per call, the same in every part that names it. */
 function newCallId(): string {
   return newGenerationId('call_');
@@ -143,8 +148,51 @@ export class GeminiProvider extends TranslatingProvider {
     return CAPABILITIES;
   }
 
-  private path(call: GenerationCall, method: string): string {
-    return `/models/${call.model.upstreamModel.replace(/^models\//, '')}:${method}`;
+  /**
+   * A Gemini caller's own generateContent and countTokens bodies go upstream as they came. (The
+   * parameter is optional only because TranslatingProvider's relays() declares none.)
+   */
+  override relays(operation?: WireOperation): boolean {
+    return operation === 'gemini.generateContent' || operation === 'gemini.countTokens';
+  }
+
+  /**
+   * The caller's body untouched (thought signatures, safety settings, cached content and fields
+   * Sluice does not model included), but for the model: the path names the upstream model, and so
+   * does a `model` in the body (countTokens' generateContentRequest must carry one). The output
+   * limit the catalogue sets for the model is a limit: a larger or missing maxOutputTokens is capped.
+   */
+  override async relay(call: RelayCall): Promise<RelayResponse> {
+    const upstreamName = `models/${upstreamId(call.model)}`;
+    if (call.operation === 'gemini.countTokens') {
+      const inner = call.body.generateContentRequest;
+      const body = isObject(inner) ? { ...call.body, generateContentRequest: { ...inner, model: upstreamName } } : call.body;
+      return { stream: false, body: await this.client.postJson(this.pathOf(call.model, 'countTokens'), body, call) };
+    }
+    if (call.operation !== 'gemini.generateContent') throw new Error(`provider ${this.id} does not relay ${call.operation}`);
+    const body: Json = { ...call.body, ...(call.body.model === undefined ? {} : { model: upstreamName }) };
+    const cap = call.model.maxOutputTokens;
+    if (cap !== undefined) {
+      const config = isObject(body.generationConfig) ? body.generationConfig : {};
+      const asked = typeof config.maxOutputTokens === 'number' ? config.maxOutputTokens : cap;
+      body.generationConfig = { ...config, maxOutputTokens: Math.min(asked, cap) };
+    }
+    if (!call.stream) return { stream: false, body: await this.client.postJson(this.pathOf(call.model, 'generateContent'), body, call) };
+    const response = await this.client.post(`${this.pathOf(call.model, 'streamGenerateContent')}?alt=sse`, body, call);
+    return { stream: true, events: this.relayedEvents(response.body) };
+  }
+
+  /** Each event parsed once; Google's in-stream error becomes a thrown GatewayError. */
+  private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
+    for await (const { data } of this.client.events(body)) {
+      const event = this.client.parseEvent(data);
+      if (isObject(event.error)) throw this.client.midStreamFailure(readErrorBody(data).message, event.error.code === 503 ? 'upstream_overloaded' : 'upstream_error');
+      yield event;
+    }
+  }
+
+  private pathOf(model: CatalogueModel, method: string): string {
+    return `/models/${upstreamId(model)}:${method}`;
   }
 
   private body(call: GenerationCall): Json {
@@ -200,9 +248,9 @@ export class GeminiProvider extends TranslatingProvider {
   }
 
   async generate(call: GenerationCall): Promise<GenerationResult> {
-    const response = await this.client.postJson(this.path(call, 'generateContent'), this.body(call), call);
+    const response = await this.client.postJson(this.pathOf(call.model, 'generateContent'), this.body(call), call);
     const candidates = Array.isArray(response.candidates) ? (response.candidates as unknown[]).filter(isObject) : [];
-    const usage = usageFrom(response.usageMetadata);
+    const usage = usageFromGemini(response.usageMetadata);
     const blocked = isObject(response.promptFeedback) && Boolean(response.promptFeedback.blockReason);
     if (candidates.length === 0 && !blocked) throw unreadableUpstream(this.id, 'an answer without candidates');
     // A candidate withheld by the safety system stays filtered.
@@ -244,7 +292,7 @@ export class GeminiProvider extends TranslatingProvider {
   }
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    const response = await this.client.post(`${this.path(call, 'streamGenerateContent')}?alt=sse`, this.body(call), call);
+    const response = await this.client.post(`${this.pathOf(call.model, 'streamGenerateContent')}?alt=sse`, this.body(call), call);
     return this.parts(response.body, call);
   }
 
@@ -262,7 +310,7 @@ export class GeminiProvider extends TranslatingProvider {
         started = true;
         yield { type: 'start', id: typeof event.responseId === 'string' ? event.responseId : '', created: Math.floor(Date.now() / 1000) };
       }
-      usage = usageFrom(event.usageMetadata) ?? usage;
+      usage = usageFromGemini(event.usageMetadata) ?? usage;
       const candidates = Array.isArray(event.candidates) ? (event.candidates as unknown[]).filter(isObject) : [];
       if (candidates.length === 0 && isObject(event.promptFeedback) && event.promptFeedback.blockReason) {
         promptBlocked = true;
