@@ -24,6 +24,15 @@ const SCHEMA_FIELDS = new Set([
 ]);
 const SCHEMA_TYPES = new Set(['TYPE_UNSPECIFIED', 'STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']);
 const MIME_TYPES = new Set(['text/plain', 'application/json', 'application/xml', 'application/yaml', 'text/x.enum']);
+const HARM_CATEGORIES = new Set([
+  'HARM_CATEGORY_UNSPECIFIED', 'HARM_CATEGORY_DEROGATORY', 'HARM_CATEGORY_TOXICITY', 'HARM_CATEGORY_VIOLENCE', 'HARM_CATEGORY_SEXUAL',
+  'HARM_CATEGORY_MEDICAL', 'HARM_CATEGORY_DANGEROUS', 'HARM_CATEGORY_HARASSMENT', 'HARM_CATEGORY_HATE_SPEECH', 'HARM_CATEGORY_SEXUALLY_EXPLICIT',
+  'HARM_CATEGORY_DANGEROUS_CONTENT', 'HARM_CATEGORY_CIVIC_INTEGRITY',
+]);
+const HARM_THRESHOLDS = new Set(['HARM_BLOCK_THRESHOLD_UNSPECIFIED', 'BLOCK_LOW_AND_ABOVE', 'BLOCK_MEDIUM_AND_ABOVE', 'BLOCK_ONLY_HIGH', 'BLOCK_NONE', 'OFF']);
+/** The one context cache this fake holds, and the prompt tokens it adds (all of them cached). */
+export const KNOWN_CACHE = 'cachedContents/sluice-test-cache';
+const CACHE_TOKENS = 10;
 
 /**
  * A stand-in for Gemini's generateContent / streamGenerateContent as documented: `x-goog-api-key`
@@ -47,7 +56,15 @@ const MIME_TYPES = new Set(['text/plain', 'application/json', 'application/xml',
  * ANY / NONE / VALIDATED, allowedFunctionNames (declared names) only with ANY or VALIDATED.
  * responseMimeType one of text/plain, application/json, application/xml, application/yaml,
  * text/x.enum; a response schema needs application/json or text/x.enum. thinkingConfig
- * {includeThoughts, thinkingBudget, thinkingLevel}. `cachedContent` names no cache here (403).
+ * {includeThoughts, thinkingBudget, thinkingLevel}. safetySettings: each {category (a HarmCategory),
+ * threshold (a HarmBlockThreshold), method?}, a category at most once. `cachedContent`: the one cache
+ * this fake holds is KNOWN_CACHE (10 tokens of context, all of them cached); any other name is
+ * 403 "CachedContent not found (or permission denied)", as Google answers.
+ *
+ * countTokens (`POST /v1beta/models/{m}:countTokens`): {contents} or {generateContentRequest:
+ * {model: "models/{m}", contents, …}} (not both), checked as generateContent checks them; the
+ * answer is {totalTokens, promptTokensDetails: [{modality: "TEXT", tokenCount}]} with the same
+ * prompt count generateContent would report.
  *
  * The model is chat-model.ts's, spelled the Gemini way:
  * - tool calls: `functionCall` parts {name, args} without an id, finishReason STOP. Gemini sends
@@ -84,10 +101,11 @@ export async function startFakeGemini(options: { apiKey: string; models?: string
         },
       });
     }
-    const match = /^\/v1beta\/models\/([^:/?]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(request.path);
+    const match = /^\/v1beta\/models\/([^:/?]+):(generateContent|streamGenerateContent|countTokens)(\?alt=sse)?$/.exec(request.path);
     if (request.method !== 'POST' || !match) return error(res, 404, 'NOT_FOUND', `Not found: ${request.path}`);
     const [, model, method, sse] = match;
-    if (!models.has(model!)) return error(res, 404, 'NOT_FOUND', `models/${model} is not found for API version v1beta, or is not supported for generateContent.`);
+    if (!models.has(model!)) return error(res, 404, 'NOT_FOUND', `models/${model} is not found for API version v1beta, or is not supported for ${method}.`);
+    if (method === 'countTokens') return countTokens(res, model!, body);
     if (method === 'streamGenerateContent' && !sse) return error(res, 400, 'INVALID_ARGUMENT', 'this fake streams SSE only (alt=sse)');
     const config = body?.generationConfig ?? {};
     for (const name of Object.keys(config)) {
@@ -129,7 +147,7 @@ export async function startFakeGemini(options: { apiKey: string; models?: string
       topCandidates: tokens.map((token, i) => ({ candidates: [{ token, tokenId: 7, logProbability: fakeLogprob(start + i) }, { token: ' alt', tokenId: 8, logProbability: fakeLogprob(start + i) - 1 }].slice(0, config.logprobs ?? 0) })),
       chosenCandidates: tokens.map((token, i) => ({ token, tokenId: 7, logProbability: fakeLogprob(start + i) })),
     });
-    const cached = promptTokenCount > 20 ? 16 : 0;
+    const cached = read.cacheTokens > 0 ? read.cacheTokens : promptTokenCount > 20 ? 16 : 0;
     const usageMetadata = (candidatesTokenCount: number, thoughtsTokenCount: number) => ({
       promptTokenCount,
       candidatesTokenCount,
@@ -290,6 +308,8 @@ interface GeminiRequest {
   readonly images: number;
   readonly toolResults: string[] | null;
   readonly promptTokens: number;
+  /** Of promptTokens, those read from a context cache. */
+  readonly cacheTokens: number;
   readonly tools: OfferedTool[];
   readonly mode: ToolMode;
   readonly json: { schema: unknown } | 'object' | null;
@@ -306,9 +326,25 @@ function responseText(response: Record<string, unknown>): string {
 function readGenerateRequest(body: any): GeminiRequest {
   if (!isPlainObject(body)) fail('Invalid JSON payload received.');
   checkFields(body, REQUEST_FIELDS, null);
-  if (body.cachedContent !== undefined) throw new InvalidArgument('CachedContent not found (or permission denied)', 403, 'PERMISSION_DENIED');
+  if (body.cachedContent !== undefined && body.cachedContent !== KNOWN_CACHE) throw new InvalidArgument('CachedContent not found (or permission denied)', 403, 'PERMISSION_DENIED');
+  const cacheTokens = body.cachedContent === KNOWN_CACHE ? CACHE_TOKENS : 0;
   const texts: string[] = [];
   let images = 0;
+
+  // Safety settings.
+  if (body.safetySettings !== undefined) {
+    if (!Array.isArray(body.safetySettings)) fail(`Invalid value at 'safety_settings', ${JSON.stringify(body.safetySettings)}`);
+    const seen = new Set<string>();
+    body.safetySettings.forEach((setting: any, i: number) => {
+      const at = `safety_settings[${i}]`;
+      if (!isPlainObject(setting)) fail(`Invalid value at '${at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.SafetySetting), ${JSON.stringify(setting)}`);
+      checkFields(setting, new Set(['category', 'threshold', 'method']), at);
+      if (!HARM_CATEGORIES.has(setting.category)) fail(`Invalid value at '${at}.category' (type.googleapis.com/google.ai.generativelanguage.v1beta.HarmCategory), ${JSON.stringify(setting.category)}`);
+      if (!HARM_THRESHOLDS.has(setting.threshold)) fail(`Invalid value at '${at}.threshold' (type.googleapis.com/google.ai.generativelanguage.v1beta.SafetySetting.HarmBlockThreshold), ${JSON.stringify(setting.threshold)}`);
+      if (seen.has(setting.category)) violation(`${at}.category`, `Duplicate category ${setting.category}`);
+      seen.add(setting.category);
+    });
+  }
 
   // System instruction.
   if (body.systemInstruction !== undefined) {
@@ -504,13 +540,35 @@ function readGenerateRequest(body: any): GeminiRequest {
     prompt,
     images: lastImages,
     toolResults: responses.length > 0 ? responses.map((p: any) => responseText(p.functionResponse.response)) : null,
-    promptTokens: promptTokens(texts, images),
+    promptTokens: promptTokens(texts, images) + cacheTokens,
+    cacheTokens,
     tools,
     mode,
     json: jsonOutput,
     reasoning,
     showThoughts,
   };
+}
+
+/** countTokens: the prompt count generateContent would report, for {contents} or a whole generateContentRequest. */
+function countTokens(res: ServerResponse, model: string, body: any): void {
+  try {
+    if (!isPlainObject(body)) fail('Invalid JSON payload received.');
+    checkFields(body, new Set(['contents', 'generateContentRequest']), null);
+    if ((body.contents === undefined) === (body.generateContentRequest === undefined)) fail('Exactly one of contents or generate_content_request must be set.');
+    let request = body.generateContentRequest;
+    if (request !== undefined) {
+      if (!isPlainObject(request)) fail(`Invalid value at 'generate_content_request', ${JSON.stringify(request)}`);
+      if (request.model !== `models/${model}`) violation('generate_content_request.model', `must name the model in the path (models/${model}), got ${JSON.stringify(request.model)}`);
+      const { model: _named, ...rest } = request;
+      request = rest;
+    }
+    const tokens = readGenerateRequest(request ?? { contents: body.contents }).promptTokens;
+    json(res, 200, { totalTokens: tokens, promptTokensDetails: [{ modality: 'TEXT', tokenCount: tokens }] });
+  } catch (e) {
+    if (e instanceof InvalidArgument) return error(res, e.code, e.status, e.message);
+    throw e;
+  }
 }
 
 function error(res: ServerResponse, code: number, status: string, message: string): void {

@@ -20,8 +20,10 @@ function invalid(path: string, message: string): GatewayError {
 
 /**
  * Google's `Schema` as the JSON Schema other upstreams take: types in lower case, `nullable` as a
- * union with null, `example` as `examples`; `propertyOrdering` (an ordering hint for Gemini's own
- * decoder) has no counterpart and is left out. A name the subset does not have is refused as
+ * union with null, `example` as `examples`; an object has only the properties it declares (the
+ * subset cannot allow others), which is `additionalProperties: false`, as strict structured
+ * outputs elsewhere require it said; `propertyOrdering` (an ordering hint for Gemini's own decoder)
+ * has no counterpart and is left out. A name the subset does not have is refused as
  * Google refuses it, so that a schema behaves the same whichever upstream serves the model.
  */
 export function jsonSchemaOf(schema: unknown, path: string): JsonSchema {
@@ -41,6 +43,7 @@ export function jsonSchemaOf(schema: unknown, path: string): JsonSchema {
     if (!isRecord(schema.properties)) throw invalid(`${path}.properties`, `Invalid value at '${path}.properties': expected an object.`);
     out.properties = Object.fromEntries(Object.entries(schema.properties).map(([name, sub]) => [name, jsonSchemaOf(sub, `${path}.properties.${name}`)]));
   }
+  if (out.type === 'object' || (Array.isArray(out.type) && out.type[0] === 'object') || out.properties !== undefined) out.additionalProperties = false;
   if (schema.items !== undefined) out.items = jsonSchemaOf(schema.items, `${path}.items`);
   if (schema.anyOf !== undefined) {
     if (!Array.isArray(schema.anyOf)) throw invalid(`${path}.anyOf`, `Invalid value at '${path}.anyOf': expected an array.`);
