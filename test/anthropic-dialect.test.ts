@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { z } from 'zod';
 import type { FakeUpstream, RecordedRequest } from './fakes/fake-server.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 import { cli, createKey, eventually, startSluice, type RunningSluice } from './support/sluice.js';
@@ -144,6 +147,28 @@ for (const upstream of UPSTREAMS) {
     test('max_tokens above what the model accepts is capped, as clients send 128000 for a model they do not know', async () => {
       await client.messages.stream({ model, max_tokens: 128000, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
       assert.equal(upstream.sentMaxTokens(upstream.fake().requests.at(-1)!), 8000);
+    });
+
+    test('the Vercel AI SDK’s Anthropic provider: tools over several steps, and a stream', async () => {
+      const provider = createAnthropic({ apiKey: key, baseURL: `${sluice.url}/v1` });
+      const result = await generateText({
+        model: provider(model),
+        prompt: 'What is the weather in Paris?',
+        tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `snow in ${city}` }) },
+        stopWhen: stepCountIs(3),
+        maxRetries: 0,
+      });
+      assert.equal(result.steps.length, 2);
+      assert.equal(result.steps[0]!.toolCalls[0]!.toolName, 'get_weather');
+      assert.match(result.text, /snow in Paris/);
+      assert.ok(result.totalUsage.inputTokens! > 0);
+      const sent = upstream.fake().requests.at(-1)!;
+      assert.ok(upstream.sentMaxTokens(sent)! as number <= 8000, 'the SDK’s max_tokens for a model it does not know is capped');
+      const streamed = streamText({ model: provider(model), prompt: 'Tell me a story', maxRetries: 0 });
+      let text = '';
+      for await (const delta of streamed.textStream) text += delta;
+      assert.ok(text.length > 0);
+      assert.ok((await streamed.usage).outputTokens! > 0);
     });
 
     test('an upstream failure after the stream began is an `error` event the SDK raises', async () => {
