@@ -234,6 +234,21 @@ describe('Anthropic Messages: what goes to an Anthropic upstream untouched', () 
   });
 });
 
+describe('Anthropic Messages: reasoning through other upstreams', () => {
+  test('a Gemini thought signature comes back as a thinking block’s signature and returns to Gemini on the call it rode on', async () => {
+    const asked: Anthropic.MessageParam = { role: 'user', content: 'What is the weather in Paris?' };
+    const params = { model: 'gemini-flash', max_tokens: 4000, tools: [WEATHER_TOOL], thinking: { type: 'enabled' as const, budget_tokens: 2048 } };
+    const first = await client.messages.create({ ...params, messages: [asked] });
+    const signed = first.content.filter((b): b is Anthropic.ThinkingBlock => b.type === 'thinking' && b.signature !== '');
+    assert.equal(signed.length, 1, JSON.stringify(first.content));
+    const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use')!;
+    await client.messages.create({ ...params, messages: [asked, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] }] });
+    const replayed = upstreams.gemini.requests.at(-1)!.body.contents[1].parts as Record<string, any>[];
+    const callPart = replayed.find((part) => part.functionCall !== undefined)!;
+    assert.equal(callPart.thoughtSignature, signed[0]!.signature);
+  });
+});
+
 describe('Anthropic Messages: errors in Anthropic’s shape', () => {
   const hi = { max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] };
 
