@@ -88,13 +88,16 @@ const translatable = z.strictObject({
   output_config: z
     .object({
       format: z.strictObject({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) }).nullish(),
-      effort: z.enum(['low', 'medium', 'high']).nullish(),
+      effort: z.enum(['low', 'medium', 'high', 'max']).nullish(),
     })
     .nullish(),
   // A prompt-cache hint: the other upstreams cache on their own, so it changes nothing there.
   cache_control: cacheControl,
   // Scheduling, not the answer: nothing to carry to an upstream without tiers.
   service_tier: z.enum(['auto', 'standard_only']).nullish(),
+  // Anthropic's server-side trimming of old thinking and tool results (Claude Code sends it on
+  // every call); the other upstreams get the whole conversation, which is what trimming approximates.
+  context_management: z.record(z.string(), z.unknown()).nullish(),
 });
 
 export interface MessagesRequest {
@@ -156,9 +159,9 @@ function notTranslatable(model: CatalogueModel, param: string, what: string): Ga
 }
 
 /** Budgets as OpenAI's effort levels, for upstreams that think by effort. */
-function effortOf(thinking: z.infer<typeof translatable>['thinking'], effort: ReasoningEffort | undefined): ReasoningEffort | undefined {
+function effortOf(thinking: z.infer<typeof translatable>['thinking'], effort: 'low' | 'medium' | 'high' | 'max' | undefined): ReasoningEffort | undefined {
   if (thinking === undefined || thinking === null || thinking.type === 'disabled') return undefined;
-  if (thinking.type === 'adaptive') return effort ?? 'medium';
+  if (thinking.type === 'adaptive') return effort === 'max' ? 'high' : (effort ?? 'medium');
   const budget = thinking.budget_tokens;
   return budget <= 1024 ? 'minimal' : budget <= 4096 ? 'low' : budget <= 16384 ? 'medium' : 'high';
 }
