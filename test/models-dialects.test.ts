@@ -219,7 +219,7 @@ describe('Gemini dialect', () => {
       ['/v1beta/models?pageSize=-1', { 'x-goog-api-key': full }, 400, 'INVALID_ARGUMENT'],
       ['/v1beta/models?pageToken=garbage', { 'x-goog-api-key': full }, 400, 'INVALID_ARGUMENT'],
       ['/v1beta/models/missing', { 'x-goog-api-key': full }, 404, 'NOT_FOUND'],
-      ['/v1beta/models/m-01:generateContent', { 'x-goog-api-key': full, 'x-method': 'POST' }, 405, 'UNIMPLEMENTED'],
+      ['/v1beta/models/m-01:embedContent', { 'x-goog-api-key': full, 'x-method': 'POST' }, 404, 'NOT_FOUND'],
     ];
     for (const [path, { 'x-method': method, ...headers }, status, name] of cases as [string, Record<string, string>, number, string][]) {
       const response = method === undefined ? await get(path, headers) : await (async () => {

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { GatewayError } from '../errors.js';
 
 export type CallerDialect = 'openai' | 'anthropic' | 'gemini';
 
@@ -52,4 +53,17 @@ export function identifyListingCaller(headers: IncomingHttpHeaders, query: URLSe
         ? 'gemini'
         : 'openai';
   return { dialect, key: presented[0], conflicting: distinct.size > 1 };
+}
+
+/**
+ * The key of an Anthropic-dialect request: `x-api-key` (older SDKs, curl) or a bearer token (the
+ * SDKs since API version 2026-10-21). Two different keys are refused rather than one guessed.
+ */
+export function anthropicKey(headers: IncomingHttpHeaders): string | undefined {
+  const bearer = bearerToken(headers);
+  const apiKey = header(headers, 'x-api-key');
+  if (bearer !== undefined && apiKey !== undefined && bearer !== apiKey) {
+    throw new GatewayError('conflicting_api_keys', 'The request carries two different API keys; send exactly one.');
+  }
+  return apiKey ?? bearer;
 }

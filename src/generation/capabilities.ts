@@ -38,7 +38,7 @@ export function checkSupported(request: GenerationRequest, model: CatalogueModel
     throw refuse('response_format', 'JSON output without a schema (send a JSON Schema instead)');
   }
   if (caps.maxStopSequences !== null && request.stop.length > caps.maxStopSequences) {
-    throw refuse('stop', `more than ${caps.maxStopSequences} stop sequences`);
+    throw refuse('stop', `more than ${caps.maxStopSequences} stop sequences in '${paramOf('stop')}'`);
   }
   if (!caps.forwardsExtensions) {
     for (const field of Object.keys(request.extensions)) throw unsupported(model, caps, field, `the parameter '${field}'`);

@@ -2,7 +2,7 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { unsupported } from '../generation/capabilities.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TextPart, Usage } from '../generation/model.js';
-import type { Capabilities, GenerationCall } from '../generation/provider.js';
+import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, defaultMaxTokens, toolArguments } from './translating-provider.js';
 import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
@@ -134,6 +134,8 @@ function conversation(messages: readonly Message[]): { system: Json[]; turns: { 
 /** Chat through Anthropic's Messages API. */
 export class AnthropicProvider extends TranslatingProvider {
   readonly kind = 'anthropic';
+  /** Beta features the operator turned on for every call; a caller's are added to them. */
+  private readonly configuredBeta: string | undefined;
 
   constructor(config: ProviderConfig) {
     const credentials = {
@@ -141,10 +143,55 @@ export class AnthropicProvider extends TranslatingProvider {
       'anthropic-version': config.anthropic_version,
     };
     super(config.id, new UpstreamClient(config, credentials));
+    this.configuredBeta = config.headers?.['anthropic-beta'];
   }
 
   capabilities(): Capabilities {
     return CAPABILITIES;
+  }
+
+  /** A caller speaking Anthropic's own API is relayed: thinking signatures, cache markers, beta features and all. */
+  override relays(operation: WireOperation): boolean {
+    return operation === 'anthropic.messages' || operation === 'anthropic.count_tokens';
+  }
+
+  override async relay(call: RelayCall): Promise<RelayResponse> {
+    const body = { ...call.body, model: call.model.upstreamModel };
+    const upstreamCall = { requestId: call.requestId, signal: call.signal, headers: this.relayHeaders(call.headers ?? {}) };
+    if (call.operation === 'anthropic.count_tokens') return { stream: false, body: await this.client.postJson('/messages/count_tokens', body, upstreamCall) };
+    if (call.operation !== 'anthropic.messages') throw new Error(`provider ${this.id} does not relay ${call.operation}`);
+    if (!call.stream) return { stream: false, body: await this.client.postJson('/messages', body, upstreamCall) };
+    const response = await this.client.post('/messages', body, upstreamCall);
+    return { stream: true, events: this.relayedEvents(response.body) };
+  }
+
+  /**
+   * The body was written for the caller's API version, so that version goes upstream; beta features
+   * the caller asked for are added to any the operator configured.
+   */
+  private relayHeaders(caller: Readonly<Record<string, string>>): Record<string, string> {
+    const headers: Record<string, string> = {};
+    if (caller['anthropic-version'] !== undefined) headers['anthropic-version'] = caller['anthropic-version'];
+    const betas = [this.configuredBeta, caller['anthropic-beta']].filter((beta): beta is string => beta !== undefined && beta !== '');
+    if (betas.length > 0) headers['anthropic-beta'] = betas.join(',');
+    return headers;
+  }
+
+  /** The upstream's events as they came; an `error` event becomes a thrown GatewayError. */
+  private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
+    let stopped = false;
+    // Read on past message_stop to the end of the body, so the connection goes back to the pool.
+    for await (const { data } of this.client.events(body)) {
+      if (stopped) continue;
+      const event = this.client.parseEvent(data);
+      if (event.type === 'error') {
+        const error = isObject(event.error) ? event.error : {};
+        throw this.client.midStreamFailure(typeof error.message === 'string' ? error.message : undefined, error.type === 'overloaded_error' ? 'upstream_overloaded' : 'upstream_error');
+      }
+      if (event.type === 'message_stop') stopped = true;
+      yield event;
+    }
+    if (!stopped) throw unreadableUpstream(this.id, 'a stream that ended before message_stop');
   }
 
   private body(call: GenerationCall, stream: boolean): Json {

@@ -1,6 +1,6 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { GenerationResult, StreamPart } from '../generation/model.js';
-import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../generation/provider.js';
+import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
 
 /** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */
@@ -23,7 +23,7 @@ export function toolArguments(text: string): unknown {
   }
 }
 
-/** An upstream reached only by translating the generation model: it relays no caller's wire. */
+/** An upstream reached by translating the generation model; one that takes its own vendor's wire from callers overrides `relays`. */
 export abstract class TranslatingProvider implements Provider {
   abstract readonly kind: string;
 
@@ -36,7 +36,7 @@ export abstract class TranslatingProvider implements Provider {
   abstract generate(call: GenerationCall): Promise<GenerationResult>;
   abstract stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
 
-  relays(): boolean {
+  relays(_operation: WireOperation, _model: CatalogueModel): boolean {
     return false;
   }
 

@@ -10,7 +10,7 @@ export type Json = Record<string, unknown>;
 export interface UpstreamCall {
   readonly requestId: string;
   readonly signal: AbortSignal;
-  /** Caller headers the upstream's API reads; the provider's own headers and credentials win over them. */
+  /** Headers an adapter adds for this call (a caller's API version); never credentials, which the client owns. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 export type ResponseBody = Dispatcher.ResponseData['body'];
@@ -86,7 +86,7 @@ export class UpstreamClient {
       response = await this.pool.request({
         method: 'POST',
         path: this.basePath + path,
-        headers: call.headers === undefined ? { ...this.headers, 'x-request-id': call.requestId } : { ...call.headers, ...this.headers, 'x-request-id': call.requestId },
+        headers: call.headers === undefined ? { ...this.headers, 'x-request-id': call.requestId } : { ...this.headers, ...call.headers, 'x-request-id': call.requestId },
         body: json,
         signal: call.signal,
       });

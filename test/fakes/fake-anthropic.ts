@@ -82,6 +82,7 @@ export async function startFakeAnthropic(options: { apiKey: string; models?: str
     if (headers['x-api-key'] !== options.apiKey && headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'authentication_error', 'invalid x-api-key');
     const version = headers['anthropic-version'];
     if (typeof version !== 'string') return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (request.method === 'POST' && request.path === '/v1/messages/count_tokens') return countTokens(res, body, models, options.consecutiveTurns ?? 'merge', version);
     if (request.method !== 'POST' || request.path !== '/v1/messages') return error(res, 404, 'not_found_error', 'Not found');
     if (body === undefined || typeof body !== 'object') return error(res, 400, 'invalid_request_error', 'Invalid JSON');
     for (const field of Object.keys(body)) if (!allowed.has(field)) return error(res, 400, 'invalid_request_error', `${field}: Extra inputs are not permitted`);
@@ -185,6 +186,21 @@ export async function startFakeAnthropic(options: { apiKey: string; models?: str
     }
     await endStream(res, '');
   });
+}
+
+/** `POST /v1/messages/count_tokens`: the request's input tokens, without generating; max_tokens, stream and sampling fields are refused. */
+function countTokens(res: ServerResponse, body: any, models: ReadonlySet<string>, turns: 'merge' | 'reject', version: string): void {
+  if (body === undefined || typeof body !== 'object') return error(res, 400, 'invalid_request_error', 'Invalid JSON');
+  const allowed = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'output_config', 'output_format', 'cache_control', 'mcp_servers']);
+  for (const field of Object.keys(body)) if (!allowed.has(field)) return error(res, 400, 'invalid_request_error', `${field}: Extra inputs are not permitted`);
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return error(res, 400, 'invalid_request_error', 'messages: at least one message is required');
+  if (!models.has(body.model)) return error(res, 404, 'not_found_error', `model: ${body.model}`);
+  try {
+    return json(res, 200, { input_tokens: readMessagesRequest({ ...body, max_tokens: 1_000_000 }, turns, version).promptTokens });
+  } catch (e) {
+    if (e instanceof InvalidRequest) return error(res, 400, 'invalid_request_error', e.message);
+    throw e;
+  }
 }
 
 type Block =

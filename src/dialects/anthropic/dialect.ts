@@ -26,6 +26,11 @@ function anthropicErrorType(status: number, kind: ErrorKind): string {
   }
 }
 
+/** The `error` member of Anthropic's error bodies and stream error events. */
+export function anthropicErrorObject(error: GatewayError): { type: string; message: string } {
+  return { type: anthropicErrorType(error.status, error.kind), message: error.message };
+}
+
 /** RFC 3339 without fractional seconds, as Anthropic writes it; a model of unknown date shows the epoch. */
 function rfc3339(unixSeconds: number): string {
   return new Date(unixSeconds * 1000).toISOString().replace('.000Z', 'Z');
@@ -45,11 +50,7 @@ export const anthropicDialect: Dialect = {
   name: 'anthropic',
   renderError: (error, requestId) => ({
     status: error.status,
-    body: JSON.stringify({
-      type: 'error',
-      error: { type: anthropicErrorType(error.status, error.kind), message: error.message },
-      request_id: requestId,
-    }),
+    body: JSON.stringify({ type: 'error', error: anthropicErrorObject(error), request_id: requestId }),
   }),
 
   /** Newest first; `after_id` pages forward, `before_id` backward, `limit` 1..1000 (default 20). */

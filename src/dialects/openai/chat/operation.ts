@@ -9,7 +9,7 @@ import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { openAIDialect } from '../dialect.js';
-import { runStream } from '../streaming.js';
+import { runStream } from '../../stream-runner.js';
 import { parseChatRequest, toGenerationRequest, type ChatRequest } from './request.js';
 import { chatCompletionBody, ChatStreamWriter, wireChatUsage } from './writer.js';
 
@@ -83,7 +83,6 @@ async function relayStream(x: Exchange<ChatRequest>): Promise<void> {
   await runStream(
     x,
     writer,
-    'chatcmpl-',
     async () => {
       let usage: Usage | null = null;
       for await (const chunk of relayed.events) {
@@ -125,7 +124,6 @@ async function translatedStream(x: Exchange<ChatRequest>, subCalls: readonly Sub
   await runStream(
     x,
     writer,
-    'chatcmpl-',
     async () => {
       writer.open(newGenerationId('chatcmpl-'), Math.floor(Date.now() / 1000));
       x.meter.firstByteAt = performance.now();

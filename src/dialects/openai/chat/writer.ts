@@ -71,7 +71,7 @@ export class ChatStreamWriter extends OpenAIStreamWriter {
   private readonly roleSent = new Set<number>();
 
   constructor(res: ServerResponse, publicModel: string, includeUsage: boolean, signal: AbortSignal) {
-    super(res, publicModel, includeUsage, signal, 'chat.completion.chunk');
+    super(res, publicModel, includeUsage, signal, 'chat.completion.chunk', 'chatcmpl-');
   }
 
   /** Writes one part as the chunk OpenAI would send for it. */

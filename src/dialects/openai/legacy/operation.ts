@@ -11,7 +11,7 @@ import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { usageFromOpenAI } from '../../../providers/openai-compatible.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { openAIDialect } from '../dialect.js';
-import { runStream } from '../streaming.js';
+import { runStream } from '../../stream-runner.js';
 import type { Completion, CompletionChoice, CompletionRequest, FinishReason, LegacyLogprobs } from './completion.js';
 import { LegacyLogprobsBuilder } from './logprobs.js';
 import { parseCompletionRequest } from './request.js';
@@ -104,7 +104,7 @@ async function relayStream(x: Exchange<CompletionRequest>): Promise<void> {
   const writer = new OpenAICompletionStreamWriter(x.res, request.model, request.includeUsage, x.signal);
   const texts: string[] = [];
   let usage: Usage | null = null;
-  await runStream(x, writer, 'cmpl-', async () => {
+  await runStream(x, writer, async () => {
     for await (const chunk of relayed.events) {
       if (!Array.isArray(chunk.choices)) throw unreadableUpstream(x.provider.id, 'a stream event without choices');
       if (!writer.hasStarted) {
@@ -212,7 +212,7 @@ async function translatedStream(x: Exchange<CompletionRequest>, subCalls: readon
     if (builder === undefined) builders.set(choice, (builder = new LegacyLogprobsBuilder(request.logprobs)));
     return builder.add(tokens ?? []);
   };
-  await runStream(x, writer, 'cmpl-', async () => {
+  await runStream(x, writer, async () => {
     writer.open(newGenerationId('cmpl-'), Math.floor(Date.now() / 1000));
     x.meter.firstByteAt = performance.now();
     if (request.echo) {

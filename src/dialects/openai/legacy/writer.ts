@@ -38,7 +38,7 @@ export function openAICompletionBody(completion: Completion, publicModel: string
 /** A completion stream: each chunk a whole `text_completion` object. */
 export class OpenAICompletionStreamWriter extends OpenAIStreamWriter {
   constructor(res: ServerResponse, publicModel: string, includeUsage: boolean, signal: AbortSignal) {
-    super(res, publicModel, includeUsage, signal, 'text_completion');
+    super(res, publicModel, includeUsage, signal, 'text_completion', 'cmpl-');
   }
 
   async choice(choice: CompletionChoice): Promise<void> {
