@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { ApiError, GoogleGenAI, Type, type Content, type GenerateContentResponse } from '@google/genai';
+import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { z } from 'zod';
 import { KNOWN_CACHE } from './fakes/fake-gemini.js';
 import type { FakeUpstream, RecordedRequest } from './fakes/fake-server.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
@@ -513,15 +516,10 @@ describe('generateContent: validation and what an upstream cannot do', () => {
   });
 });
 
-/** The Vercel AI SDK's Google provider, when it is installed (it is not a dependency yet). */
-const aiSdkGoogle = await import('@ai-sdk/google' as string).catch(() => undefined);
-
-describe('the Vercel AI SDK (@ai-sdk/google)', { skip: aiSdkGoogle === undefined ? '@ai-sdk/google is not installed' : false }, () => {
+describe('the Vercel AI SDK (@ai-sdk/google)', () => {
   for (const upstream of UPSTREAMS) {
     test(`generateText, streamText and a tool round trip on ${upstream.name}`, async () => {
-      const { generateText, streamText, tool, stepCountIs } = await import('ai');
-      const { z } = await import('zod');
-      const google = aiSdkGoogle!.createGoogleGenerativeAI({ apiKey: key, baseURL: `${sluice.url}/v1beta` });
+      const google = createGoogleGenerativeAI({ apiKey: key, baseURL: `${sluice.url}/v1beta` });
       const plain = await generateText({ model: google(upstream.model), prompt: 'hello', maxOutputTokens: 3 });
       assert.equal(plain.text, '[hello] The quick');
       assert.equal(plain.usage.outputTokens, 3);
@@ -536,6 +534,17 @@ describe('the Vercel AI SDK (@ai-sdk/google)', { skip: aiSdkGoogle === undefined
         stopWhen: stepCountIs(3),
       });
       assert.match(withTools.text, /Sunny in Paris/);
+      // With thinking, the calls the SDK replays carry the signatures Sluice wrote (an Anthropic
+      // upstream refuses a tool-use turn without its thinking block).
+      const thinking = await generateText({
+        model: google(upstream.model),
+        prompt: 'What is the weather in Paris?',
+        tools: { get_weather: tool({ inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => ({ forecast: `Cloudy in ${city}` }) }) },
+        providerOptions: { google: { thinkingConfig: { includeThoughts: true, thinkingBudget: 2048 } } },
+        stopWhen: stepCountIs(3),
+      });
+      assert.match(thinking.text, /Cloudy in Paris/);
+      assert.equal(thinking.steps[0]!.reasoningText, 'Let me think.');
       if (!upstream.relayed) assert.doesNotMatch(JSON.stringify(upstream.fake().requests.map((r) => r.body)), /skip_thought_signature_validator/);
     });
   }

@@ -148,11 +148,8 @@ export class GeminiProvider extends TranslatingProvider {
     return CAPABILITIES;
   }
 
-  /**
-   * A Gemini caller's own generateContent and countTokens bodies go upstream as they came. (The
-   * parameter is optional only because TranslatingProvider's relays() declares none.)
-   */
-  override relays(operation?: WireOperation): boolean {
+  /** A Gemini caller's own generateContent and countTokens bodies go upstream as they came. */
+  override relays(operation: WireOperation): boolean {
     return operation === 'gemini.generateContent' || operation === 'gemini.countTokens';
   }
 
