@@ -23,7 +23,7 @@ const functionResponse = z.strictObject({
 });
 
 /** The members of Part's `data` oneof: exactly one is set. */
-export const DATA_FIELDS = ['text', 'inlineData', 'fileData', 'functionCall', 'functionResponse', 'executableCode', 'codeExecutionResult', 'toolCall', 'toolResponse'] as const;
+const DATA_FIELDS = ['text', 'inlineData', 'fileData', 'functionCall', 'functionResponse', 'executableCode', 'codeExecutionResult', 'toolCall', 'toolResponse'] as const;
 
 const part = z.strictObject({
   text: z.string().optional(),
@@ -79,7 +79,7 @@ const toolConfig = z.strictObject({
   includeServerSideToolInvocations: z.boolean().optional(),
 });
 
-export const THINKING_LEVELS = ['THINKING_LEVEL_UNSPECIFIED', 'MINIMAL', 'LOW', 'MEDIUM', 'HIGH'] as const;
+const THINKING_LEVELS = ['THINKING_LEVEL_UNSPECIFIED', 'MINIMAL', 'LOW', 'MEDIUM', 'HIGH'] as const;
 
 const generationConfig = z.strictObject({
   stopSequences: z.array(z.string()).max(5).optional(),
@@ -110,7 +110,7 @@ const generationConfig = z.strictObject({
   mediaResolution: z.string().optional(),
 });
 
-export const HARM_BLOCK_THRESHOLDS = ['HARM_BLOCK_THRESHOLD_UNSPECIFIED', 'BLOCK_LOW_AND_ABOVE', 'BLOCK_MEDIUM_AND_ABOVE', 'BLOCK_ONLY_HIGH', 'BLOCK_NONE', 'OFF'] as const;
+const HARM_BLOCK_THRESHOLDS = ['HARM_BLOCK_THRESHOLD_UNSPECIFIED', 'BLOCK_LOW_AND_ABOVE', 'BLOCK_MEDIUM_AND_ABOVE', 'BLOCK_ONLY_HIGH', 'BLOCK_NONE', 'OFF'] as const;
 
 const safetySetting = z.strictObject({
   category: z.string().regex(/^HARM_CATEGORY_[A-Z_]+$/, 'expected a HarmCategory such as HARM_CATEGORY_HARASSMENT'),
@@ -140,9 +140,7 @@ const countBody = z.strictObject({
 });
 
 export type GenerateBody = z.infer<typeof generateBody>;
-export type Content = z.infer<typeof content>;
 export type Part = z.infer<typeof part>;
-export type GenerationConfig = z.infer<typeof generationConfig>;
 
 /** A generateContent call as parsed at the edge: the public model, how to answer, the typed body and the body as sent. */
 export interface GenerateRequest {
