@@ -478,6 +478,12 @@ describe('generateContent: validation and what an upstream cannot do', () => {
     assert.equal(badAlt.status, 400);
     assert.match(badAlt.body.error.message, /'alt'/);
     assert.equal(upstreams.gemini.requests.length + upstreams.anthropic.requests.length + upstreams.vllm.requests.length, 0);
+    // The refused requests' ledger rows name the model of the path, where Gemini callers name it.
+    const refused = await eventually(() => {
+      const rows = sluice.ledger().filter((row) => row.operation === 'generate_content' && row.status === 400 && row.model === 'claude');
+      return rows.length >= cases.length ? rows : undefined;
+    });
+    assert.ok(refused.every((row) => row.error_kind === 'invalid_request' || row.error_kind === 'unsupported_parameter'));
   });
 
   test('what the upstream cannot honour is refused naming the parameter and the model', async () => {

@@ -21,6 +21,8 @@ export interface GenerationOperation<Request> {
   /** Validates the body (and what the path and headers say); throws a GatewayError naming the parameter at fault. */
   parse(body: unknown, wire: WireRequest): Request;
   modelOf(request: Request): string;
+  /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
+  modelNamed?(wire: WireRequest): string | undefined;
   isStream(request: Request): boolean;
   /** Invokes the provider through `exchange.invoke` and writes the answer; reports usage on `exchange.meter`. */
   serve(exchange: Exchange<Request>): Promise<void>;

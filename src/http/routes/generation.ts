@@ -39,7 +39,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     ctx.res.once('close', onClose);
     try {
       const body = await readJsonBody(ctx.req, deps.maxBodyBytes);
-      modelAsked = modelNameOf(body);
+      modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
       request = operation.parse(body, wire);
       model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
       const provider = deps.providers.get(model.providerId);

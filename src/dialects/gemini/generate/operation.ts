@@ -11,7 +11,7 @@ import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { runStream } from '../../stream-runner.js';
 import { geminiDialect } from '../dialect.js';
-import { inputTexts, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
+import { inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
 import { geminiParam, showsThoughts, toGenerationRequest } from './translate.js';
 import { generateContentBody, GeminiStreamWriter, geminiUsage, TranslatedStreamWriter } from './writer.js';
 
@@ -37,6 +37,13 @@ export const geminiGenerateContent: GenerationOperation<GenerateRequest> = {
   credential,
   parse: parseGenerateRequest,
   modelOf: (request) => request.model,
+  modelNamed(wire) {
+    try {
+      return modelMethodOf(wire.path).model.slice(0, 200);
+    } catch {
+      return undefined;
+    }
+  },
   isStream: (request) => request.stream,
   countUsage: (request, generated) => countUsage(inputTexts(request.body), generated),
   async serve(x) {
