@@ -22,7 +22,8 @@ import {
  * (stop_reason "refusal", stop_details {type: refusal}).
  *
  * Requests are checked as the API documents, with its error texts where known:
- * - `system` only top-level (a string or text blocks); a message with role "system" is refused.
+ * - `system` top-level (a string or text blocks); a message with role "system" is refused, unless the
+ *   `mid-conversation-system-2026-04-07` beta is on (Claude Code's), when it holds text only.
  * - Consecutive turns of the same role are combined into one turn, as the API documents (option
  *   `consecutiveTurns: 'reject'` refuses them instead, as the API once did).
  * - Blocks: text (non-empty), image (user; source base64 with media_type image/jpeg, png, gif or
@@ -72,6 +73,7 @@ export async function startFakeAnthropic(options: { apiKey: string; models?: str
   const allowed = new Set([
     'model', 'messages', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'metadata', 'stream', 'system',
     'tools', 'tool_choice', 'thinking', 'output_config', 'output_format', 'cache_control', 'service_tier', 'container', 'inference_geo',
+    'context_management',
   ]);
   /** Cached prefixes this fake has seen. */
   const cached = new Set<string>();
@@ -103,7 +105,8 @@ export async function startFakeAnthropic(options: { apiKey: string; models?: str
     if (!models.has(body.model)) return error(res, 404, 'not_found_error', `model: ${body.model}`);
     let read: MessagesRequest;
     try {
-      read = readMessagesRequest(body, options.consecutiveTurns ?? 'merge', version);
+      const betas = new Set(String(headers['anthropic-beta'] ?? '').split(',').map((beta) => beta.trim()));
+      read = readMessagesRequest(body, options.consecutiveTurns ?? 'merge', version, betas);
     } catch (e) {
       if (e instanceof InvalidRequest) return error(res, 400, 'invalid_request_error', e.message);
       throw e;
@@ -305,7 +308,10 @@ interface Turn {
   readonly blocks: any[];
 }
 
-function readMessagesRequest(body: any, consecutiveTurns: 'merge' | 'reject', version: string): MessagesRequest {
+/** The beta that lets a `system` message stand between turns (Claude Code sends one). */
+const MID_CONVERSATION_SYSTEM = 'mid-conversation-system-2026-04-07';
+
+function readMessagesRequest(body: any, consecutiveTurns: 'merge' | 'reject', version: string, betas: ReadonlySet<string> = new Set()): MessagesRequest {
   const promptBlocks: PromptBlock[] = [];
   const texts: string[] = [];
   let images = 0;
@@ -421,6 +427,12 @@ function readMessagesRequest(body: any, consecutiveTurns: 'merge' | 'reject', ve
   const messages: any[] = body.messages;
   messages.forEach((m, i) => {
     if (!isPlainObject(m)) fail(`messages.${i}: Input should be a valid dictionary`);
+    if (m.role === 'system' && betas.has(MID_CONVERSATION_SYSTEM)) {
+      const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+      if (!Array.isArray(blocks) || blocks.some((b: any) => !isPlainObject(b) || b.type !== 'text' || typeof b.text !== 'string')) fail(`messages.${i}.content: a system message holds text only`);
+      for (const b of blocks) texts.push(b.text);
+      return;
+    }
     if (m.role !== 'user' && m.role !== 'assistant') {
       fail(`messages.${i}.role: Input should be 'user' or 'assistant'${m.role === 'system' ? ' (use the top-level `system` parameter for a system prompt)' : ''}`);
     }

@@ -16,7 +16,8 @@ const looseBlock = z.looseObject({ type: z.string() });
 const envelope = z.looseObject({
   model: z.string().min(1),
   max_tokens: z.number().int().min(1),
-  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(looseBlock)]) })),
+  // `system` between turns: Claude Code's mid-conversation system beta.
+  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: z.union([z.string(), z.array(looseBlock)]) })),
   system: z.union([z.string(), z.array(looseBlock)]).nullish(),
   stream: z.boolean().nullish(),
   temperature: unitInterval.nullish(),
@@ -180,7 +181,7 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
   // Tool names by call id: a tool result names its call only, and some upstreams want the name.
   const toolNames = new Map<string, string>();
   body.messages.forEach((raw, i) => {
-    const message = raw as { role: 'user' | 'assistant'; content: string | unknown[] };
+    const message = raw as { role: 'user' | 'assistant' | 'system'; content: string | unknown[] };
     const blocks: Block[] =
       typeof message.content === 'string'
         ? [{ type: 'text', text: message.content }]
@@ -190,6 +191,15 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
             if (!Object.hasOwn(BLOCKS, type)) throw notTranslatable(model, `${path.join('.')}.type`, `a \`${type}\` block`);
             return parseOrThrow<Block>(BLOCKS[type as keyof typeof BLOCKS] as z.ZodType<Block>, block, path);
           });
+    if (message.role === 'system') {
+      // Instructions where they stand in the conversation; each upstream places them as it can.
+      const content = blocks.map((block) => {
+        if (block.type !== 'text') throw new GatewayError('invalid_request', `messages.${i}.content: a system message holds text only`, { param: `messages.${i}.content` });
+        return textPart(block);
+      });
+      messages.push({ role: 'system', content });
+      return;
+    }
     if (message.role === 'assistant') {
       const content: ContentPart[] = [];
       for (const block of blocks) {
