@@ -288,7 +288,7 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
     for (const [body, field] of [
       [{ model: 'claude', messages: [{ role: 'user', content: 'hi' }] }, 'max_tokens'],
       [{ model: 'llama-chat', max_tokens: 0, messages: [{ role: 'user', content: 'hi' }] }, 'max_tokens'],
-      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'system', content: 'hi' }] }, 'messages.0.role'],
+      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'tool', content: 'hi' }] }, 'messages.0.role'],
       [{ model: 'llama-chat', max_tokens: 5, temperature: 1.5, messages: [{ role: 'user', content: 'hi' }] }, 'temperature'],
     ] as const) {
       const response = await postMessages(body);
