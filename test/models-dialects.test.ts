@@ -157,7 +157,7 @@ describe('Gemini dialect', () => {
     assert.equal(m3.version, '003');
     assert.equal(m3.inputTokenLimit, 8192);
     assert.equal(m3.outputTokenLimit, 1024);
-    assert.deepEqual(m3.supportedActions, ['generateText', 'generateContent', 'streamGenerateContent']);
+    assert.deepEqual(m3.supportedActions, ['generateText', 'generateContent', 'streamGenerateContent', 'countTokens']);
   });
 
   test('get returns one model; unknown is an ApiError 404', async () => {

@@ -27,7 +27,7 @@ const STATUS_NAMES: Record<number, string> = {
  * a legacy completion is Gemini's legacy generateText.
  */
 const METHODS: Record<Endpoint, readonly string[]> = {
-  chat: ['generateContent', 'streamGenerateContent'],
+  chat: ['generateContent', 'streamGenerateContent', 'countTokens'],
   completions: ['generateText'],
 };
 
