@@ -12,8 +12,8 @@ import type { Provider } from './provider.js';
  * resolve the model, admit, meter) are the same for every operation (see http/routes/generation.ts).
  */
 export interface GenerationOperation<Request> {
-  /** The catalogue endpoint a model must serve. */
-  readonly endpoint: Endpoint;
+  /** The catalogue endpoint a model must serve; of several, any one (the first names the operation in errors). */
+  readonly endpoint: Endpoint | readonly Endpoint[];
   /** The ledger's name for the caller's operation. */
   readonly operation: string;
   readonly dialect: Dialect;
