@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Principal } from '../auth/authenticator.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
 import type { Dialect } from '../dialects/dialect.js';
@@ -38,6 +39,8 @@ export interface WireRequest {
 /** One admitted request on its way through the invoke stage. */
 export interface Exchange<Request> {
   readonly request: Request;
+  /** Who is calling: the key and its account (what a dialect that keeps state, such as the Responses API's, keeps it for). */
+  readonly principal: Principal;
   readonly model: CatalogueModel;
   readonly provider: Provider;
   readonly requestId: string;
