@@ -54,6 +54,7 @@ models:
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-agent, provider: vllm, upstream_model: upstream-model, endpoints: [chat], drop_hosted_tools: true }
   - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
+  - { id: gpt-5-mini, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
 responses:
   retention_days: 7
 `,
@@ -242,7 +243,17 @@ for (const upstream of UPSTREAMS) {
     });
 
     describe(`the Vercel AI SDK's default OpenAI model`, () => {
-      const openai = () => createOpenAI({ apiKey: key, baseURL: `${sluice.url}/v1` });
+      /** The bodies the SDK sent, to see what it sent rather than assume it. */
+      const sent: any[] = [];
+      const openai = () =>
+        createOpenAI({
+          apiKey: key,
+          baseURL: `${sluice.url}/v1`,
+          fetch: async (url, init) => {
+            if (typeof init?.body === 'string') sent.push(JSON.parse(init.body));
+            return fetch(url, init);
+          },
+        });
 
       test('generateText with tools over several steps (item references to stored items)', async () => {
         const seen: string[] = [];
@@ -267,12 +278,22 @@ for (const upstream of UPSTREAMS) {
         assert.match(result.text, /21 degrees in Paris/);
         assert.equal(result.finishReason, 'stop');
         assert.ok(result.totalUsage.inputTokens! > 0);
-        // The second step referred to the first step's stored call rather than repeating it.
-        const requests = await eventually(() => {
-          const rows = sluice.ledger().filter((r) => r.operation === 'responses' && r.model === model);
-          return rows.length >= 2 ? rows : undefined;
+        // Its second step sends the whole conversation back: the call and its output.
+        const second = sent.at(-1);
+        assert.ok(second.input.some((item: any) => item.type === 'function_call' && item.name === 'get_weather'));
+        assert.ok(second.input.some((item: any) => item.type === 'function_call_output' && item.output === '21 degrees in Paris'));
+      });
+
+      test('a conversation continued with the response messages refers to the stored answer by id', async () => {
+        const first = await generateText({ model: openai()(model), prompt: 'first question' });
+        const second = await generateText({
+          model: openai()(model),
+          messages: [{ role: 'user', content: 'first question' }, ...first.response.messages, { role: 'user', content: 'second question' }],
         });
-        assert.ok(requests.length >= 2);
+        assert.match(second.text, /second question/);
+        const input = sent.at(-1).input;
+        assert.ok(input.some((item: any) => item.type === 'item_reference' && /^msg_/.test(item.id)), 'an item_reference to the stored message');
+        assert.match(lastSent(upstream.fake()), new RegExp(first.text.slice(0, 20).replace(/[[\]().?*+]/g, '\\$&')));
       });
 
       test('streamText', async () => {
@@ -319,6 +340,34 @@ describe('Responses across upstreams and models', () => {
     const sentToGemini = JSON.stringify(upstreams.gemini.requests.at(-1)!.body);
     assert.match(sentToGemini, /What is the weather in Paris\?/);
     assert.doesNotMatch(sentToGemini, /thoughtSignature/);
+  });
+
+  test('the AI SDK on a reasoning-model name: a developer message, and reasoning items referenced across steps', async () => {
+    const sent: any[] = [];
+    const openai = createOpenAI({
+      apiKey: key,
+      baseURL: `${sluice.url}/v1`,
+      fetch: async (url, init) => {
+        if (typeof init?.body === 'string') sent.push(JSON.parse(init.body));
+        return fetch(url, init);
+      },
+    });
+    const result = await generateText({
+      model: openai('gpt-5-mini'),
+      system: 'You are a weather assistant.',
+      prompt: 'What is the weather in Paris?',
+      tools: { get_weather: tool({ inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `cold in ${city}` }) },
+      providerOptions: { openai: { reasoningEffort: 'low', reasoningSummary: 'auto' } },
+      stopWhen: stepCountIs(3),
+    });
+    assert.match(result.text, /cold in Paris/);
+    assert.equal(sent[0].input[0].role, 'developer');
+    assert.ok(sent[1].input.some((item: any) => item.type === 'item_reference' && /^rs_/.test(item.id)), 'the reasoning item referenced');
+    // The Anthropic fake takes a tool result only after a thinking block it signed itself.
+    const messages = upstreams.anthropic.requests.at(-1)!.body.messages;
+    assert.equal(messages[1].content[0].type, 'thinking');
+    assert.equal(messages[1].content[0].thinking, 'Let me think.');
+    assert.equal(result.reasoningText, 'Let me think.');
   });
 
   test('hosted tools are refused by name on a translated model', async () => {
