@@ -15,6 +15,8 @@ export const ERROR_KINDS = {
   no_model_permission: { status: 403 },
   route_not_found: { status: 404 },
   model_not_found: { status: 404 },
+  /** A stored object (a Responses-API response or item) the caller's account does not have. */
+  resource_not_found: { status: 404 },
   method_not_allowed: { status: 405 },
   invalid_json: { status: 400 },
   invalid_request: { status: 400 },

@@ -11,6 +11,7 @@ import { LoginThrottle } from './console/login-throttle.js';
 import { consoleRoutes } from './console/routes.js';
 import { DEFAULT_SESSION_TTL_MS, Sessions } from './console/sessions.js';
 import { createServer } from './http/server.js';
+import { Conversations } from './dialects/openai/responses/conversation.js';
 import { ProviderAdapters } from './providers/provider-adapters.js';
 import { createProvider } from './providers/registry.js';
 import { Prober } from './status/prober.js';
@@ -59,6 +60,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const status = new StatusMonitor(store, catalogue);
   const prober = new Prober(store, catalogue, adapters, logger);
   prober.start();
+  const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
+  conversations.start();
 
   const gateway = createServer({
     logger,
@@ -67,6 +70,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     providers: adapters,
     admission: admitAll,
     ledger,
+    conversations,
     maxBodyBytes: options.maxBodyBytes,
     pages: consoleRoutes({
       store,
@@ -99,6 +103,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       const deadline = Date.now() + graceMs;
       await gateway.drain(graceMs);
       prober.stop();
+      conversations.stop();
       authenticator.stop();
       // The ledger keeps trying the store until the drain deadline, and a moment at least.
       await ledger.stop(Math.max(deadline, Date.now() + LEDGER_MIN_STOP_MS));

@@ -5,16 +5,17 @@ import type { Catalogue, CatalogueModel } from './catalogue.js';
 
 /**
  * The caller operations each catalogue endpoint serves: a chat model answers in every chat-shaped
- * dialect. The first is the operation's usual name in messages.
+ * dialect, OpenAI's Responses API included. The first is the operation's usual name in messages.
  */
 export const ENDPOINT_OPERATIONS: Readonly<Record<Endpoint, readonly string[]>> = {
   completions: ['/v1/completions'],
-  chat: ['/v1/chat/completions', '/v1/messages', '/v1beta/models/{model}:generateContent', '/v1beta/models/{model}:streamGenerateContent'],
+  chat: ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/models/{model}:generateContent', '/v1beta/models/{model}:streamGenerateContent'],
+  responses: ['/v1/responses'],
 };
 
-/** Every caller operation a model serves. */
+/** Every caller operation a model serves, each once. */
 export function operationsOf(model: CatalogueModel): string[] {
-  return [...model.endpoints].flatMap((endpoint) => ENDPOINT_OPERATIONS[endpoint]);
+  return [...new Set([...model.endpoints].flatMap((endpoint) => ENDPOINT_OPERATIONS[endpoint]))];
 }
 
 /** The model a key asked for, if it exists and the key may use it. */
@@ -31,12 +32,16 @@ export function modelForKey(catalogue: Catalogue, id: string, principal: Princip
   return model;
 }
 
-/** As modelForKey, and the model must serve the operation asked for. */
-export function modelForOperation(catalogue: Catalogue, id: string, principal: Principal, endpoint: Endpoint): CatalogueModel {
+/**
+ * As modelForKey, and the model must serve the operation asked for: one of `endpoints` (the
+ * Responses API is served by `chat` and `responses` models alike). The first names the operation.
+ */
+export function modelForOperation(catalogue: Catalogue, id: string, principal: Principal, endpoints: Endpoint | readonly Endpoint[]): CatalogueModel {
   const model = modelForKey(catalogue, id, principal);
-  if (!model.endpoints.has(endpoint)) {
+  const wanted: readonly Endpoint[] = typeof endpoints === 'string' ? [endpoints] : endpoints;
+  if (!wanted.some((endpoint) => model.endpoints.has(endpoint))) {
     const serves = [...model.endpoints].map((e) => ENDPOINT_OPERATIONS[e][0]).join(', ');
-    throw new GatewayError('unsupported_endpoint', `The model \`${id}\` does not serve ${ENDPOINT_OPERATIONS[endpoint][0]}; it serves ${serves}.`, {
+    throw new GatewayError('unsupported_endpoint', `The model \`${id}\` does not serve ${ENDPOINT_OPERATIONS[wanted[0]!][0]}; it serves ${serves}.`, {
       param: 'model',
     });
   }

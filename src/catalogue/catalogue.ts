@@ -19,6 +19,8 @@ export interface CatalogueModel {
   readonly contextWindow: number | undefined;
   readonly maxOutputTokens: number | undefined;
   readonly endpoints: ReadonlySet<Endpoint>;
+  /** A Responses request's hosted tools are left out (and named in a header) rather than refused, where the upstream has none. */
+  readonly dropHostedTools: boolean;
   readonly pricing: Pricing | undefined;
   /** Where the entry came from, shown by the console ("configuration file" entries are edited there). */
   readonly origin: CatalogueOrigin;
@@ -74,6 +76,7 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
     contextWindow: entry.context_window,
     maxOutputTokens: entry.max_output_tokens,
     endpoints: new Set(entry.endpoints),
+    dropHostedTools: entry.drop_hosted_tools ?? false,
     pricing: entry.pricing && {
       inputPerMtok: entry.pricing.input_per_mtok,
       outputPerMtok: entry.pricing.output_per_mtok,

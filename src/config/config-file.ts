@@ -3,8 +3,11 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { UserError } from '../user-error.js';
 
-/** Public operations a model can serve, named as in the configuration file. */
-export const ENDPOINTS = ['completions', 'chat'] as const;
+/**
+ * Public operations a model can serve, named as in the configuration file. `responses`: OpenAI's
+ * Responses API only (a `chat` model serves it too).
+ */
+export const ENDPOINTS = ['completions', 'chat', 'responses'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
 export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini'] as const;
@@ -16,8 +19,13 @@ export const DEFAULT_BASE_URLS: Partial<Record<ProviderKind, string>> = {
   gemini: 'https://generativelanguage.googleapis.com/v1beta',
 };
 
-/** How an `openai` provider is asked for a legacy completion: natively, or through its chat API. */
-export const UPSTREAM_APIS = ['completions', 'chat'] as const;
+/**
+ * Which of an `openai` provider's APIs serves the model natively: `completions` (legacy
+ * completions relayed, the default), `chat` (legacy completions through its chat API) or
+ * `responses` (`/v1/responses` relayed to the provider's own Responses API; legacy completions
+ * through its chat API).
+ */
+export const UPSTREAM_APIS = ['completions', 'chat', 'responses'] as const;
 export type UpstreamApi = (typeof UPSTREAM_APIS)[number];
 
 /**
@@ -93,14 +101,28 @@ export const modelSchema = z.strictObject({
   context_window: z.number().int().positive().optional(),
   max_output_tokens: z.number().int().positive().optional(),
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(['completions']),
-  /** For `openai` providers: `chat` serves legacy completions through the upstream's chat API. */
+  /** For `openai` providers: `chat` serves legacy completions through the upstream's chat API; `responses` relays /v1/responses. */
   upstream_api: z.enum(UPSTREAM_APIS).optional(),
+  /**
+   * For a model reached through translation: hosted tools in a Responses request (web search,
+   * file search, …) are left out, and named in `x-sluice-dropped-tools`, instead of refused.
+   */
+  drop_hosted_tools: z.boolean().optional(),
   pricing: pricingSchema.optional(),
+});
+
+/** Defaults of the `responses:` section, which the README states. */
+export const RESPONSES_DEFAULTS = { retention_days: 30 } as const;
+
+const responsesSchema = z.strictObject({
+  /** How long a stored response (and its items) is kept for `previous_response_id`, `item_reference` and GET. */
+  retention_days: z.number().positive().default(RESPONSES_DEFAULTS.retention_days),
 });
 
 const configSchema = z.strictObject({
   providers: z.array(providerSchema).default([]),
   models: z.array(modelSchema).default([]),
+  responses: responsesSchema.default({ retention_days: RESPONSES_DEFAULTS.retention_days }),
 });
 
 /** A provider entry with its base URL settled (explicit, or the kind's default). */
@@ -110,6 +132,8 @@ export interface GatewayConfig {
   readonly source: string;
   readonly providers: readonly ProviderConfig[];
   readonly models: readonly ModelConfig[];
+  /** Stored Responses-API conversations. */
+  readonly responses: { readonly retentionDays: number };
 }
 
 export class ConfigError extends UserError {
@@ -118,7 +142,7 @@ export class ConfigError extends UserError {
 
 /** An empty configuration, for a gateway started without a file. */
 export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
-  return { source, providers: [], models: [] };
+  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days } };
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -149,7 +173,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
     ...provider,
     base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
   }));
-  return { source, providers, models: config.models };
+  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days } };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {

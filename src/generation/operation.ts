@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Principal } from '../auth/authenticator.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
 import type { Dialect } from '../dialects/dialect.js';
@@ -12,8 +13,8 @@ import type { Provider } from './provider.js';
  * resolve the model, admit, meter) are the same for every operation (see http/routes/generation.ts).
  */
 export interface GenerationOperation<Request> {
-  /** The catalogue endpoint a model must serve. */
-  readonly endpoint: Endpoint;
+  /** The catalogue endpoint a model must serve; of several, any one (the first names the operation in errors). */
+  readonly endpoint: Endpoint | readonly Endpoint[];
   /** The ledger's name for the caller's operation. */
   readonly operation: string;
   readonly dialect: Dialect;
@@ -40,6 +41,8 @@ export interface WireRequest {
 /** One admitted request on its way through the invoke stage. */
 export interface Exchange<Request> {
   readonly request: Request;
+  /** Who is calling: the key and its account (what a dialect that keeps state, such as the Responses API's, keeps it for). */
+  readonly principal: Principal;
   readonly model: CatalogueModel;
   readonly provider: Provider;
   readonly requestId: string;

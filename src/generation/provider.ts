@@ -34,6 +34,7 @@ export interface Capabilities {
 export type WireOperation =
   | 'openai.completions'
   | 'openai.chat'
+  | 'openai.responses'
   | 'anthropic.messages'
   | 'anthropic.count_tokens'
   | 'gemini.generateContent'

@@ -16,6 +16,9 @@ import { countTokensRoute, generationRoute } from './routes/generation.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
+import { responsesOperation } from '../dialects/openai/responses/operation.js';
+import type { Conversations } from '../dialects/openai/responses/conversation.js';
+import { STORED_RESPONSES_PREFIX, storedResponsesRoute } from './routes/stored-responses.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
 
 /** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
@@ -29,6 +32,8 @@ export interface GatewayDeps {
   /** The admit stage: limits and budgets. */
   readonly admission: Admission;
   readonly ledger: UsageLedger;
+  /** Stored Responses-API conversations. */
+  readonly conversations: Conversations;
   readonly maxBodyBytes: number;
   /** Further routes (the web console and the public /models and /status pages), mounted by the wiring. */
   readonly pages: MountedRoutes;
@@ -51,7 +56,9 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['POST /v1/chat/completions', generationRoute(deps, chatCompletions)],
     ['POST /v1/messages', generationRoute(deps, anthropicMessages)],
     ['POST /v1/messages/count_tokens', countTokensRoute(deps, anthropicCountTokens)],
+    ['POST /v1/responses', generationRoute(deps, responsesOperation(deps.conversations))],
   ]);
+  const storedResponses = storedResponsesRoute(deps);
   // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).
   const modelMethods = new Map<string, Handler>([
     ['generateContent', generationRoute(deps, geminiGenerateContent)],
@@ -74,6 +81,9 @@ export function createServer(deps: GatewayDeps): GatewayServer {
       if (path.startsWith(page.prefix) && path.length > page.prefix.length) {
         return page.methods.includes(method) ? page.handler : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
       }
+    }
+    if (path.startsWith(STORED_RESPONSES_PREFIX) && path.length > STORED_RESPONSES_PREFIX.length) {
+      return method === 'GET' || method === 'DELETE' ? storedResponses : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
     }
     for (const prefix of MODEL_PATH_PREFIXES) {
       if (path.startsWith(prefix) && path.length > prefix.length) {

@@ -23,6 +23,7 @@ const CAPABILITIES: Capabilities = {
 const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
   'openai.completions': '/completions',
   'openai.chat': '/chat/completions',
+  'openai.responses': '/responses',
 };
 
 /** OpenAI usage: prompt_tokens includes the cached ones, completion_tokens the reasoning ones. */
@@ -121,7 +122,16 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   relays(operation: WireOperation, model: CatalogueModel): boolean {
-    return operation === 'openai.chat' || (operation === 'openai.completions' && model.upstreamApi === 'completions');
+    switch (operation) {
+      case 'openai.chat':
+        return true;
+      case 'openai.completions':
+        return model.upstreamApi === 'completions';
+      case 'openai.responses':
+        return model.upstreamApi === 'responses';
+      default:
+        return false;
+    }
   }
 
   async relay(call: RelayCall): Promise<RelayResponse> {
@@ -130,6 +140,11 @@ export class OpenAICompatibleProvider implements Provider {
     if (!call.stream) {
       const body = await this.client.postJson(path, { ...call.body, model: call.model.upstreamModel }, call);
       return { stream: false, body };
+    }
+    if (call.operation === 'openai.responses') {
+      // Typed events that end with the response's last event, not [DONE]; usage is always in the final response.
+      const response = await this.client.post(path, { ...call.body, model: call.model.upstreamModel, stream: true }, call);
+      return { stream: true, events: this.responseEvents(response.body) };
     }
     const streamOptions = isObject(call.body.stream_options) ? call.body.stream_options : {};
     const body = { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } };
@@ -152,6 +167,24 @@ export class OpenAICompatibleProvider implements Provider {
       yield chunk;
     }
     if (!done) throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
+  }
+
+  /**
+   * A Responses API stream's events, each parsed once and passed on as they came, the upstream's
+   * own `response.failed` and `error` events included (the caller's dialect is the upstream's).
+   */
+  private async *responseEvents(body: ResponseBody): AsyncGenerator<Json> {
+    // Read to the end of the body, so the connection goes back to the pool; `response.failed` is followed by an `error` event.
+    let ended = false;
+    let failed = false;
+    for await (const { data } of this.client.events(body)) {
+      if (ended || data === '[DONE]') continue;
+      const event = this.client.parseEvent(data);
+      if (event.type === 'response.failed') failed = true;
+      else if (event.type === 'response.completed' || event.type === 'response.incomplete' || event.type === 'error') ended = true;
+      yield event;
+    }
+    if (!ended && !failed) throw unreadableUpstream(this.id, 'a Responses stream that ended before its response did');
   }
 
   private body(call: GenerationCall, stream: boolean): Json {

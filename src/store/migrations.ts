@@ -146,6 +146,35 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         }
       },
     },
+    '0005_stored_responses': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('stored_responses')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('account_id', 'text', (c) => c.notNull())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('previous_response_id', 'text')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('input_items', 'text', (c) => c.notNull())
+          .addColumn('response', 'text', (c) => c.notNull())
+          .addColumn('input_tokens', 'integer', (c) => c.notNull())
+          .addColumn('output_tokens', 'integer', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('stored_responses_expires_at').on('stored_responses').column('expires_at').execute();
+        await db.schema
+          .createTable('stored_response_items')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('response_id', 'text', (c) => c.notNull())
+          .addColumn('account_id', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('item', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('stored_response_items_response').on('stored_response_items').column('response_id').execute();
+        await db.schema.createIndex('stored_response_items_expires_at').on('stored_response_items').column('expires_at').execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

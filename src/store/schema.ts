@@ -84,4 +84,30 @@ export interface Database {
     ttfb_ms: number | null;
     cost_usd: number;
   };
+  /**
+   * Responses-API responses kept for `previous_response_id`, `item_reference` and GET, until
+   * `expires_at`. JSON text: the input items of the request (item references resolved, the
+   * earlier turns not repeated) and the whole response object as the caller got it.
+   */
+  stored_responses: {
+    id: string;
+    account_id: string;
+    key_id: string;
+    model: string;
+    previous_response_id: string | null;
+    created_at: number;
+    expires_at: number;
+    input_items: string;
+    response: string;
+    input_tokens: number;
+    output_tokens: number;
+  };
+  /** The output items of stored responses by item id, so that an `item_reference` resolves with one lookup. */
+  stored_response_items: {
+    id: string;
+    response_id: string;
+    account_id: string;
+    expires_at: number;
+    item: string;
+  };
 }

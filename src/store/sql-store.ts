@@ -5,6 +5,7 @@ import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';
 import { SqlCatalogue } from './sql-catalogue.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
+import { SqlResponses } from './sql-responses.js';
 import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
 import { countsAgainstProvider } from './store.js';
 import type {
@@ -15,6 +16,7 @@ import type {
   KeyRecord,
   KeysRepository,
   KeyStatus,
+  ResponsesRepository,
   KeyUsage,
   LoginThrottleRepository,
   NewKey,
@@ -38,6 +40,7 @@ export class SqlStore implements Store {
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
   readonly status: StatusRepository;
+  readonly responses: ResponsesRepository;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -50,6 +53,7 @@ export class SqlStore implements Store {
     this.loginThrottle = new SqlLoginThrottle(db);
     this.catalogue = new SqlCatalogue(db);
     this.status = new SqlStatus(db);
+    this.responses = new SqlResponses(db);
   }
 
   async migrate(): Promise<void> {

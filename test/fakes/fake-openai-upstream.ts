@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { answer, decodeBase64, isPlainObject, planToolCalls, promptTokens, sniffImage, type Answer, type OfferedTool, type ToolMode } from './chat-model.js';
 import { countWords, fakeLogprob, generate, type Generation } from './generation.js';
 import { endStream, json, startFakeServer, writeEvent, type Behaviour, type FakeUpstream } from './fake-server.js';
+import { fakeResponses } from './fake-openai-responses.js';
 
 export { WORDS } from './generation.js';
 export type { FakeUpstream } from './fake-server.js';
@@ -10,7 +11,8 @@ export type { FakeUpstream } from './fake-server.js';
  * A stand-in for an OpenAI-compatible server, behaving as vLLM (≥ 0.10.1) documents: its
  * validation and error bodies (`{"error":{message,type,param,code:int}}`, `{"error":"Unauthorized"}`
  * for a bad key), its stream framing (compact `data:` chunks without a `usage` key, a `choices: []`
- * usage chunk, `data: [DONE]`). It serves `/v1/completions` and `/v1/chat/completions`.
+ * usage chunk, `data: [DONE]`). It serves `/v1/completions` and `/v1/chat/completions`, and
+ * OpenAI's `/v1/responses` (see fake-openai-responses.ts).
  *
  * Chat completions follow OpenAI's documented wire format and its request checks (error texts and
  * `param` as OpenAI words them, in vLLM's error body): roles system / developer / user / assistant
@@ -52,6 +54,7 @@ export async function startFakeOpenAI(options: { models?: string[]; apiKey?: str
       return json(res, 401, { error: 'Unauthorized' });
     }
     const path = request.path;
+    if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);
     if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) {
       return vllmError(res, 404, 'NotFoundError', 'Not Found', null);
     }

@@ -129,6 +129,12 @@ ${errorSummary(errors)}
   });
 }
 
+const ENDPOINT_LABELS: Readonly<Record<(typeof ENDPOINTS)[number], string>> = {
+  completions: 'Legacy completions (/v1/completions)',
+  chat: 'Chat (/v1/chat/completions, /v1/messages, /v1/responses, Gemini generateContent)',
+  responses: 'Responses only (/v1/responses)',
+};
+
 function modelForm(deps: ConsoleDeps, session: Session, mode: 'create' | 'update', values: Values, errors: FieldErrors) {
   const action = mode === 'create' ? '/app/catalogue/models/new' : `/app/catalogue/models/${encodeURIComponent(String(values.id))}/edit`;
   const endpoints = Array.isArray(values.endpoints) ? values.endpoints : [];
@@ -159,7 +165,7 @@ ${errorSummary(errors)}
   ${field('max_output_tokens', 'Max output (tokens)', values, errors, { type: 'number' })}
   <fieldset class="field">
     <legend>Operations</legend>
-    ${ENDPOINTS.map((e) => html`<label class="check"><input type="checkbox" name="endpoints" value="${e}"${endpoints.includes(e) ? html` checked` : ''}> ${e === 'completions' ? 'Legacy completions (/v1/completions)' : 'Chat completions (/v1/chat/completions)'}</label>`)}
+    ${ENDPOINTS.map((e) => html`<label class="check"><input type="checkbox" name="endpoints" value="${e}"${endpoints.includes(e) ? html` checked` : ''}> ${ENDPOINT_LABELS[e]}</label>`)}
     ${errors.endpoints ? html`<p class="field-error">${errors.endpoints}</p>` : ''}
   </fieldset>
   <fieldset class="field">

@@ -140,11 +140,18 @@ ${m.description ? html`<p class="lead">${m.description}</p>` : ''}
   ${m.created ? html`<dt>Released</dt><dd>${new Date(m.created * 1000).toISOString().slice(0, 10)}</dd>` : ''}
 </dl>
 <h2>Try it</h2>
-<pre><code>curl -s $SLUICE_URL${[...m.endpoints].includes('completions') ? '/v1/completions' : '/v1/chat/completions'} \\
+<pre><code>curl -s $SLUICE_URL${tryIt(m).path} \\
   -H "Authorization: Bearer $SLUICE_KEY" -H 'content-type: application/json' \\
-  -d '${JSON.stringify([...m.endpoints].includes('completions') ? { model: m.id, prompt: 'Say hi', max_tokens: 16 } : { model: m.id, messages: [{ role: 'user', content: 'Say hi' }] })}'</code></pre>
+  -d '${JSON.stringify(tryIt(m).body)}'</code></pre>
 <p class="muted small">Whether your key may use this model depends on the key; see <a href="/app/keys">your keys</a>. JSON: <a href="/models/${encodeURIComponent(m.id)}?format=json">this model</a>.</p>`,
   });
+}
+
+/** The simplest request the model serves, for the "Try it" example. */
+function tryIt(m: CatalogueModel): { path: string; body: unknown } {
+  if (m.endpoints.has('completions')) return { path: '/v1/completions', body: { model: m.id, prompt: 'Say hi', max_tokens: 16 } };
+  if (m.endpoints.has('chat')) return { path: '/v1/chat/completions', body: { model: m.id, messages: [{ role: 'user', content: 'Say hi' }] } };
+  return { path: '/v1/responses', body: { model: m.id, input: 'Say hi' } };
 }
 
 export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler; detail: Handler } {

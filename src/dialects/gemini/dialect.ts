@@ -29,6 +29,7 @@ const STATUS_NAMES: Record<number, string> = {
 const METHODS: Record<Endpoint, readonly string[]> = {
   chat: ['generateContent', 'streamGenerateContent', 'countTokens'],
   completions: ['generateText'],
+  responses: [],
 };
 
 export function geminiModel(model: CatalogueModel) {

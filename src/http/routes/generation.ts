@@ -57,6 +57,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       });
       const exchange: Exchange<Request> = {
         request,
+        principal,
         model,
         provider,
         requestId: ctx.requestId,
@@ -105,7 +106,7 @@ export function countTokensRoute<Request>(deps: GatewayDeps, operation: CountTok
     const onClose = () => controller.abort();
     ctx.res.once('close', onClose);
     try {
-      await operation.serve({ request, model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke: directInvoker(provider) });
+      await operation.serve({ request, principal, model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke: directInvoker(provider) });
     } finally {
       ctx.res.off('close', onClose);
     }

@@ -1,0 +1,26 @@
+import { bearerToken } from '../../auth/key-carriers.js';
+import { openAIDialect } from '../../dialects/dialect.js';
+import { GatewayError } from '../../errors.js';
+import type { Handler } from '../handler.js';
+import { sendJson, type GatewayDeps } from '../server.js';
+
+export const STORED_RESPONSES_PREFIX = '/v1/responses/';
+
+/**
+ * `GET /v1/responses/{id}` (the stored response object) and `DELETE /v1/responses/{id}`, for the
+ * account that made the response only: another account's id is answered as an unknown one.
+ */
+export function storedResponsesRoute(deps: GatewayDeps): Handler {
+  return async (ctx) => {
+    ctx.dialect = openAIDialect;
+    const principal = await deps.authenticator.authenticate(bearerToken(ctx.req.headers));
+    const id = decodeURIComponent(ctx.path.slice(STORED_RESPONSES_PREFIX.length));
+    if (id.includes('/')) throw new GatewayError('route_not_found', `There is no route ${ctx.req.method} ${ctx.path}.`);
+    if (ctx.req.method === 'DELETE') {
+      await deps.conversations.delete(principal, id);
+      sendJson(ctx.res, 200, JSON.stringify({ id, object: 'response', deleted: true }));
+      return;
+    }
+    sendJson(ctx.res, 200, JSON.stringify(await deps.conversations.get(principal, id)));
+  };
+}
