@@ -1,20 +1,18 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /**
  * The coding agents people point at gateways, installed from npm (package.json pins them), run
  * one-shot through Sluice to the fake upstreams: Claude Code speaks only Anthropic's Messages API,
- * the Gemini CLI only Google's generateContent. Each runs in an empty environment with its own home,
+ * the Gemini CLI only Google's generateContent, Codex only OpenAI's Responses API. Each runs in an empty environment with its own home,
  * no retries, and its calls home switched off (offline here, they would only fail).
  */
-const run = promisify(execFile);
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin');
 const SYSTEM_PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 
@@ -30,6 +28,9 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
+  - { id: gpt-native, provider: vllm, upstream_model: upstream-model, endpoints: [responses], upstream_api: responses }
+  - { id: llama-agent, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000, drop_hosted_tools: true }
+  - { id: claude-agent, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000, drop_hosted_tools: true }
 `,
   });
   key = (await createKey(sluice.dataDir, 'acme')).key;
@@ -42,15 +43,17 @@ after(async () => {
 
 beforeEach(() => upstreams.reset());
 
-/** Runs a CLI with stdin closed (both wait for input on an open pipe) and a hard timeout. */
-async function runCli(command: string, args: string[], env: Record<string, string>, cwd: string) {
-  try {
-    const { stdout, stderr } = await run(command, args, { env: { PATH: SYSTEM_PATH, ...env }, cwd, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
+/** Runs a CLI with stdin closed (each waits for more input on an open pipe) and a hard timeout. */
+function runCli(command: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: { PATH: SYSTEM_PATH, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 function claude(model: string, prompt: string) {
@@ -132,6 +135,70 @@ describe('Claude Code through Sluice', () => {
         assert.ok(sent.body.tools.length > 10, 'Claude Code’s own tools go upstream');
         assert.match(String(sent.headers['anthropic-beta']), /claude-code-/);
         assert.equal(output.usage.output_tokens, rows.at(-1)!.completion_tokens);
+      }
+    });
+  }
+});
+
+function codex(model: string, prompt: string) {
+  const home = tempDir('sluice-codex-');
+  const work = join(home, 'work');
+  mkdirSync(work);
+  mkdirSync(join(home, '.codex'));
+  const provider = `{name="Sluice",base_url="${sluice.url}/v1",env_key="SLUICE_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
+  return runCli(
+    join(BIN, 'codex'),
+    [
+      'exec', '--ephemeral', '--skip-git-repo-check', '--sandbox', 'read-only', '--json', '-C', work,
+      '-c', `model=${model}`, '-c', 'model_provider=sluice', '-c', `model_providers.sluice=${provider}`,
+      // Its plugin and analytics calls go to GitHub and chatgpt.com.
+      '-c', 'analytics.enabled=false', '-c', 'features.plugins=false',
+      prompt,
+    ],
+    { HOME: home, CODEX_HOME: join(home, '.codex'), SLUICE_API_KEY: key },
+    work,
+  );
+}
+
+/** Codex's `--json` events: the last agent message and the turn's usage. */
+function codexOutcome(stdout: string): { text: string | undefined; usage: { input_tokens: number; output_tokens: number } | undefined } {
+  let text: string | undefined;
+  let usage;
+  for (const line of stdout.split('\n')) {
+    if (line.trim() === '') continue;
+    const event = JSON.parse(line);
+    if (event.type === 'item.completed' && event.item?.type === 'agent_message') text = event.item.text;
+    if (event.type === 'turn.completed') usage = event.usage;
+  }
+  return { text, usage };
+}
+
+describe('Codex through Sluice', () => {
+  for (const [model, upstream, native] of [
+    ['gpt-native', 'vllm', true],
+    ['llama-agent', 'vllm', false],
+    ['claude-agent', 'anthropic', false],
+  ] as const) {
+    test(`codex exec answers through ${model} (${native ? 'a native Responses upstream' : `${upstream}, translated, hosted tools dropped`})`, async () => {
+      const result = await codex(model, 'Say hello to the gateway.');
+      assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+      const { text, usage } = codexOutcome(result.stdout);
+      assert.ok(text !== undefined && text.length > 0, result.stdout);
+      const calls = upstreams[upstream].requests.filter((r) => r.method === 'POST');
+      assert.ok(calls.length >= 1);
+      const rows = await eventually(() => {
+        const found = sluice.ledger().filter((row) => row.operation === 'responses' && row.model === model);
+        return found.length >= calls.length ? found : undefined;
+      });
+      assert.ok(rows.every((row) => row.status === 200 && row.stream === 1), JSON.stringify(rows));
+      assert.equal(usage?.output_tokens, rows.reduce((sum, row) => sum + row.completion_tokens, 0), 'Codex reports the usage the ledger holds');
+      const sent = calls[0]!;
+      if (native) {
+        assert.match(sent.path, /\/responses$/);
+        assert.ok(sent.body.tools.some((tool: { type: string }) => tool.type !== 'function'), 'hosted tools reach a native Responses upstream');
+      } else {
+        const tools = upstream === 'anthropic' ? sent.body.tools : sent.body.tools.map((tool: { function: unknown }) => tool.function);
+        assert.ok(tools.length > 3, 'Codex’s function tools go upstream');
       }
     });
   }
