@@ -14,8 +14,9 @@ export function storedResponsesRoute(deps: GatewayDeps): Handler {
   return async (ctx) => {
     ctx.dialect = openAIDialect;
     const principal = await deps.authenticator.authenticate(bearerToken(ctx.req.headers));
-    const id = decodeURIComponent(ctx.path.slice(STORED_RESPONSES_PREFIX.length));
-    if (id.includes('/')) throw new GatewayError('route_not_found', `There is no route ${ctx.req.method} ${ctx.path}.`);
+    const id = ctx.path.slice(STORED_RESPONSES_PREFIX.length);
+    // Sluice's ids are plain letters and digits: anything else (a sub-path, an escape) names nothing here.
+    if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new GatewayError('route_not_found', `There is no route ${ctx.req.method} ${ctx.path}.`);
     if (ctx.req.method === 'DELETE') {
       await deps.conversations.delete(principal, id);
       sendJson(ctx.res, 200, JSON.stringify({ id, object: 'response', deleted: true }));
