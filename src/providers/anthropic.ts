@@ -44,7 +44,7 @@ function finishOf(stopReason: unknown, stopSequence?: unknown): Finish {
  * Anthropic counts input without the cached part (`input_tokens`) and reports cache reads and writes
  * beside it; Sluice's input is all of them. `message_delta` carries cumulative figures.
  */
-function usageFrom(raw: Json, output?: number): Usage {
+export function usageFromAnthropic(raw: Readonly<Record<string, unknown>>, output?: number): Usage {
   const cachedInput = Number(raw.cache_read_input_tokens ?? 0);
   const cacheWrite = Number(raw.cache_creation_input_tokens ?? 0);
   const details = isObject(raw.output_tokens_details) ? raw.output_tokens_details : {};
@@ -55,6 +55,11 @@ function usageFrom(raw: Json, output?: number): Usage {
     cacheWrite,
     reasoning: Number(details.thinking_tokens ?? 0),
   };
+}
+
+/** message_delta's usage over what came before: its figures are cumulative, and a null one says nothing. */
+export function withUsageDelta(usage: Readonly<Record<string, unknown>>, delta: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return { ...usage, ...Object.fromEntries(Object.entries(delta).filter(([, value]) => value !== null)) };
 }
 
 function imageBlock(part: ImagePart): Json {
@@ -258,7 +263,7 @@ export class AnthropicProvider extends TranslatingProvider {
       id: typeof message.id === 'string' ? message.id : '',
       created: Math.floor(Date.now() / 1000),
       choices: [choice],
-      usage: isObject(message.usage) ? usageFrom(message.usage) : null,
+      usage: isObject(message.usage) ? usageFromAnthropic(message.usage) : null,
     };
   }
 
@@ -321,14 +326,14 @@ export class AnthropicProvider extends TranslatingProvider {
           if (delta.stop_reason != null) finish = finishOf(delta.stop_reason, delta.stop_sequence);
           if (isObject(event.usage)) {
             // Cumulative: later figures replace earlier ones, input and cache included when present.
-            usage = { ...usage, ...Object.fromEntries(Object.entries(event.usage).filter(([, v]) => v !== null)) };
+            usage = withUsageDelta(usage, event.usage);
             if (typeof event.usage.output_tokens === 'number') outputTokens = event.usage.output_tokens;
           }
           break;
         }
         case 'message_stop':
           yield { type: 'finish', choice: 0, finish };
-          if (outputTokens !== undefined) yield { type: 'usage', usage: usageFrom(usage, outputTokens) };
+          if (outputTokens !== undefined) yield { type: 'usage', usage: usageFromAnthropic(usage, outputTokens) };
           stopped = true;
           break;
         case 'error': {

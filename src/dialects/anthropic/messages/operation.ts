@@ -6,13 +6,14 @@ import { checkSupported, type ModelledField } from '../../../generation/capabili
 import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
 import { textOf, type Usage } from '../../../generation/model.js';
 import type { CountTokensOperation, Exchange, GenerationOperation } from '../../../generation/operation.js';
+import { usageFromAnthropic, withUsageDelta } from '../../../providers/anthropic.js';
 import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { runStream } from '../../stream-runner.js';
 import { anthropicDialect } from '../dialect.js';
 import { anthropicHeaders, cappedBody, inputTexts, parseMessagesRequest, toGenerationRequest, type MessagesRequest } from './request.js';
-import { messageBody, MessagesStreamWriter, RelayedMessagesWriter, usageFromAnthropic } from './writer.js';
+import { messageBody, MessagesStreamWriter, RelayedMessagesWriter } from './writer.js';
 
 /** Anthropic's names for the fields an upstream may refuse. */
 const PARAMS: Partial<Record<ModelledField, string>> = { stop: 'stop_sequences', response_format: 'output_config.format' };
@@ -90,7 +91,7 @@ async function relayStream(x: Exchange<MessagesRequest>): Promise<void> {
       for await (const event of relayed.events) {
         if (!writer.hasStarted) x.meter.firstByteAt = performance.now();
         if (event.type === 'message_start' && isObject(event.message) && isObject(event.message.usage)) usage = { ...event.message.usage };
-        else if (event.type === 'message_delta' && isObject(event.usage)) usage = { ...usage, ...Object.fromEntries(Object.entries(event.usage).filter(([, v]) => v !== null)) };
+        else if (event.type === 'message_delta' && isObject(event.usage)) usage = withUsageDelta(usage ?? {}, event.usage);
         else if (event.type === 'content_block_delta' && isObject(event.delta)) {
           const delta = event.delta;
           text += typeof delta.text === 'string' ? delta.text : typeof delta.thinking === 'string' ? delta.thinking : typeof delta.partial_json === 'string' ? delta.partial_json : '';

@@ -33,20 +33,6 @@ export function wireUsage(usage: Usage) {
   };
 }
 
-/** Sluice's usage from Anthropic's: the cumulative figures of message_start and message_delta, merged by the caller. */
-export function usageFromAnthropic(raw: Readonly<Record<string, unknown>>): Usage {
-  const cachedInput = Number(raw.cache_read_input_tokens ?? 0);
-  const cacheWrite = Number(raw.cache_creation_input_tokens ?? 0);
-  const details = (raw.output_tokens_details ?? {}) as Record<string, unknown>;
-  return {
-    input: Number(raw.input_tokens ?? 0) + cachedInput + cacheWrite,
-    output: Number(raw.output_tokens ?? 0),
-    cachedInput,
-    cacheWrite,
-    reasoning: Number(details.thinking_tokens ?? 0),
-  };
-}
-
 function block(part: ContentPart): Record<string, unknown> | undefined {
   switch (part.type) {
     case 'text':
