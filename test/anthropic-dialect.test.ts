@@ -316,6 +316,14 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
     assert.equal(upstreams.vllm.requests.length + upstreams.gemini.requests.length, 0);
   });
 
+  test('a wrong method on an Anthropic path is answered in Anthropic’s shape', async () => {
+    const response = await fetch(`${sluice.url}/v1/messages`, { headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
+    assert.equal(response.status, 405);
+    const body = (await response.json()) as { type: string; error: { type: string } };
+    assert.equal(body.type, 'error');
+    assert.equal(body.error.type, 'invalid_request_error');
+  });
+
   test('a model that serves only legacy completions says so', async () => {
     const response = await postMessages({ model: 'legacy-only', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(response.status, 400);

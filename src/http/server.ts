@@ -111,8 +111,8 @@ export function createServer(deps: GatewayDeps): GatewayServer {
       path,
       query: q === -1 ? '' : url.slice(q + 1),
       startedAt: performance.now(),
-      // Google's paths are only ever called by Gemini clients; elsewhere a handler refines this.
-      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : openAIDialect,
+      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
+      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : openAIDialect,
     };
     res.setHeader('x-request-id', ctx.requestId);
     try {
