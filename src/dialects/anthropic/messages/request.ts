@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../errors.js';
-import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice, ToolResultPart } from '../../../generation/model.js';
+import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type TextPart, type ToolChoice, type ToolResultPart } from '../../../generation/model.js';
 import type { WireRequest } from '../../../generation/operation.js';
 
 /**
@@ -231,7 +231,7 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
     choice === undefined ? undefined : choice.type === 'any' ? { type: 'required' } : choice.type === 'tool' ? { type: 'tool', name: choice.name } : { type: choice.type };
   const format = body.output_config?.format ?? undefined;
   const effort = effortOf(body.thinking, body.output_config?.effort ?? undefined);
-  return {
+  return generationRequest({
     model: body.model,
     messages,
     tools: (body.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: t.input_schema, strict: t.strict })),
@@ -243,17 +243,9 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
     topP: body.top_p ?? undefined,
     topK: body.top_k ?? undefined,
     stop: body.stop_sequences ?? [],
-    n: 1,
-    presencePenalty: undefined,
-    frequencyPenalty: undefined,
-    logitBias: undefined,
-    seed: undefined,
     user: body.metadata?.user_id ?? undefined,
-    logprobs: undefined,
     reasoning: effort === undefined ? undefined : { effort },
-    metadata: undefined,
-    extensions: {},
-  };
+  });
 }
 
 function textPart(block: z.infer<typeof textBlock>): TextPart {

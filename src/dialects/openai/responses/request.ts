@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../errors.js';
-import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, ResponseFormat, TextPart, ToolChoice, ToolDefinition } from '../../../generation/model.js';
+import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
 import { invalid, validationError } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
 
@@ -252,7 +252,7 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
         : { type: format.type };
   const effort = b.reasoning?.effort;
   return {
-    request: {
+    request: generationRequest({
       model: b.model,
       messages,
       tools,
@@ -262,19 +262,9 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
       maxOutputTokens: b.max_output_tokens ?? undefined,
       temperature: b.temperature ?? undefined,
       topP: b.top_p ?? undefined,
-      topK: undefined,
-      stop: [],
-      n: 1,
-      presencePenalty: undefined,
-      frequencyPenalty: undefined,
-      logitBias: undefined,
-      seed: undefined,
       user: b.user ?? undefined,
-      logprobs: undefined,
       reasoning: effort == null || effort === 'none' ? undefined : { effort: (effort === 'xhigh' ? 'high' : effort) as ReasoningEffort },
-      metadata: undefined,
-      extensions: {},
-    },
+    }),
     droppedTools: hosted,
   };
 }
