@@ -106,7 +106,7 @@ for (const upstream of UPSTREAMS) {
       assert.ok(events.includes('content_block_start') && events.includes('content_block_delta') && events.includes('content_block_stop'));
       const start = JSON.parse(/^event: message_start\ndata: (.*)$/m.exec(raw.text)![1]!);
       assert.equal(start.message.model, model);
-      assert.equal(typeof start.message.usage.input_tokens, 'number', 'message_start carries usage, which the SDKs require');
+      assert.ok(start.message.usage.input_tokens > 0, 'message_start carries the input usage, which the SDKs require and LangChain reads only there');
       const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'messages' && r.model === model && r.stream === 1 && r.completion_tokens === 4));
       assert.equal(row.status, 200);
     });
@@ -164,11 +164,18 @@ for (const upstream of UPSTREAMS) {
       assert.ok(result.totalUsage.inputTokens! > 0);
       const sent = upstream.fake().requests.at(-1)!;
       assert.ok(upstream.sentMaxTokens(sent)! as number <= 8000, 'the SDK’s max_tokens for a model it does not know is capped');
-      const streamed = streamText({ model: provider(model), prompt: 'Tell me a story', maxRetries: 0 });
+      // Streaming with tools, the SDK marks each tool eager_input_streaming (a hint only Anthropic acts on).
+      const streamed = streamText({
+        model: provider(model),
+        prompt: 'What is the weather in Paris?',
+        tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `rain in ${city}` }) },
+        stopWhen: stepCountIs(3),
+        maxRetries: 0,
+      });
       let text = '';
       for await (const delta of streamed.textStream) text += delta;
-      assert.ok(text.length > 0);
-      assert.ok((await streamed.usage).outputTokens! > 0);
+      assert.match(text, /rain in Paris/);
+      assert.ok((await streamed.totalUsage).outputTokens! > 0);
     });
 
     test('an upstream failure after the stream began is an `error` event the SDK raises', async () => {
@@ -290,6 +297,7 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
       [{ model: 'llama-chat', max_tokens: 0, messages: [{ role: 'user', content: 'hi' }] }, 'max_tokens'],
       [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'tool', content: 'hi' }] }, 'messages.0.role'],
       [{ model: 'llama-chat', max_tokens: 5, temperature: 1.5, messages: [{ role: 'user', content: 'hi' }] }, 'temperature'],
+      [{ model: 'gemini-flash', max_tokens: 5, messages: [] }, 'messages'],
     ] as const) {
       const response = await postMessages(body);
       assert.equal(response.status, 400, response.text);
@@ -322,6 +330,23 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
     const body = (await response.json()) as { type: string; error: { type: string } };
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'invalid_request_error');
+  });
+
+  test('every caller dialect’s output limit is capped at the model’s on a translated upstream', async () => {
+    const chat = await fetch(`${sluice.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude', max_tokens: 100000, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(chat.status, 200, await chat.text());
+    assert.equal(upstreams.anthropic.requests.at(-1)!.body.max_tokens, 8000);
+    const gemini = await fetch(`${sluice.url}/v1beta/models/llama-chat:generateContent`, {
+      method: 'POST',
+      headers: { 'x-goog-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ parts: [{ text: 'hi' }] }], generationConfig: { maxOutputTokens: 100000 } }),
+    });
+    assert.equal(gemini.status, 200, await gemini.text());
+    assert.equal(upstreams.vllm.requests.at(-1)!.body.max_tokens, 8000);
   });
 
   test('a model that serves only legacy completions says so', async () => {

@@ -513,6 +513,22 @@ describe('generateContent: validation and what an upstream cannot do', () => {
     assert.equal(off.status, 200, off.text);
   });
 
+  test('function responses in a `function` turn, as @google/generative-ai sends them, on every upstream', async () => {
+    const body = {
+      contents: [
+        { role: 'user', parts: [{ text: 'What is the weather in Paris?' }] },
+        { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] },
+        { role: 'function', parts: [{ functionResponse: { name: 'get_weather', response: { weather: 'sunny' } } }] },
+      ],
+      tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'w', parameters: { type: 'OBJECT', properties: { city: { type: 'STRING' } }, required: ['city'] } }] }],
+    };
+    for (const model of ['gemini-flash', 'claude', 'llama-chat']) {
+      const response = await call(`/v1beta/models/${model}:generateContent`, body);
+      assert.equal(response.status, 200, `${model}: ${response.text}`);
+      assert.match(response.body.candidates[0].content.parts.map((p: { text?: string }) => p.text ?? '').join(''), /Result: .*sunny/, model);
+    }
+  });
+
   test('an image inline goes to a translated upstream as an image', async () => {
     const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
     const response = await genai().models.generateContent({ model: 'claude', contents: [{ role: 'user', parts: [{ text: 'what is this' }, { inlineData: { mimeType: 'image/png', data: png } }] }], config: { maxOutputTokens: 2 } });

@@ -3,7 +3,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { unsupported } from '../generation/capabilities.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TextPart, Usage } from '../generation/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
-import { TranslatingProvider, defaultMaxTokens, toolArguments } from './translating-provider.js';
+import { TranslatingProvider, outputLimit, toolArguments } from './translating-provider.js';
 import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
@@ -202,7 +202,7 @@ export class AnthropicProvider extends TranslatingProvider {
   private body(call: GenerationCall, stream: boolean): Json {
     const r = call.request;
     const { system, turns } = conversation(r.messages);
-    const maxTokens = r.maxOutputTokens ?? defaultMaxTokens(call.model);
+    const maxTokens = outputLimit(r, call.model);
     return {
       model: call.model.upstreamModel,
       max_tokens: maxTokens,

@@ -3,7 +3,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { newGenerationId } from '../generation/fan-out.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
-import { TranslatingProvider, defaultMaxTokens, toolArguments } from './translating-provider.js';
+import { TranslatingProvider, outputLimit, toolArguments } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
@@ -200,7 +200,7 @@ export class GeminiProvider extends TranslatingProvider {
       ...(system === undefined ? {} : { systemInstruction: system }),
       ...this.tools(r),
       generationConfig: {
-        maxOutputTokens: r.maxOutputTokens ?? defaultMaxTokens(call.model),
+        maxOutputTokens: outputLimit(r, call.model),
         stopSequences: r.stop.length > 0 ? r.stop : undefined,
         candidateCount: call.choices === 1 ? undefined : call.choices,
         temperature: r.temperature,

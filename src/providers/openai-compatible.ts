@@ -2,7 +2,7 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
 import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
-import { defaultMaxTokens } from './translating-provider.js';
+import { outputLimit } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 
@@ -195,7 +195,7 @@ export class OpenAICompatibleProvider implements Provider {
       messages: wireMessages(r.messages),
       ...this.tools(r),
       ...this.responseFormat(r),
-      max_tokens: r.maxOutputTokens ?? defaultMaxTokens(call.model),
+      max_tokens: outputLimit(r, call.model),
       n: call.choices === 1 ? undefined : call.choices,
       temperature: r.temperature,
       top_p: r.topP,

@@ -1,13 +1,24 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
-import type { GenerationResult, StreamPart } from '../generation/model.js';
+import type { GenerationRequest, GenerationResult, StreamPart } from '../generation/model.js';
 import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
 
 /** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
 
-export function defaultMaxTokens(model: CatalogueModel): number {
+function defaultMaxTokens(model: CatalogueModel): number {
   return model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+}
+
+/**
+ * The output limit a translated call asks for: the caller's, within the model's `max_output_tokens`
+ * (clients ask for 64000 or 128000 of a model they do not know, which its upstream would refuse);
+ * the model's own, or a default, when the caller set none.
+ */
+export function outputLimit(request: GenerationRequest, model: CatalogueModel): number {
+  const asked = request.maxOutputTokens;
+  if (asked === undefined) return defaultMaxTokens(model);
+  return model.maxOutputTokens === undefined ? asked : Math.min(asked, model.maxOutputTokens);
 }
 
 /**

@@ -456,7 +456,8 @@ function readGenerateRequest(body: any): GeminiRequest {
     const at = `contents[${i}]`;
     if (!isPlainObject(content)) fail(`Invalid value at '${at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Content), ${JSON.stringify(content)}`);
     checkFields(content, new Set(['role', 'parts']), at);
-    if (content.role !== undefined && content.role !== 'user' && content.role !== 'model') fail('Please use a valid role: user, model.');
+    // `function` is the older SDK's role for the turn of function responses, which the API accepts.
+    if (content.role !== undefined && content.role !== 'user' && content.role !== 'model' && content.role !== 'function') fail('Please use a valid role: user, model.');
     const role = content.role ?? 'user';
     if (!Array.isArray(content.parts) || content.parts.length === 0) violation(`${at}.parts`, 'contents.parts must not be empty.');
     content.parts.forEach((part: any, j: number) => {
@@ -503,7 +504,7 @@ function readGenerateRequest(body: any): GeminiRequest {
         checkFields(response, new Set(['id', 'name', 'response', 'parts', 'willContinue', 'scheduling']), `${where}.function_response`);
         if (typeof response.name !== 'string' || response.name === '') violation(`${where}.function_response.name`, 'Name cannot be empty.');
         if (!isPlainObject(response.response)) fail(`Invalid value at '${where}.function_response.response' (type.googleapis.com/google.protobuf.Struct), ${JSON.stringify(response.response ?? null)}`);
-        if (role !== 'user') fail('Please ensure that function response turns come from the user: a functionResponse part must be in a content with role "user".');
+        if (role !== 'user' && role !== 'function') fail('Please ensure that function response turns come from the user: a functionResponse part must be in a content with role "user".');
         texts.push(responseText(response.response));
       }
     });
@@ -513,8 +514,8 @@ function readGenerateRequest(body: any): GeminiRequest {
   const callsOf = (content: any) => (content?.role === 'model' ? content.parts.filter((p: any) => p.functionCall !== undefined).map((p: any) => p.functionCall.name as string) : []);
   contents.forEach((content: any, i: number) => {
     const calls = callsOf(content);
-    const responses = (content.role ?? 'user') === 'user' ? content.parts.filter((p: any) => p.functionResponse !== undefined) : [];
-    if (calls.length > 0 && (i === 0 || (contents[i - 1].role ?? 'user') !== 'user')) {
+    const responses = (content.role ?? 'user') !== 'model' ? content.parts.filter((p: any) => p.functionResponse !== undefined) : [];
+    if (calls.length > 0 && (i === 0 || (contents[i - 1].role ?? 'user') === 'model')) {
       fail('Please ensure that function call turn comes immediately after a user turn or after a function response turn.');
     }
     if (responses.length > 0) {
@@ -531,11 +532,13 @@ function readGenerateRequest(body: any): GeminiRequest {
 
   // What the model answers.
   const last = contents.at(-1);
-  const lastUser = [...contents].reverse().find((c: any) => (c.role ?? 'user') === 'user');
+  // A `function` turn is the user's side too (the older SDK's role for function responses).
+  const userSide = (c: any) => (c.role ?? 'user') !== 'model';
+  const lastUser = [...contents].reverse().find(userSide);
   const userParts: any[] = lastUser?.parts ?? [];
   const prompt = userParts.filter((p) => typeof p.text === 'string' && p.thought !== true).map((p) => p.text).join(' ');
   const lastImages = userParts.filter((p) => (p.inlineData?.mimeType ?? p.fileData?.mimeType ?? '').startsWith('image/')).length;
-  const responses = (last.role ?? 'user') === 'user' ? last.parts.filter((p: any) => p.functionResponse !== undefined) : [];
+  const responses = userSide(last) ? last.parts.filter((p: any) => p.functionResponse !== undefined) : [];
   return {
     prompt,
     images: lastImages,

@@ -119,12 +119,14 @@ async function translatedWhole(x: Exchange<MessagesRequest>, subCalls: readonly 
 async function translatedStream(x: Exchange<MessagesRequest>, subCalls: readonly SubCall[]): Promise<void> {
   const parts = await x.invoke.stream(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
   const writer = new MessagesStreamWriter(x.res, x.request.model, x.signal);
+  // Anthropic reports the input in message_start; the other upstreams only at the end, so Sluice's count stands in until message_delta.
+  const inputEstimate = (await countUsage(inputTexts(x.request.body), [])).input;
   let text = '';
   await runStream(
     x,
     writer,
     async () => {
-      await writer.begin(newGenerationId('msg_'));
+      await writer.begin(newGenerationId('msg_'), inputEstimate);
       x.meter.firstByteAt = performance.now();
       let usage: Usage | null = null;
       for await (const part of parts) {

@@ -17,7 +17,7 @@ const envelope = z.looseObject({
   model: z.string().min(1),
   max_tokens: z.number().int().min(1),
   // `system` between turns: Claude Code's mid-conversation system beta.
-  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: z.union([z.string(), z.array(looseBlock)]) })),
+  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: z.union([z.string(), z.array(looseBlock)]) })).min(1, 'at least one message is required'),
   system: z.union([z.string(), z.array(looseBlock)]).nullish(),
   stream: z.boolean().nullish(),
   temperature: unitInterval.nullish(),
@@ -56,6 +56,10 @@ const tool = z.strictObject({
   strict: z.boolean().optional(),
   cache_control: cacheControl,
   type: z.literal('custom').optional(),
+  // Hints on how Anthropic streams and loads the tool (the AI SDK sends eager_input_streaming whenever it streams tools); nothing to carry elsewhere.
+  eager_input_streaming: z.boolean().nullish(),
+  defer_loading: z.boolean().nullish(),
+  input_examples: z.array(z.unknown()).nullish(),
 });
 
 /** Every top-level field a translated request may hold; anything else only an Anthropic upstream can take. */
@@ -225,7 +229,6 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
     if (userParts.length > 0) messages.push({ role: 'user', content: userParts });
   });
 
-  const cap = model.maxOutputTokens;
   const choice = body.tool_choice ?? undefined;
   const toolChoice: ToolChoice | undefined =
     choice === undefined ? undefined : choice.type === 'any' ? { type: 'required' } : choice.type === 'tool' ? { type: 'tool', name: choice.name } : { type: choice.type };
@@ -238,7 +241,8 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
     toolChoice,
     parallelToolCalls: choice !== undefined && 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use === true ? false : undefined,
     responseFormat: format === undefined ? undefined : { type: 'json_schema', name: 'output', schema: format.schema, strict: true, description: undefined },
-    maxOutputTokens: cap !== undefined && body.max_tokens > cap ? cap : body.max_tokens,
+    // Capped at the model's limit by the adapter, as for every caller dialect.
+    maxOutputTokens: body.max_tokens,
     temperature: body.temperature ?? undefined,
     topP: body.top_p ?? undefined,
     topK: body.top_k ?? undefined,

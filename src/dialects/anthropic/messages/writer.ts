@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../errors.js';
 import { newGenerationId } from '../../../generation/fan-out.js';
-import type { ContentPart, Finish, GenerationResult, StreamPart, Usage } from '../../../generation/model.js';
+import { usageOf, type ContentPart, type Finish, type GenerationResult, type StreamPart, type Usage } from '../../../generation/model.js';
 import { toolArguments } from '../../../providers/translating-provider.js';
 import { ChunkedWriter, type StreamWriter } from '../../stream-runner.js';
 import { anthropicErrorObject } from '../dialect.js';
@@ -104,14 +104,15 @@ export class MessagesStreamWriter extends AnthropicEventWriter {
     super(res, signal);
   }
 
-  async begin(id: string): Promise<void> {
+  /** `inputTokens`: what message_start reports, before the upstream has said (clients such as LangChain read input usage only there). */
+  async begin(id: string, inputTokens: number): Promise<void> {
     this.start();
-    const message = { id, type: 'message', role: 'assistant', model: this.publicModel, content: [], stop_reason: null, stop_sequence: null, usage: wireUsage({ input: 0, output: 0, cachedInput: 0, cacheWrite: 0, reasoning: 0 }) };
+    const message = { id, type: 'message', role: 'assistant', model: this.publicModel, content: [], stop_reason: null, stop_sequence: null, usage: wireUsage(usageOf(inputTokens, 0)) };
     await this.event('message_start', { type: 'message_start', message });
   }
 
   openEmpty(): void {
-    void this.begin(newGenerationId('msg_'));
+    void this.begin(newGenerationId('msg_'), 0);
   }
 
   async part(part: StreamPart): Promise<void> {

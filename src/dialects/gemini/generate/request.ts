@@ -42,7 +42,8 @@ const part = z.strictObject({
   mediaResolution: z.unknown().optional(),
 });
 
-const content = z.strictObject({ role: z.enum(['user', 'model'], { error: 'Please use a valid role: user, model.' }).optional(), parts: z.array(part).min(1) });
+/** `function`: the role @google/generative-ai gives the turn holding function responses, which Google's API takes as a user turn. */
+const content = z.strictObject({ role: z.enum(['user', 'model', 'function'], { error: 'Please use a valid role: user, model.' }).optional(), parts: z.array(part).min(1) });
 /** Google's API takes a Content; a bare string (as several SDKs accept) is a single text part. */
 const systemInstruction = z.preprocess((value) => (typeof value === 'string' ? { parts: [{ text: value }] } : value), z.strictObject({ role: z.string().optional(), parts: z.array(part) }));
 
