@@ -208,6 +208,8 @@ describe('the Gemini CLI through Sluice', () => {
   for (const [model, upstream] of [
     ['gemini-flash', 'gemini'],
     ['llama-chat', 'vllm'],
+    // Its thinking config with its default topK 64: extended thinking, which takes no top_k.
+    ['claude', 'anthropic'],
   ] as const) {
     test(`gemini -p answers through ${model} (${upstream} upstream), with its tools and thinking config`, async () => {
       const result = await gemini(model, 'Say hello to the gateway.');
@@ -227,6 +229,7 @@ describe('the Gemini CLI through Sluice', () => {
       } else {
         assert.ok(calls[0]!.body.tools.length > 3, 'its tools are translated to functions');
       }
+      if (upstream === 'anthropic') assert.equal(calls[0]!.body.top_k, undefined);
     });
   }
 });

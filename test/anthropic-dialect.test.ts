@@ -349,6 +349,19 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
     assert.equal(upstreams.vllm.requests.at(-1)!.body.max_tokens, 8000);
   });
 
+  test('reasoning on an Anthropic model with a temperature other than 1 is refused by name, before the upstream', async () => {
+    const response = await fetch(`${sluice.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude', reasoning_effort: 'low', temperature: 0.5, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(response.status, 400);
+    const body = (await response.json()) as { error: { param: string; message: string } };
+    assert.equal(body.error.param, 'temperature');
+    assert.match(body.error.message, /temperature other than 1/);
+    assert.equal(upstreams.anthropic.requests.length, 0);
+  });
+
   test('a model that serves only legacy completions says so', async () => {
     const response = await postMessages({ model: 'legacy-only', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(response.status, 400);

@@ -212,9 +212,7 @@ export class AnthropicProvider extends TranslatingProvider {
       ...this.thinking(r, call.model, maxTokens),
       ...(r.responseFormat?.type === 'json_schema' ? { output_config: { format: { type: 'json_schema', schema: r.responseFormat.schema } } } : {}),
       stop_sequences: r.stop.length > 0 ? r.stop : undefined,
-      temperature: r.temperature,
-      top_p: r.topP,
-      top_k: r.topK,
+      ...this.sampling(r, call.model),
       metadata: r.user === undefined ? undefined : { user_id: r.user },
       stream: stream || undefined,
     };
@@ -235,6 +233,19 @@ export class AnthropicProvider extends TranslatingProvider {
             ? { type: 'any', ...noParallel }
             : { type: 'tool', name: choice.name, ...noParallel };
     return { tools, ...(choice.type === 'auto' && r.parallelToolCalls !== false ? {} : { tool_choice: toolChoice }) };
+  }
+
+  /**
+   * Extended thinking samples at temperature 1 with top_p of at least 0.95 and no top_k, and
+   * Anthropic refuses anything else. A temperature or top_p the caller chose against that is refused
+   * here by name; top_k is left out, since clients send it by default (the Gemini CLI's 64) and
+   * thinking has no use for it.
+   */
+  private sampling(r: GenerationRequest, model: CatalogueModel): Json {
+    if (r.reasoning === undefined) return { temperature: r.temperature, top_p: r.topP, top_k: r.topK };
+    if (r.temperature !== undefined && r.temperature !== 1) throw unsupported(model, CAPABILITIES, 'temperature', 'a temperature other than 1 with reasoning (extended thinking samples at 1)');
+    if (r.topP !== undefined && r.topP < 0.95) throw unsupported(model, CAPABILITIES, 'top_p', 'a top_p below 0.95 with reasoning (extended thinking)');
+    return { temperature: r.temperature, top_p: r.topP };
   }
 
   /** OpenAI's effort levels as an extended-thinking budget, which must stay below max_tokens. */
