@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../errors.js';
 import { newGenerationId } from '../../generation/fan-out.js';
 import type { Usage } from '../../generation/model.js';
-import { ChunkedWriter, type StreamWriter } from '../stream-runner.js';
+import { ChunkedWriter, type StreamWriter } from '../answer.js';
 import { openAIErrorObject } from './errors.js';
 
 const DONE = 'data: [DONE]\n\n';

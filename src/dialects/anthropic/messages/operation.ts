@@ -10,10 +10,10 @@ import { usageFromAnthropic, withUsageDelta } from '../../../providers/anthropic
 import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
-import { runStream } from '../../stream-runner.js';
+import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { anthropicDialect } from '../dialect.js';
 import { anthropicHeaders, cappedBody, inputTexts, parseMessagesRequest, toGenerationRequest, type MessagesRequest } from './request.js';
-import { messageBody, MessagesStreamWriter, RelayedMessagesWriter } from './writer.js';
+import { messageBody, MessagesStreamWriter, RelayedMessagesWriter, wireUsage } from './writer.js';
 
 /** Anthropic's names for the fields an upstream may refuse. */
 const PARAMS: Partial<Record<ModelledField, string>> = { stop: 'stop_sequences', response_format: 'output_config.format' };
@@ -65,16 +65,10 @@ async function relayWhole(x: Exchange<MessagesRequest>): Promise<void> {
   if (relayed.stream) throw new Error('a whole relay answered with a stream');
   const body = relayed.body;
   if (!Array.isArray(body.content)) throw unreadableUpstream(x.provider.id, 'a message without content');
-  let usage: Usage;
   const wire: Record<string, unknown> = { ...body, model: x.request.model };
-  if (isObject(body.usage)) usage = usageFromAnthropic(body.usage);
-  else {
-    usage = await countUsage(inputTexts(x.request.body), [contentText(body.content)]);
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(wire));
-  x.meter.firstByteAt = performance.now();
+  const usage = await meterUsage(x, isObject(body.usage) ? usageFromAnthropic(body.usage) : null, () => countUsage(inputTexts(x.request.body), [contentText(body.content)]));
+  if (x.meter.tokensCounted) wire.usage = wireUsage(usage);
+  sendWhole(x, JSON.stringify(wire));
 }
 
 async function relayStream(x: Exchange<MessagesRequest>): Promise<void> {
@@ -106,14 +100,8 @@ async function relayStream(x: Exchange<MessagesRequest>): Promise<void> {
 
 async function translatedWhole(x: Exchange<MessagesRequest>, subCalls: readonly SubCall[]): Promise<void> {
   const result = await x.invoke.generate(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
-  let usage = result.usage;
-  if (usage === null) {
-    usage = await countUsage(inputTexts(x.request.body), result.choices.map((choice) => textOf(choice.content)));
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(messageBody(result, x.request.model, usage));
-  x.meter.firstByteAt = performance.now();
+  const usage = await meterUsage(x, result.usage, () => countUsage(inputTexts(x.request.body), result.choices.map((choice) => textOf(choice.content))));
+  sendWhole(x, messageBody(result, x.request.model, usage));
 }
 
 async function translatedStream(x: Exchange<MessagesRequest>, subCalls: readonly SubCall[]): Promise<void> {

@@ -3,7 +3,7 @@ import type { GatewayError } from '../../../errors.js';
 import { newGenerationId } from '../../../generation/fan-out.js';
 import { usageOf, type ContentPart, type Finish, type GenerationResult, type StreamPart, type Usage } from '../../../generation/model.js';
 import { toolArguments } from '../../../providers/translating-provider.js';
-import { ChunkedWriter, type StreamWriter } from '../../stream-runner.js';
+import { ChunkedWriter, type StreamWriter } from '../../answer.js';
 import { anthropicErrorObject } from '../dialect.js';
 
 const ANTHROPIC_STOP_REASONS = new Set(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded']);

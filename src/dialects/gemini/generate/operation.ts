@@ -9,7 +9,7 @@ import { usageFromGemini } from '../../../providers/gemini.js';
 import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
-import { runStream } from '../../stream-runner.js';
+import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
 import { inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
 import { geminiParam, showsThoughts, toGenerationRequest } from './translate.js';
@@ -85,17 +85,13 @@ async function relayWhole(x: Exchange<GenerateRequest>): Promise<void> {
   if (!Array.isArray(body.candidates) && !isObject(body.promptFeedback)) throw unreadableUpstream(x.provider.id, 'an answer without candidates');
   // The public model id: the upstream's own name for the model is the gateway's business.
   const wire: Record<string, unknown> = { ...body, modelVersion: x.request.model };
-  let usage = usageFromGemini(body.usageMetadata);
-  if (usage === null) {
+  const usage = await meterUsage(x, usageFromGemini(body.usageMetadata), () => {
     const texts: string[] = [];
     candidateTexts(body, texts);
-    usage = await countUsage(inputTexts(x.request.body), texts.filter((t) => t !== undefined));
-    x.meter.tokensCounted = true;
-    wire.usageMetadata = geminiUsage(usage);
-  }
-  x.meter.usage = usage;
-  x.res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(wire));
-  x.meter.firstByteAt = performance.now();
+    return countUsage(inputTexts(x.request.body), texts.filter((t) => t !== undefined));
+  });
+  if (x.meter.tokensCounted) wire.usageMetadata = geminiUsage(usage);
+  sendWhole(x, JSON.stringify(wire), { 'content-type': 'application/json; charset=UTF-8' });
 }
 
 async function relayStream(x: Exchange<GenerateRequest>): Promise<void> {
@@ -123,15 +119,9 @@ async function relayStream(x: Exchange<GenerateRequest>): Promise<void> {
 
 async function translatedWhole(x: Exchange<GenerateRequest>, subCalls: readonly SubCall[]): Promise<void> {
   const result = await x.invoke.generate(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
-  let usage = result.usage;
-  if (usage === null) {
-    usage = await countUsage(inputTexts(x.request.body), result.choices.map((choice) => textOf(choice.content)));
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
+  const usage = await meterUsage(x, result.usage, () => countUsage(inputTexts(x.request.body), result.choices.map((choice) => textOf(choice.content))));
   const body = generateContentBody(result, x.request.model, newGenerationId(''), usage, showsThoughts(x.request.body));
-  x.res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(body);
-  x.meter.firstByteAt = performance.now();
+  sendWhole(x, body, { 'content-type': 'application/json; charset=UTF-8' });
 }
 
 async function translatedStream(x: Exchange<GenerateRequest>, subCalls: readonly SubCall[]): Promise<void> {

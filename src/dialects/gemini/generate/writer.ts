@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../errors.js';
 import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
 import { toolArguments } from '../../../providers/translating-provider.js';
-import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../stream-runner.js';
+import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
 import { sealReasoning, type SealedReasoning } from './thought-signatures.js';
 

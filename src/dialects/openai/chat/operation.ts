@@ -9,7 +9,7 @@ import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { openAIDialect } from '../dialect.js';
-import { runStream } from '../../stream-runner.js';
+import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { parseChatRequest, toGenerationRequest, type ChatRequest } from './request.js';
 import { chatCompletionBody, ChatStreamWriter, wireChatUsage } from './writer.js';
 
@@ -61,17 +61,14 @@ async function relayWhole(x: Exchange<ChatRequest>): Promise<void> {
   const relayed = await x.invoke.relay({ operation: 'openai.chat', body: x.request.body, stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
   if (relayed.stream) throw new Error('a whole relay answered with a stream');
   const body = relayed.body;
-  if (!Array.isArray(body.choices)) throw unreadableUpstream(x.provider.id, 'an answer without choices');
-  let usage = usageFromOpenAI(body.usage);
+  const choices: unknown = body.choices;
+  if (!Array.isArray(choices)) throw unreadableUpstream(x.provider.id, 'an answer without choices');
   const wire: Record<string, unknown> = { ...body, model: x.request.model };
-  if (usage === null) {
-    usage = await countUsage(inputTexts(x.request), body.choices.map((choice) => messageText(isObject(choice) ? choice.message : undefined)));
-    x.meter.tokensCounted = true;
-    wire.usage = wireChatUsage(usage);
-  }
-  x.meter.usage = usage;
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(wire));
-  x.meter.firstByteAt = performance.now();
+  const usage = await meterUsage(x, usageFromOpenAI(body.usage), () =>
+    countUsage(inputTexts(x.request), choices.map((choice) => messageText(isObject(choice) ? choice.message : undefined))),
+  );
+  if (x.meter.tokensCounted) wire.usage = wireChatUsage(usage);
+  sendWhole(x, JSON.stringify(wire));
 }
 
 async function relayStream(x: Exchange<ChatRequest>): Promise<void> {
@@ -106,14 +103,8 @@ async function relayStream(x: Exchange<ChatRequest>): Promise<void> {
 
 async function translatedWhole(x: Exchange<ChatRequest>, subCalls: readonly SubCall[]): Promise<void> {
   const result = await x.invoke.generate(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
-  let usage = result.usage;
-  if (usage === null) {
-    usage = await countUsage(inputTexts(x.request), result.choices.map((choice) => textOf(choice.content)));
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(chatCompletionBody(newGenerationId('chatcmpl-'), result, x.request.model, usage));
-  x.meter.firstByteAt = performance.now();
+  const usage = await meterUsage(x, result.usage, () => countUsage(inputTexts(x.request), result.choices.map((choice) => textOf(choice.content))));
+  sendWhole(x, chatCompletionBody(newGenerationId('chatcmpl-'), result, x.request.model, usage));
 }
 
 async function translatedStream(x: Exchange<ChatRequest>, subCalls: readonly SubCall[]): Promise<void> {

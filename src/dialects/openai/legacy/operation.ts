@@ -11,7 +11,7 @@ import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { usageFromOpenAI } from '../../../providers/openai-compatible.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { openAIDialect } from '../dialect.js';
-import { runStream } from '../../stream-runner.js';
+import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import type { Completion, CompletionChoice, CompletionRequest, FinishReason, LegacyLogprobs } from './completion.js';
 import { LegacyLogprobsBuilder } from './logprobs.js';
 import { parseCompletionRequest } from './request.js';
@@ -70,20 +70,14 @@ async function relayWhole(x: Exchange<CompletionRequest>): Promise<void> {
   const body = relayed.body;
   if (!Array.isArray(body.choices)) throw unreadableUpstream(x.provider.id, 'an answer without choices');
   const choices = body.choices.map((choice) => relayedChoice(x.provider.id, choice));
-  let usage = usageFromOpenAI(body.usage);
-  if (usage === null) {
-    usage = await countUsage(promptsOf(x.request), generatedTexts(x.request, choices.map((c) => c.text), x.request.echo));
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
+  const usage = await meterUsage(x, usageFromOpenAI(body.usage), () => countUsage(promptsOf(x.request), generatedTexts(x.request, choices.map((c) => c.text), x.request.echo)));
   const completion: Completion = {
     id: typeof body.id === 'string' ? body.id : '',
     created: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000),
     choices,
     extra: body,
   };
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(openAICompletionBody(completion, x.request.model, usage));
-  x.meter.firstByteAt = performance.now();
+  sendWhole(x, openAICompletionBody(completion, x.request.model, usage));
 }
 
 function relayedChoice(providerId: string, raw: unknown): CompletionChoice {
@@ -188,15 +182,9 @@ async function translatedWhole(x: Exchange<CompletionRequest>, subCalls: readonl
       finishReason: legacyFinish(choice.finish),
     };
   });
-  let usage = result.usage;
-  if (usage === null) {
-    usage = await countUsage(prompts, generatedTexts(request, choices.map((c) => c.text), request.echo));
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
+  const usage = await meterUsage(x, result.usage, () => countUsage(prompts, generatedTexts(request, choices.map((c) => c.text), request.echo)));
   const completion: Completion = { id: newGenerationId('cmpl-'), created: Math.floor(Date.now() / 1000), choices };
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(openAICompletionBody(completion, request.model, usage));
-  x.meter.firstByteAt = performance.now();
+  sendWhole(x, openAICompletionBody(completion, request.model, usage));
 }
 
 async function translatedStream(x: Exchange<CompletionRequest>, subCalls: readonly SubCall[]): Promise<void> {

@@ -7,7 +7,7 @@ import type { Exchange, GenerationOperation } from '../../../generation/operatio
 import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
-import { runStream } from '../../stream-runner.js';
+import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { openAIDialect } from '../dialect.js';
 import type { Conversations, Turn } from './conversation.js';
 import { isSluiceReasoning } from './reasoning.js';
@@ -67,16 +67,10 @@ async function translatedWhole(x: Exchange<ResponsesRequest>, t: Translated): Pr
   const result = await x.invoke.generate(t.subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
   const choice = result.choices[0];
   const content = choice?.content ?? [];
-  let usage = result.usage;
-  if (usage === null) {
-    usage = await countUsage(t.texts, [textOf(content)]);
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
+  const usage = await meterUsage(x, result.usage, () => countUsage(t.texts, [textOf(content)]));
   const response = translatedResponse(newResponseHead(x.request.body), content, choice?.finish ?? { reason: 'stop', raw: undefined }, usage, x.provider.kind);
   await t.keep(response, usage);
-  x.res.writeHead(200, { 'content-type': 'application/json', ...t.headers }).end(JSON.stringify(response));
-  x.meter.firstByteAt = performance.now();
+  sendWhole(x, JSON.stringify(response), { 'content-type': 'application/json', ...t.headers });
 }
 
 async function translatedStream(x: Exchange<ResponsesRequest>, t: Translated): Promise<void> {
@@ -144,15 +138,9 @@ async function relayWhole(x: Exchange<ResponsesRequest>, turn: Turn, keep: Trans
   if (relayed.stream) throw new Error('a whole relay answered with a stream');
   if (!Array.isArray(relayed.body.output)) throw unreadableUpstream(x.provider.id, 'a response without output');
   const response = rewriter(x.request)(relayed.body);
-  let usage = usageFromResponses(relayed.body.usage);
-  if (usage === null) {
-    usage = await countUsage(inputTexts(x.request.body.instructions, [...turn.history, ...turn.input]), outputTexts(response));
-    x.meter.tokensCounted = true;
-  }
-  x.meter.usage = usage;
+  const usage = await meterUsage(x, usageFromResponses(relayed.body.usage), () => countUsage(inputTexts(x.request.body.instructions, [...turn.history, ...turn.input]), outputTexts(response)));
   await keep(response, usage);
-  x.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(response));
-  x.meter.firstByteAt = performance.now();
+  sendWhole(x, JSON.stringify(response));
 }
 
 async function relayStream(x: Exchange<ResponsesRequest>, turn: Turn, keep: Translated['keep']): Promise<void> {

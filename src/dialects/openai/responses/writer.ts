@@ -3,7 +3,7 @@ import type { GatewayError } from '../../../errors.js';
 import { newGenerationId } from '../../../generation/fan-out.js';
 import type { ContentPart, Finish, StreamPart, Usage } from '../../../generation/model.js';
 import { isObject } from '../../../providers/upstream-client.js';
-import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../stream-runner.js';
+import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { openAIErrorObject } from '../errors.js';
 import { sealReasoning } from './reasoning.js';
 import type { Item, ResponsesBody } from './request.js';

@@ -11,6 +11,22 @@ export const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
+const JSON_HEADERS = { 'content-type': 'application/json' } as const;
+
+/** The upstream's usage, or Sluice's own count when it reported none (the meter then says so). */
+export async function meterUsage<Request>(x: Exchange<Request>, reported: Usage | null, count: () => Promise<Usage>): Promise<Usage> {
+  const usage = reported ?? (await count());
+  x.meter.tokensCounted = reported === null;
+  x.meter.usage = usage;
+  return usage;
+}
+
+/** A whole answer, written at once; its first byte is the meter's. */
+export function sendWhole<Request>(x: Exchange<Request>, body: string, headers: Readonly<Record<string, string>> = JSON_HEADERS): void {
+  x.res.writeHead(200, headers).end(body);
+  x.meter.firstByteAt = performance.now();
+}
+
 /** What the runner needs of a dialect's stream writer: the framing is the dialect's own. */
 export interface StreamWriter {
   readonly hasStarted: boolean;
