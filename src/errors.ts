@@ -24,20 +24,19 @@ export const ERROR_KINDS = {
   unsupported_parameter: { status: 400 },
   payload_too_large: { status: 413 },
   unsupported_media_type: { status: 415 },
-  // Failures of an upstream provider, seen from the caller. `retryable`: another attempt (on this
-  // deployment later, or on another) could succeed, which the invoke stage's routing relies on.
+  // Failures of an upstream provider, seen from the caller (routing reads `upstreamFailure` to decide on another attempt).
   upstream_rejected_request: { status: 400 }, // status replaced by the upstream's own 4xx
   upstream_auth_failed: { status: 502 },
-  upstream_rate_limited: { status: 429, retryable: true },
-  upstream_overloaded: { status: 503, retryable: true },
-  upstream_error: { status: 502, retryable: true },
-  upstream_unreachable: { status: 502, retryable: true },
-  upstream_timeout: { status: 504, retryable: true },
+  upstream_rate_limited: { status: 429 },
+  upstream_overloaded: { status: 503 },
+  upstream_error: { status: 502 },
+  upstream_unreachable: { status: 502 },
+  upstream_timeout: { status: 504 },
   // Our own faults.
   store_failure: { status: 500 },
   internal_error: { status: 500 },
   shutting_down: { status: 503 },
-} as const satisfies Record<string, { status: number; retryable?: true }>;
+} as const satisfies Record<string, { status: number }>;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
 
@@ -52,7 +51,11 @@ export interface GatewayErrorOptions {
   type?: string;
   code?: string;
   cause?: unknown;
+  /** How an upstream failed, in the terms of a routing policy's `retry_on`: its HTTP status, or a connection that failed or timed out. */
+  upstreamFailure?: UpstreamFailureCondition;
 }
+
+export type UpstreamFailureCondition = number | 'connect_error' | 'timeout';
 
 export class GatewayError extends Error {
   readonly kind: ErrorKind;
@@ -61,11 +64,8 @@ export class GatewayError extends Error {
   readonly retryAfter: string | undefined;
   readonly type: string | undefined;
   readonly code: string | undefined;
-
-  /** Whether another attempt could succeed where this one failed. */
-  get retryable(): boolean {
-    return 'retryable' in ERROR_KINDS[this.kind];
-  }
+  /** Set only on an upstream's failure: what routing may retry on. */
+  readonly upstreamFailure: UpstreamFailureCondition | undefined;
 
   constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -76,6 +76,7 @@ export class GatewayError extends Error {
     this.retryAfter = options.retryAfter;
     this.type = options.type;
     this.code = options.code;
+    this.upstreamFailure = options.upstreamFailure;
   }
 }
 

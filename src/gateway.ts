@@ -15,6 +15,7 @@ import { Conversations } from './dialects/openai/responses/conversation.js';
 import { ProviderAdapters } from './providers/provider-adapters.js';
 import { createProvider } from './providers/registry.js';
 import { Prober } from './status/prober.js';
+import { Router } from './routing/router.js';
 import { StatusMonitor } from './status/status-monitor.js';
 import { openSqliteStore } from './store/open-store.js';
 import { UsageLedger } from './usage/ledger.js';
@@ -57,7 +58,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   await importOrphanedJournals(options.dataDir, store, logger);
   const ledger = new UsageLedger(store, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
   ledger.start();
-  const status = new StatusMonitor(store, catalogue);
+  const router = new Router(adapters);
+  const status = new StatusMonitor(store, catalogue, (model) => router.deploymentStatus(model));
   const prober = new Prober(store, catalogue, adapters, logger);
   prober.start();
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
@@ -69,6 +71,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     catalogue: () => catalogue.current(),
     providers: adapters,
     admission: admitAll,
+    router,
     ledger,
     conversations,
     maxBodyBytes: options.maxBodyBytes,

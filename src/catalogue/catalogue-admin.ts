@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import { DEFAULT_BASE_URLS, modelSchema, providerSchema } from '../config/config-file.js';
+import { DEFAULT_BASE_URLS, deploymentProblem, deploymentsOf, modelSchema, providerSchema } from '../config/config-file.js';
 import type { CatalogueRepository } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
-import type { LiveCatalogue, ProviderSecrets } from './live-catalogue.js';
+import { storedModelEntry, type LiveCatalogue, type ProviderSecrets } from './live-catalogue.js';
 
 /** Field name → what is wrong with it; `_` for the entry as a whole. */
 export type FieldErrors = Record<string, string>;
@@ -69,6 +69,8 @@ export class CatalogueAdmin {
   async deleteProvider(id: string): Promise<AdminResult> {
     await this.live.refresh(); // judge against the store as it is now, whichever process wrote last
     if (this.live.configProviders().some((p) => p.id === id)) return refused('_', `Provider '${id}' comes from the configuration file; change it there.`);
+    const user = this.live.current().models.find((model) => model.deployments.some((d) => d.providerId === id));
+    if (user !== undefined) return refused('_', `Models still use provider '${id}' (${user.id}); remove or move them first.`);
     const outcome = await this.repository.deleteProvider(id);
     if (outcome === 'missing') return refused('_', `There is no console provider '${id}'.`);
     if (outcome === 'in_use') return refused('_', `Models still use provider '${id}'; remove or move them first.`);
@@ -84,9 +86,13 @@ export class CatalogueAdmin {
     }
     const parsed = modelSchema.safeParse(raw);
     if (!parsed.success) return { ok: false, errors: fieldErrors(parsed.error) };
-    const { id: _id, provider, ...config } = parsed.data;
-    if (!this.live.providers().some((p) => p.id === provider)) return refused('provider', `no provider has the id '${provider}'`);
-    const written = await this.repository.putModel({ id, providerId: provider, config }, mode);
+    const kinds = new Map(this.live.providers().map((p) => [p.id, p.config.kind]));
+    const problem = deploymentProblem(parsed.data, (providerId) => kinds.get(providerId));
+    if (problem !== undefined) return refused(problem.field, problem.message);
+    const missing = parsed.data.fallbacks?.find((fallback) => this.live.current().get(fallback) === undefined);
+    if (missing !== undefined) return refused('fallbacks', `no model has the id '${missing}'`);
+    const { id: _id, provider: _provider, ...config } = parsed.data;
+    const written = await this.repository.putModel({ id, providerId: deploymentsOf(parsed.data)[0]!.provider, config }, mode);
     if (!written) return refused('id', mode === 'create' ? `A model '${id}' already exists.` : `There is no console model '${id}'.`);
     await this.live.refresh();
     return { ok: true };
@@ -108,7 +114,7 @@ export class CatalogueAdmin {
 
   async storedModel(id: string): Promise<Record<string, unknown> | undefined> {
     const stored = (await this.repository.models()).find((m) => m.id === id);
-    return stored && { ...stored.config, id: stored.id, provider: stored.providerId };
+    return stored && storedModelEntry(stored);
   }
 }
 

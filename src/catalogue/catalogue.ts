@@ -1,9 +1,13 @@
-import type { Endpoint, GatewayConfig, ModelConfig, UpstreamApi } from '../config/config-file.js';
+import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 
 /** `config`: from the configuration file (changed there); `console`: registered in the console, kept in the store. */
 export type CatalogueOrigin = 'config' | 'console';
 
-/** A model as the gateway knows it: the public face, the upstream it maps to, and its price. */
+/**
+ * A model as the gateway knows it: the public face, the upstreams it maps to, and its price. The
+ * upstream fields (`providerId`, `upstreamModel`, `upstreamApi`) are its first deployment's; each
+ * deployment's `model` is the same entry with that deployment's, which is what an adapter is given.
+ */
 export interface CatalogueModel {
   readonly id: string;
   readonly providerId: string;
@@ -24,7 +28,35 @@ export interface CatalogueModel {
   readonly pricing: Pricing | undefined;
   /** Where the entry came from, shown by the console ("configuration file" entries are edited there). */
   readonly origin: CatalogueOrigin;
+  /** In configuration order; at least one. */
+  readonly deployments: readonly Deployment[];
+  /** Public model ids tried in order when every deployment failed. */
+  readonly fallbacks: readonly string[];
+  /** The request-wide routing fields (strategy, retries, backoff, deadline): the model's, else its first deployment's provider's, else the defaults. */
+  readonly routing: RoutingPolicy;
 }
+
+/** One upstream serving a public model. */
+export interface Deployment {
+  /** `provider/upstream_model`: how the ledger, /status and the logs name it. */
+  readonly name: string;
+  readonly providerId: string;
+  readonly upstreamModel: string;
+  readonly weight: number;
+  readonly priority: number;
+  /** The public model with this deployment's upstream fields, as the adapter sees it. */
+  readonly model: CatalogueModel;
+  /** The per-attempt routing fields (retry_on, first-token timeout, circuit, Retry-After cap): the model's, else this provider's, else the defaults. */
+  readonly routing: RoutingPolicy;
+}
+
+/** The `routing:` blocks beneath a model's own: its providers', then the top level's. */
+export interface RoutingBlocks {
+  provider(providerId: string): RoutingBlock | undefined;
+  readonly top: RoutingBlock | undefined;
+}
+
+const NO_ROUTING_BLOCKS: RoutingBlocks = { provider: () => undefined, top: undefined };
 
 /** USD per million tokens; cached input and cache writes default to the input price. */
 export interface Pricing {
@@ -48,7 +80,8 @@ export class Catalogue {
   }
 
   static fromConfig(config: GatewayConfig): Catalogue {
-    return new Catalogue(config.models.map((entry) => modelFromConfig(entry)));
+    const blocks = routingBlocksOf(config);
+    return new Catalogue(config.models.map((entry) => modelFromConfig(entry, 'config', blocks)));
   }
 
   get(id: string): CatalogueModel | undefined {
@@ -62,13 +95,21 @@ export class Catalogue {
   }
 }
 
-export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'config'): CatalogueModel {
-  return {
+export function routingBlocksOf(config: GatewayConfig, moreProviders: readonly { id: string; routing?: RoutingBlock | undefined }[] = []): RoutingBlocks {
+  const byProvider = new Map([...config.providers, ...moreProviders].map((provider) => [provider.id, provider.routing]));
+  return { provider: (id) => byProvider.get(id), top: config.routing };
+}
+
+export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'config', blocks: RoutingBlocks = NO_ROUTING_BLOCKS): CatalogueModel {
+  const configs = deploymentsOf(entry);
+  const first = configs[0]!;
+  const deployments: Deployment[] = [];
+  const model: CatalogueModel = {
     id: entry.id,
-    providerId: entry.provider,
-    upstreamModel: entry.upstream_model ?? entry.id,
-    upstreamApi: entry.upstream_api ?? 'completions',
-    ownedBy: entry.owned_by ?? entry.provider,
+    providerId: first.provider,
+    upstreamModel: first.upstream_model ?? entry.id,
+    upstreamApi: first.upstream_api ?? 'completions',
+    ownedBy: entry.owned_by ?? first.provider,
     created: entry.created,
     displayName: entry.display_name,
     version: entry.version,
@@ -84,5 +125,23 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
       cacheWritePerMtok: entry.pricing.cache_write_per_mtok ?? entry.pricing.input_per_mtok,
     },
     origin,
+    deployments,
+    fallbacks: entry.fallbacks ?? [],
+    routing: resolveRouting(entry.routing, blocks.provider(first.provider), blocks.top),
   };
+  for (const [index, config] of configs.entries()) {
+    const upstreamModel = config.upstream_model ?? entry.id;
+    const view: CatalogueModel =
+      index === 0 ? model : { ...model, providerId: config.provider, upstreamModel, upstreamApi: config.upstream_api ?? 'completions' };
+    deployments.push({
+      name: `${config.provider}/${upstreamModel}`,
+      providerId: config.provider,
+      upstreamModel,
+      weight: config.weight,
+      priority: config.priority,
+      model: view,
+      routing: resolveRouting(entry.routing, blocks.provider(config.provider), blocks.top),
+    });
+  }
+  return model;
 }

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import { DEFAULT_BASE_URLS, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
+import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
-import { Catalogue, modelFromConfig } from './catalogue.js';
-import type { CatalogueRepository, StoredProvider } from '../store/store.js';
+import { Catalogue, modelFromConfig, routingBlocksOf } from './catalogue.js';
+import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 
 /** The providers in force, each with a stamp that changes when its configuration does. */
@@ -102,16 +102,17 @@ export class LiveCatalogue {
       const config = this.providerFromStore(stored);
       if (config !== undefined) consoleProviders.push({ config, stamp: String(stored.updatedAt) });
     }
-    const knownProviders = new Set([...configProviderIds, ...consoleProviders.map((p) => p.config.id)]);
+    const kinds = new Map([...this.config.providers, ...consoleProviders.map((p) => p.config)].map((p) => [p.id, p.kind]));
+    const blocks = routingBlocksOf(this.config, consoleProviders.map((p) => p.config));
     const consoleModels = [];
     for (const stored of storedModels) {
-      if (configModelIds.has(stored.id) || !knownProviders.has(stored.providerId)) continue;
-      const parsed = modelSchema.safeParse({ ...stored.config, id: stored.id, provider: stored.providerId });
-      if (!parsed.success) {
-        this.logger.warn({ model: stored.id }, 'console model entry no longer valid; left out of the catalogue');
+      if (configModelIds.has(stored.id)) continue;
+      const parsed = modelSchema.safeParse(storedModelEntry(stored));
+      if (!parsed.success || deploymentProblem(parsed.data, (id) => kinds.get(id)) !== undefined) {
+        this.logger.warn({ model: stored.id }, 'console model entry no longer valid (or its provider is gone); left out of the catalogue');
         continue;
       }
-      consoleModels.push(modelFromConfig(parsed.data, 'console'));
+      consoleModels.push(modelFromConfig(parsed.data, 'console', blocks));
     }
 
     this.entries = [
@@ -156,4 +157,9 @@ function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntr
     hasApiKey: config.api_key !== undefined,
     headerNames: Object.keys(config.headers ?? {}),
   };
+}
+
+/** A stored console model as a configuration entry: the `provider` column is its first deployment's, given only in the one-deployment form. */
+export function storedModelEntry(stored: StoredModel): Record<string, unknown> {
+  return stored.config.deployments === undefined ? { ...stored.config, id: stored.id, provider: stored.providerId } : { ...stored.config, id: stored.id };
 }

@@ -47,6 +47,92 @@ export const PROVIDER_DEFAULTS = {
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
 const nonNegativeInt = z.number().int().nonnegative();
 
+/** Upstream failures a routing policy can retry on: an HTTP status, or a connection that failed or timed out. */
+export const RETRY_CONDITIONS = ['connect_error', 'timeout'] as const;
+export type RetryCondition = number | (typeof RETRY_CONDITIONS)[number];
+
+export const ROUTING_STRATEGIES = ['weighted', 'least_busy', 'latency'] as const;
+export type RoutingStrategy = (typeof ROUTING_STRATEGIES)[number];
+
+/** Defaults of the `routing:` section, which the README states and explains (keep the two together). */
+export const ROUTING_DEFAULTS = {
+  strategy: 'latency' as RoutingStrategy,
+  retries: 2,
+  backoff_ms: { initial: 200, max: 5000 },
+  retry_on: [429, 500, 502, 503, 504, 529, 'connect_error', 'timeout'] as RetryCondition[],
+  first_token_timeout_ms: 20_000,
+  /** Bounds every attempt of a request together, until a whole answer is complete or a stream's first content. */
+  deadline_ms: 300_000,
+  /** The longest an upstream's `Retry-After` cools a deployment. */
+  retry_after_max_ms: 60_000,
+  circuit: { failures: 5, window_ms: 30_000, cooldown_ms: 30_000 },
+};
+
+/** A `routing:` block: at the top level, on a provider or on a model; every field optional (model beats provider beats top level). */
+export const routingSchema = z.strictObject({
+  strategy: z.enum(ROUTING_STRATEGIES).optional(),
+  retries: z.number().int().min(0).max(20).optional(),
+  backoff_ms: z.strictObject({ initial: nonNegativeInt.optional(), max: nonNegativeInt.optional() }).optional(),
+  retry_on: z.array(z.union([z.number().int().min(400).max(599), z.enum(RETRY_CONDITIONS)], { error: "must be an HTTP status (400-599), 'connect_error' or 'timeout'" })).optional(),
+  first_token_timeout_ms: z.number().int().positive().optional(),
+  deadline_ms: z.number().int().positive().optional(),
+  retry_after_max_ms: nonNegativeInt.optional(),
+  circuit: z
+    .strictObject({ failures: z.number().int().positive().optional(), window_ms: z.number().int().positive().optional(), cooldown_ms: z.number().int().positive().optional() })
+    .optional(),
+});
+export type RoutingBlock = z.output<typeof routingSchema>;
+
+/** A routing policy with every field settled. */
+export interface RoutingPolicy {
+  readonly strategy: RoutingStrategy;
+  readonly retries: number;
+  readonly backoffMs: { readonly initial: number; readonly max: number };
+  readonly retryOn: ReadonlySet<RetryCondition>;
+  readonly firstTokenTimeoutMs: number;
+  readonly deadlineMs: number;
+  readonly retryAfterMaxMs: number;
+  readonly circuit: { readonly failures: number; readonly windowMs: number; readonly cooldownMs: number };
+}
+
+/** Settles a policy from blocks, most specific first. */
+export function resolveRouting(...blocks: readonly (RoutingBlock | undefined)[]): RoutingPolicy {
+  const pick = <T>(read: (block: RoutingBlock) => T | undefined, fallback: T): T => {
+    for (const block of blocks) {
+      const value = block === undefined ? undefined : read(block);
+      if (value !== undefined) return value;
+    }
+    return fallback;
+  };
+  const d = ROUTING_DEFAULTS;
+  return {
+    strategy: pick((b) => b.strategy, d.strategy),
+    retries: pick((b) => b.retries, d.retries),
+    backoffMs: { initial: pick((b) => b.backoff_ms?.initial, d.backoff_ms.initial), max: pick((b) => b.backoff_ms?.max, d.backoff_ms.max) },
+    retryOn: new Set(pick((b) => b.retry_on, d.retry_on)),
+    firstTokenTimeoutMs: pick((b) => b.first_token_timeout_ms, d.first_token_timeout_ms),
+    deadlineMs: pick((b) => b.deadline_ms, d.deadline_ms),
+    retryAfterMaxMs: pick((b) => b.retry_after_max_ms, d.retry_after_max_ms),
+    circuit: {
+      failures: pick((b) => b.circuit?.failures, d.circuit.failures),
+      windowMs: pick((b) => b.circuit?.window_ms, d.circuit.window_ms),
+      cooldownMs: pick((b) => b.circuit?.cooldown_ms, d.circuit.cooldown_ms),
+    },
+  };
+}
+
+const deploymentSchema = z.strictObject({
+  provider: z.string(),
+  upstream_model: z.string().min(1).optional(),
+  /** As a model's `upstream_api`, for this deployment (an `openai` provider's). */
+  upstream_api: z.enum(UPSTREAM_APIS).optional(),
+  /** Share of traffic among the deployments of one priority, for the `weighted` strategy (and P2C's draw). */
+  weight: z.number().positive().default(1),
+  /** 0 is tried first; a higher level only once every deployment of the levels before it is out. */
+  priority: nonNegativeInt.default(0),
+});
+export type DeploymentConfig = z.output<typeof deploymentSchema>;
+
 export const providerSchema = z.strictObject({
   id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
   kind: z.enum(PROVIDER_KINDS),
@@ -77,6 +163,8 @@ export const providerSchema = z.strictObject({
   probe: z.strictObject({ interval_ms: z.number().int().min(1000), model: z.string().min(1) }).optional(),
   /** The `anthropic-version` header sent to an `anthropic` provider. */
   anthropic_version: z.string().min(1).default('2023-06-01'),
+  /** Routing for the deployments on this provider; a model's own block beats it. */
+  routing: routingSchema.optional(),
 });
 
 const pricingSchema = z.strictObject({
@@ -90,7 +178,8 @@ const pricingSchema = z.strictObject({
 
 export const modelSchema = z.strictObject({
   id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
-  provider: z.string(),
+  /** One deployment: the short form of `deployments: [{ provider, upstream_model, upstream_api }]`. */
+  provider: z.string().optional(),
   upstream_model: z.string().min(1).optional(),
   owned_by: z.string().min(1).optional(),
   created: nonNegativeInt.default(0),
@@ -109,7 +198,28 @@ export const modelSchema = z.strictObject({
    */
   drop_hosted_tools: z.boolean().optional(),
   pricing: pricingSchema.optional(),
+  /** Where the model is served: several upstreams, weighted and in priority levels (instead of `provider:`). */
+  deployments: z.array(deploymentSchema).min(1).optional(),
+  /** Other public models, in order, tried when every deployment of this one failed. */
+  fallbacks: z.array(z.string().min(1)).optional(),
+  routing: routingSchema.optional(),
+}).superRefine((model, ctx) => {
+  if ((model.provider === undefined) === (model.deployments === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['provider'], message: "give either 'provider' (one deployment) or 'deployments', not both" });
+  }
+  if (model.deployments !== undefined) {
+    for (const field of ['upstream_model', 'upstream_api'] as const) {
+      if (model[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: "belongs on each of 'deployments' when they are given" });
+    }
+  }
+  if (model.fallbacks?.includes(model.id)) ctx.addIssue({ code: 'custom', path: ['fallbacks'], message: 'a model cannot fall back to itself' });
 });
+
+/** The deployments of a model entry, whichever form it was written in. */
+export function deploymentsOf(model: ModelConfig): DeploymentConfig[] {
+  if (model.deployments !== undefined) return model.deployments;
+  return [{ provider: model.provider!, upstream_model: model.upstream_model, upstream_api: model.upstream_api, weight: 1, priority: 0 }];
+}
 
 /** Defaults of the `responses:` section, which the README states. */
 export const RESPONSES_DEFAULTS = { retention_days: 30 } as const;
@@ -123,6 +233,7 @@ const configSchema = z.strictObject({
   providers: z.array(providerSchema).default([]),
   models: z.array(modelSchema).default([]),
   responses: responsesSchema.default({ retention_days: RESPONSES_DEFAULTS.retention_days }),
+  routing: routingSchema.optional(),
 });
 
 /** A provider entry with its base URL settled (explicit, or the kind's default). */
@@ -134,6 +245,8 @@ export interface GatewayConfig {
   readonly models: readonly ModelConfig[];
   /** Stored Responses-API conversations. */
   readonly responses: { readonly retentionDays: number };
+  /** The top-level `routing:` block, beneath providers' and models' own. */
+  readonly routing: RoutingBlock | undefined;
 }
 
 export class ConfigError extends UserError {
@@ -142,7 +255,7 @@ export class ConfigError extends UserError {
 
 /** An empty configuration, for a gateway started without a file. */
 export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
-  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days } };
+  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined };
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -173,7 +286,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
     ...provider,
     base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
   }));
-  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days } };
+  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {
@@ -195,14 +308,30 @@ function checkReferences(config: z.output<typeof configSchema>, source: string):
       throw new ConfigError(`${source}: ${entry}: field 'id': duplicate model id '${model.id}'`);
     }
     modelIds.add(model.id);
-    const kind = providerKinds.get(model.provider);
-    if (kind === undefined) {
-      throw new ConfigError(`${source}: ${entry}: field 'provider': no provider has the id '${model.provider}'`);
-    }
-    if (model.upstream_api !== undefined && kind !== 'openai') {
-      throw new ConfigError(`${source}: ${entry}: field 'upstream_api': applies to 'openai' providers only ('${model.provider}' is '${kind}', which is always reached through its chat API)`);
-    }
+    const problem = deploymentProblem(model, (id) => providerKinds.get(id));
+    if (problem !== undefined) throw new ConfigError(`${source}: ${entry}: field '${problem.field}': ${problem.message}`);
   });
+  config.models.forEach((model, index) => {
+    const missing = model.fallbacks?.find((id) => !modelIds.has(id));
+    if (missing !== undefined) throw new ConfigError(`${source}: models[${index}] (id: ${model.id}): field 'fallbacks': no model has the id '${missing}'`);
+  });
+}
+
+/**
+ * What is wrong with a model's deployments given the providers there are (shared with the console,
+ * which validates by the same rules): an unknown provider, `upstream_api` on a provider that is not `openai`.
+ */
+export function deploymentProblem(model: ModelConfig, kindOf: (providerId: string) => ProviderKind | undefined): { field: string; message: string } | undefined {
+  const listed = model.deployments !== undefined;
+  for (const [index, deployment] of deploymentsOf(model).entries()) {
+    const at = listed ? `deployments.${index}.` : '';
+    const kind = kindOf(deployment.provider);
+    if (kind === undefined) return { field: `${at}provider`, message: `no provider has the id '${deployment.provider}'` };
+    if (deployment.upstream_api !== undefined && kind !== 'openai') {
+      return { field: `${at}upstream_api`, message: `applies to 'openai' providers only ('${deployment.provider}' is '${kind}', which is always reached through its chat API)` };
+    }
+  }
+  return undefined;
 }
 
 /** `${NAME}` reads the environment; `${NAME:-fallback}` gives a default. An unset name is an error. */

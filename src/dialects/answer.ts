@@ -99,7 +99,7 @@ export async function runStream<Request>(
     // Before the first byte the caller still gets a proper status; after it, an error event.
     if (!writer.hasStarted || x.signal.aborted) throw thrown;
     const error = toGatewayError(thrown);
-    x.meter.failure = { status: error.status, kind: error.kind };
+    x.meter.failure = { status: error.status, kind: error.kind, upstreamFailure: error.upstreamFailure };
     await writer.fail(error).catch(() => undefined);
     x.res.end();
   }

@@ -3,8 +3,9 @@ import type { GenerationResult, StreamPart } from './model.js';
 import type { Provider, RelayCall, RelayResponse } from './provider.js';
 
 /**
- * The invoke stage: every call a dialect makes to a provider goes through here. Today it only fans
- * a request out over the upstream's own `n`; routing (retries, fallback, deadlines) wraps these.
+ * The invoke stage: every call a dialect makes to a provider goes through here. Routing
+ * (routing/router.ts) gives each attempt one that fans a request out over the upstream's own `n`
+ * and holds a stream until its first content; a token count calls the provider directly.
  */
 export interface Invoker {
   generate(subCalls: readonly SubCall[], target: CallTarget): Promise<GenerationResult>;

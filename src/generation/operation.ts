@@ -3,6 +3,7 @@ import type { Principal } from '../auth/authenticator.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
 import type { Dialect } from '../dialects/dialect.js';
+import type { UpstreamFailureCondition } from '../errors.js';
 import type { Invoker } from './invoke.js';
 import type { Usage } from './model.js';
 import type { Provider } from './provider.js';
@@ -75,6 +76,6 @@ export interface Meter {
   tokensCounted: boolean;
   /** performance.now() when the first byte went to the caller. */
   firstByteAt: number | null;
-  /** A failure after the answer began (sent as an error event): the status and kind the ledger records. */
-  failure: { readonly status: number; readonly kind: string } | null;
+  /** A failure after the answer began (sent as an error event): the status and kind the ledger records, and routing's reading of it. */
+  failure: { readonly status: number; readonly kind: string; readonly upstreamFailure?: UpstreamFailureCondition | undefined } | null;
 }

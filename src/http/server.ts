@@ -10,6 +10,7 @@ import { GatewayError, toGatewayError } from '../errors.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
+import type { Router } from '../routing/router.js';
 import type { Admission } from '../generation/admission.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
 import { countTokensRoute, generationRoute } from './routes/generation.js';
@@ -31,6 +32,8 @@ export interface GatewayDeps {
   readonly providers: ProviderRegistry;
   /** The admit stage: limits and budgets. */
   readonly admission: Admission;
+  /** The invoke stage's routing over each model's deployments, with their health. */
+  readonly router: Router;
   readonly ledger: UsageLedger;
   /** Stored Responses-API conversations. */
   readonly conversations: Conversations;

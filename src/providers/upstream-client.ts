@@ -139,7 +139,8 @@ export class UpstreamClient {
   midStreamFailure(message: string | undefined, kind: 'upstream_error' | 'upstream_overloaded' = 'upstream_error'): GatewayError {
     const detail = message === undefined ? '.' : `: ${redact(message, this.secrets)}`;
     const what = kind === 'upstream_overloaded' ? 'is overloaded' : 'failed mid-stream';
-    return new GatewayError(kind, `The upstream provider '${this.providerId}' ${what}${detail}`);
+    // As the HTTP status the same failure would have had before the stream began (Anthropic's overloaded_error is its 529).
+    return new GatewayError(kind, `The upstream provider '${this.providerId}' ${what}${detail}`, { upstreamFailure: kind === 'upstream_overloaded' ? 529 : 500 });
   }
 
   async close(): Promise<void> {

@@ -23,16 +23,19 @@ export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
     return new GatewayError(
       'upstream_auth_failed',
       `The upstream provider '${providerId}' refused the gateway's credentials (HTTP ${status}). This is a gateway configuration problem; see /status.`,
+      { upstreamFailure: status },
     );
   }
   if (status === 429) {
     const retry = failure.retryAfter === undefined ? '' : ` Retry after ${failure.retryAfter} seconds.`;
     return new GatewayError('upstream_rate_limited', `The upstream provider '${providerId}' is rate limiting requests.${retry}`, {
+      upstreamFailure: status,
       ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
     });
   }
   if (status === 529 || status === 503) {
     return new GatewayError('upstream_overloaded', `The upstream provider '${providerId}' is overloaded; try again shortly.`, {
+      upstreamFailure: status,
       ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
     });
   }
@@ -40,11 +43,12 @@ export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
     const message = failure.message === undefined ? `The upstream provider '${providerId}' rejected the request (HTTP ${status}).` : redact(failure.message, failure.secrets);
     return new GatewayError('upstream_rejected_request', message, {
       status,
+      upstreamFailure: status,
       ...(failure.type === undefined ? {} : { type: redact(failure.type, failure.secrets) }),
       ...(failure.code === undefined ? {} : { code: redact(failure.code, failure.secrets) }),
     });
   }
-  return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed (HTTP ${status}); see /status.`);
+  return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed (HTTP ${status}); see /status.`, { upstreamFailure: status });
 }
 
 /** Network-level failures of undici: refused, reset, timed out. */
@@ -52,16 +56,17 @@ export function upstreamTransportError(providerId: string, error: unknown): Gate
   if (error instanceof GatewayError) return error;
   const code = (error as { code?: string } | null)?.code ?? '';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return new GatewayError('upstream_timeout', `The upstream provider '${providerId}' did not answer in time.`, { cause: error });
+    return new GatewayError('upstream_timeout', `The upstream provider '${providerId}' did not answer in time.`, { cause: error, upstreamFailure: 'timeout' });
   }
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
-    return new GatewayError('upstream_unreachable', `The upstream provider '${providerId}' could not be reached.`, { cause: error });
+    return new GatewayError('upstream_unreachable', `The upstream provider '${providerId}' could not be reached.`, { cause: error, upstreamFailure: 'connect_error' });
   }
-  return new GatewayError('upstream_error', `The connection to the upstream provider '${providerId}' failed.`, { cause: error });
+  return new GatewayError('upstream_error', `The connection to the upstream provider '${providerId}' failed.`, { cause: error, upstreamFailure: 'connect_error' });
 }
 
 export function unreadableUpstream(providerId: string, what: string): GatewayError {
-  return new GatewayError('upstream_error', `The upstream provider '${providerId}' sent ${what}.`);
+  // Counted as the gateway's own 502 would be: the upstream's answer was unusable.
+  return new GatewayError('upstream_error', `The upstream provider '${providerId}' sent ${what}.`, { upstreamFailure: 502 });
 }
 
 export function redact(message: string, secrets: readonly string[]): string {

@@ -1,4 +1,6 @@
+import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
+import type { DeploymentStatus } from '../routing/router.js';
 import type { DailyStatusRow, ProbeResult, Store, TrafficSample } from '../store/store.js';
 import { figuresOf, healthOf, type Figures, type Health } from './health.js';
 
@@ -30,8 +32,13 @@ export interface ComponentStatus {
   readonly days: readonly DayBar[];
 }
 
+export interface ModelStatus extends ComponentStatus {
+  /** Each deployment's routing state and live latency, as this process sees them. */
+  readonly deployments: readonly DeploymentStatus[];
+}
+
 export interface ProviderStatus extends ComponentStatus {
-  readonly models: readonly ComponentStatus[];
+  readonly models: readonly ModelStatus[];
 }
 
 export interface StatusSnapshot {
@@ -51,6 +58,7 @@ export class StatusMonitor {
   constructor(
     private readonly store: Store,
     private readonly catalogue: LiveCatalogue,
+    private readonly deployments: (model: CatalogueModel) => DeploymentStatus[],
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -88,9 +96,12 @@ export class StatusMonitor {
       const providerProbes = probes.filter(mine);
       const models = catalogue.models
         .filter((model) => model.providerId === entry.id)
-        .map((model) => {
+        .map((model): ModelStatus => {
           const ofModel = (sample: { model: string }) => sample.model === model.id;
-          return component(model.id, providerTraffic.filter(ofModel), providerProbes.filter(ofModel), daily.filter((row) => mine(row) && ofModel(row)), now, today);
+          return {
+            ...component(model.id, providerTraffic.filter(ofModel), providerProbes.filter(ofModel), daily.filter((row) => mine(row) && ofModel(row)), now, today),
+            deployments: this.deployments(model),
+          };
         });
       return { ...component(entry.id, providerTraffic, providerProbes, daily.filter(mine), now, today), models };
     });

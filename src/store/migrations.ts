@@ -175,6 +175,14 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.createIndex('stored_response_items_expires_at').on('stored_response_items').column('expires_at').execute();
       },
     },
+    '0006_ledger_attempts': {
+      async up(db: Kysely<any>) {
+        // Rows from before routing made one attempt each.
+        await db.schema.alterTable('usage_ledger').addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+        await db.schema.alterTable('usage_ledger').addColumn('deployment', 'text').execute();
+        await db.schema.alterTable('usage_ledger').addColumn('attempt_log', 'text').execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

@@ -83,6 +83,10 @@ export interface Database {
     latency_ms: number;
     ttfb_ms: number | null;
     cost_usd: number;
+    attempts: Generated<number>;
+    deployment: string | null;
+    /** JSON array of the attempts, when there was more than one. */
+    attempt_log: string | null;
   };
   /**
    * Responses-API responses kept for `previous_response_id`, `item_reference` and GET, until

@@ -368,6 +368,9 @@ function toLedgerRow(row: UsageRow) {
     latency_ms: row.latencyMs,
     ttfb_ms: row.ttfbMs,
     cost_usd: row.costUsd,
+    attempts: row.attempts,
+    deployment: row.deployment,
+    attempt_log: row.attemptLog === null ? null : JSON.stringify(row.attemptLog),
   };
 }
 

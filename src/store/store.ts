@@ -69,6 +69,24 @@ export interface UsageRow {
   /** Time to the first byte sent to the client; null when nothing was sent. */
   readonly ttfbMs: number | null;
   readonly costUsd: number;
+  /** Upstream attempts made (0: refused before any). */
+  readonly attempts: number;
+  /** The deployment of the last attempt, `provider/upstream_model`. */
+  readonly deployment: string | null;
+  /** Every attempt, when there was more than one: for reconciling with each provider's bill. */
+  readonly attemptLog: readonly AttemptLogEntry[] | null;
+}
+
+/** One attempt of a routed request, as the ledger keeps it. */
+export interface AttemptLogEntry {
+  readonly model: string;
+  readonly deployment: string;
+  readonly providerId: string;
+  readonly status: number;
+  readonly errorKind: string | null;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly latencyMs: number;
 }
 
 export interface AccountsRepository {

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Store, UsageRow } from '../store/store.js';
+import type { AttemptLogEntry, Store, UsageRow } from '../store/store.js';
 import { interruptedRow, type LedgerStart } from './ledger.js';
 
 /** The folder of the data directory that holds the journals. */
@@ -232,23 +232,27 @@ type RowValues = [
   entryId: string, at: number, requestId: string, accountId: string, keyId: string, operation: string, model: string,
   providerId: string | null, status: number, errorKind: string | null, stream: boolean, promptTokens: number,
   completionTokens: number, cachedInputTokens: number, cacheWriteTokens: number, reasoningTokens: number,
-  tokensCounted: boolean, latencyMs: number, ttfbMs: number | null, costUsd: number,
+  tokensCounted: boolean, latencyMs: number, ttfbMs: number | null, costUsd: number, attempts?: number, deployment?: string | null,
+  attemptLog?: readonly AttemptLogEntry[] | null,
 ];
 
 function rowLine(r: UsageRow): string {
   const values: RowValues = [
     r.entryId, r.at, r.requestId, r.accountId, r.keyId, r.operation, r.model, r.providerId, r.status, r.errorKind, r.stream, r.promptTokens,
     r.completionTokens, r.cachedInputTokens, r.cacheWriteTokens, r.reasoningTokens, r.tokensCounted, r.latencyMs, r.ttfbMs, r.costUsd,
+    r.attempts, r.deployment, r.attemptLog,
   ];
   return `R\t${JSON.stringify(values)}\n`;
 }
 
 function rowOf(values: RowValues): UsageRow {
   const [entryId, at, requestId, accountId, keyId, operation, model, providerId, status, errorKind, stream, promptTokens, completionTokens,
-    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd] = values;
+    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts, deployment, attemptLog] = values;
   return {
     entryId, at, requestId, accountId, keyId, operation, model, providerId, status, errorKind, stream, promptTokens, completionTokens,
-    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd,
+    // A journal written before routing has no attempt fields.
+    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts: attempts ?? 1, deployment: deployment ?? null,
+    attemptLog: attemptLog ?? null,
   };
 }
 

@@ -29,6 +29,9 @@ export function interruptedRow(entryId: string, start: LedgerStart): UsageRow {
     latencyMs: 0,
     ttfbMs: null,
     costUsd: 0,
+    attempts: 0,
+    deployment: null,
+    attemptLog: null,
   };
 }
 

@@ -35,6 +35,12 @@ export interface Behaviour {
   dropIdleConnections?: { afterMs: number; how: 'reset' | 'close' };
   /** Read and record the request, then reset the connection having sent nothing, or only a status line. */
   hangUp?: 'after-request' | 'after-status-line';
+  /** (Streams) Send the headers, then wait this long before stream event number `beforeEvent` (0: the first). */
+  stall?: { beforeEvent: number; ms: number };
+  /** (Streams) Reset the connection (a TCP RST) after this many events, with no error event. */
+  resetAfterEvents?: number;
+  /** Apply this behaviour only to the requests it picks (by their index in `requests`, from 0); the others are answered normally. */
+  only?: (index: number) => boolean;
 }
 
 export interface FakeUpstream {
@@ -82,7 +88,7 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
       if (!res.writableFinished) aborted.push(record);
     });
     res.on('finish', () => lastAnswered.set(req.socket, Date.now()));
-    const behaviour = state.behaviour;
+    const behaviour = state.behaviour.only === undefined || state.behaviour.only(requests.length - 1) ? state.behaviour : {};
     if (behaviour.hangUp === 'after-request') return void req.socket.resetAndDestroy();
     // Ended with a FIN rather than a reset, which could discard the status line unsent.
     if (behaviour.hangUp === 'after-status-line') return void req.socket.end('HTTP/1.1 200 OK\r\n');
@@ -145,9 +151,22 @@ export async function endStream(res: ServerResponse, lastEvent: string): Promise
   res.end();
 }
 
+const eventsWritten = new WeakMap<ServerResponse, number>();
+
 /** Writes SSE events with an optional delay between them; false once the client has gone. */
 export async function writeEvent(res: ServerResponse, text: string, behaviour: Behaviour): Promise<boolean> {
   if (res.destroyed) return false;
+  const index = eventsWritten.get(res) ?? 0;
+  eventsWritten.set(res, index + 1);
+  if (behaviour.resetAfterEvents !== undefined && index >= behaviour.resetAfterEvents) {
+    res.socket?.resetAndDestroy();
+    return false;
+  }
+  if (behaviour.stall !== undefined && index === behaviour.stall.beforeEvent) {
+    res.flushHeaders();
+    await sleep(behaviour.stall.ms);
+    if (res.destroyed) return false;
+  }
   res.write(text);
   if (behaviour.tokenDelayMs) await sleep(behaviour.tokenDelayMs);
   return !res.destroyed;

@@ -4,7 +4,8 @@ import { modelForOperation } from '../../catalogue/access.js';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
 import { directInvoker } from '../../generation/invoke.js';
-import type { CountTokensOperation, Exchange, GenerationOperation, Meter, WireRequest } from '../../generation/operation.js';
+import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
+import { newMeter, type RouteProgress } from '../../routing/router.js';
 import { costUsd } from '../../usage/pricing.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
@@ -24,7 +25,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     ctx.dialect = operation.dialect;
     const wire = wireRequest(ctx);
     const principal = await deps.authenticator.authenticate(operation.credential(wire));
-    const meter: Meter = { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
+    const progress: RouteProgress = { meter: newMeter(), deployment: undefined, served: undefined, attempts: [] };
     let modelAsked = '';
     let model: CatalogueModel | undefined;
     let request: Request | undefined;
@@ -40,36 +41,47 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     try {
       const body = await readJsonBody(ctx.req, deps.maxBodyBytes);
       modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
-      request = operation.parse(body, wire);
-      model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
-      const provider = deps.providers.get(model.providerId);
-      if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${model.id}\` is not configured.`);
-      settle = await deps.admission.admit(principal, model);
+      const parsed = operation.parse(body, wire);
+      request = parsed;
+      const asked = modelForOperation(deps.catalogue(), operation.modelOf(parsed), principal, operation.endpoint);
+      model = asked;
+      settle = await deps.admission.admit(principal, asked);
       entryId = deps.ledger.begin({
         at: Date.now(),
         requestId: ctx.requestId,
         accountId: principal.accountId,
         keyId: principal.keyId,
         operation: operation.operation,
-        model: model.id,
-        providerId: model.providerId,
-        stream: operation.isStream(request),
+        model: asked.id,
+        providerId: asked.providerId,
+        stream: operation.isStream(parsed),
       });
-      const exchange: Exchange<Request> = {
-        request,
-        principal,
-        model,
-        provider,
-        requestId: ctx.requestId,
-        res: ctx.res,
-        signal: controller.signal,
-        invoke: directInvoker(provider),
-        meter,
-      };
-      await operation.serve(exchange);
-      if (meter.failure !== null) {
-        status = meter.failure.status;
-        errorKind = meter.failure.kind;
+      await deps.router.run(
+        {
+          model: asked,
+          fallback: (id) => usableFallback(deps, id, principal, operation.endpoint),
+          signal: controller.signal,
+          res: ctx.res,
+          promptTokens: async () => (await operation.countUsage(parsed, [])).input,
+          attempt: (attempt) =>
+            operation.serve({
+              request: parsed,
+              principal,
+              model: attempt.deployment.model,
+              provider: attempt.provider,
+              requestId: ctx.requestId,
+              res: ctx.res,
+              signal: attempt.signal,
+              invoke: attempt.invoke,
+              meter: attempt.meter,
+            }),
+        },
+        progress,
+      );
+      const failure = progress.meter.failure;
+      if (failure !== null) {
+        status = failure.status;
+        errorKind = failure.kind;
       }
     } catch (thrown) {
       const error = toGatewayError(thrown);
@@ -77,16 +89,26 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       status = clientLeft ? CLIENT_CLOSED_REQUEST : error.status;
       errorKind = clientLeft ? 'client_closed' : error.kind;
       // The upstream had the prompt once the call was made: that much is owed even if nothing came back.
-      if (clientLeft && meter.usage === null && request !== undefined && entryId !== undefined) {
+      const meter = progress.meter;
+      if (clientLeft && meter.usage === null && request !== undefined && progress.deployment !== undefined) {
         meter.usage = await operation.countUsage(request, []);
         meter.tokensCounted = true;
       }
       if (!clientLeft) throw error;
     } finally {
       ctx.res.off('close', onClose);
-      record(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, meter, stream: request !== undefined && operation.isStream(request), entryId, settle });
+      record(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, progress, stream: request !== undefined && operation.isStream(request), entryId, settle });
     }
   };
+}
+
+/** A fallback the caller's key may use for this operation; one it may not is passed over. */
+function usableFallback(deps: GatewayDeps, id: string, principal: Principal, endpoint: GenerationOperation<unknown>['endpoint']): CatalogueModel | undefined {
+  try {
+    return modelForOperation(deps.catalogue(), id, principal, endpoint);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -100,13 +122,14 @@ export function countTokensRoute<Request>(deps: GatewayDeps, operation: CountTok
     const principal = await deps.authenticator.authenticate(operation.credential(wire));
     const request = operation.parse(await readJsonBody(ctx.req, deps.maxBodyBytes), wire);
     const model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
-    const provider = deps.providers.get(model.providerId);
+    const deployment = deps.router.preferred(model);
+    const provider = deps.providers.get(deployment.providerId);
     if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${model.id}\` is not configured.`);
     const controller = new AbortController();
     const onClose = () => controller.abort();
     ctx.res.once('close', onClose);
     try {
-      await operation.serve({ request, principal, model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke: directInvoker(provider) });
+      await operation.serve({ request, principal, model: deployment.model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke: directInvoker(provider) });
     } finally {
       ctx.res.off('close', onClose);
     }
@@ -123,38 +146,44 @@ interface Outcome {
   readonly model: CatalogueModel | undefined;
   readonly status: number;
   readonly errorKind: string | null;
-  readonly meter: Meter;
+  readonly progress: RouteProgress;
   readonly stream: boolean;
   readonly entryId: string | undefined;
   readonly settle: ((costUsd: number) => void) | undefined;
 }
 
-/** The meter stage: usage, cost and the ledger row. */
+/** The meter stage: usage, cost and the ledger row, billed for the attempt that answered (or ended the request). */
 function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, outcome: Outcome): void {
-  const usage = outcome.meter.usage;
-  const cost = usage === null ? 0 : costUsd(outcome.model, usage);
+  const { meter, served, deployment, attempts } = outcome.progress;
+  const usage = meter.usage;
+  const model = served ?? outcome.model;
+  const cost = usage === null ? 0 : costUsd(model, usage);
   outcome.settle?.(cost);
   deps.ledger.record({
-      entryId: outcome.entryId ?? deps.ledger.nextEntryId(),
-      at: Date.now(),
-      requestId: ctx.requestId,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      operation: outcome.operation,
-      model: outcome.model?.id ?? outcome.modelAsked,
-      providerId: outcome.model?.providerId ?? null,
-      status: outcome.status,
-      errorKind: outcome.errorKind,
-      stream: outcome.stream,
-      promptTokens: usage?.input ?? 0,
-      completionTokens: usage?.output ?? 0,
-      cachedInputTokens: usage?.cachedInput ?? 0,
-      cacheWriteTokens: usage?.cacheWrite ?? 0,
-      reasoningTokens: usage?.reasoning ?? 0,
-      tokensCounted: outcome.meter.tokensCounted,
-      latencyMs: performance.now() - ctx.startedAt,
-      ttfbMs: outcome.meter.firstByteAt === null ? null : outcome.meter.firstByteAt - ctx.startedAt,
-      costUsd: cost,
+    entryId: outcome.entryId ?? deps.ledger.nextEntryId(),
+    at: Date.now(),
+    requestId: ctx.requestId,
+    accountId: principal.accountId,
+    keyId: principal.keyId,
+    operation: outcome.operation,
+    model: model?.id ?? outcome.modelAsked,
+    providerId: deployment?.providerId ?? model?.providerId ?? null,
+    status: outcome.status,
+    errorKind: outcome.errorKind,
+    stream: outcome.stream,
+    promptTokens: usage?.input ?? 0,
+    completionTokens: usage?.output ?? 0,
+    cachedInputTokens: usage?.cachedInput ?? 0,
+    cacheWriteTokens: usage?.cacheWrite ?? 0,
+    reasoningTokens: usage?.reasoning ?? 0,
+    tokensCounted: meter.tokensCounted,
+    latencyMs: performance.now() - ctx.startedAt,
+    ttfbMs: meter.firstByteAt === null ? null : meter.firstByteAt - ctx.startedAt,
+    costUsd: cost,
+    attempts: attempts.length,
+    deployment: deployment?.name ?? null,
+    // Only when there was more than one: each attempt with its deployment and what it consumed, for reconciling with the providers' bills.
+    attemptLog: attempts.length > 1 ? attempts : null,
   });
 }
 

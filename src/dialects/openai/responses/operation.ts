@@ -160,7 +160,7 @@ async function relayStream(x: Exchange<ResponsesRequest>, turn: Turn, keep: Tran
         if (typeof event.delta === 'string') text += event.delta;
         if (isObject(event.response)) usage = usageFromResponses(event.response.usage) ?? usage;
         // The upstream's own failure, passed on as it framed it; the ledger records it as the upstream's.
-        if (type === 'response.failed' || type === 'error') x.meter.failure ??= { status: 502, kind: 'upstream_error' };
+        if (type === 'response.failed' || type === 'error') x.meter.failure ??= { status: 502, kind: 'upstream_error', upstreamFailure: 502 };
         await writer.relayed(event);
       }
       return usage;

@@ -1,0 +1,345 @@
+import type { ServerResponse } from 'node:http';
+import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
+import { GatewayError, toGatewayError } from '../errors.js';
+import { generateAll, streamAll } from '../generation/fan-out.js';
+import type { Invoker } from '../generation/invoke.js';
+import type { Meter } from '../generation/operation.js';
+import type { Provider } from '../generation/provider.js';
+import type { ProviderRegistry } from '../providers/provider-adapters.js';
+import type { AttemptLogEntry } from '../store/store.js';
+import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
+import { holdUntilContent, isContentPart, isRelayedContent } from './first-content.js';
+
+/** What a dialect's attempt is given: one deployment, its adapter, and an invoker that holds a stream until its first content. */
+export interface RoutedAttempt {
+  readonly deployment: Deployment;
+  readonly provider: Provider;
+  readonly invoke: Invoker;
+  readonly signal: AbortSignal;
+  readonly meter: Meter;
+}
+
+/** A request to route. */
+export interface RouteJob {
+  readonly model: CatalogueModel;
+  /** A fallback model the caller may use for this operation, or undefined to skip it. */
+  fallback(id: string): CatalogueModel | undefined;
+  /** Aborted when the caller goes away. */
+  readonly signal: AbortSignal;
+  /** Whether anything reached the caller is read from it; `x-sluice-attempts` is set on it. */
+  readonly res: ServerResponse;
+  attempt(attempt: RoutedAttempt): Promise<void>;
+  /** Sluice's count of the prompt, for an abandoned attempt the upstream had accepted. */
+  promptTokens(): Promise<number>;
+}
+
+/** Filled in as the request is routed; read by the meter stage whether it ended well or not. */
+export interface RouteProgress {
+  /** The meter of the latest attempt. */
+  meter: Meter;
+  /** The latest attempt's deployment and public model. */
+  deployment: Deployment | undefined;
+  served: CatalogueModel | undefined;
+  readonly attempts: AttemptLogEntry[];
+}
+
+export interface DeploymentStatus {
+  readonly provider: string;
+  readonly upstream_model: string;
+  readonly state: DeploymentState;
+  readonly latency_ms: number | null;
+}
+
+export function newMeter(): Meter {
+  return { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
+}
+
+/**
+ * The invoke stage's routing: which deployment of a model takes each attempt (by priority level,
+ * then strategy), when another attempt is made (a failure in `retry_on` before anything reached
+ * the caller), how long to wait first (backoff for a deployment tried again, its cooling), and when
+ * the model's fallbacks take over. Every deployment's health is this process's own.
+ */
+export class Router {
+  private readonly board = new HealthBoard();
+
+  constructor(
+    private readonly providers: ProviderRegistry,
+    private readonly now: () => number = Date.now,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** The deployment a single call outside routing (a token count) goes to: the one routing would pick first. */
+  preferred(model: CatalogueModel): Deployment {
+    return this.choose(model, new Set(), this.now()) ?? model.deployments[0]!;
+  }
+
+  deploymentStatus(model: CatalogueModel): DeploymentStatus[] {
+    const now = this.now();
+    return model.deployments.map((deployment) => {
+      const health = this.healthOf(deployment);
+      const latency = health.latency(now);
+      return { provider: deployment.providerId, upstream_model: deployment.upstreamModel, state: health.state(now, deployment.routing), latency_ms: latency === null ? null : Math.round(latency) };
+    });
+  }
+
+  /** Runs attempts until one answers; throws the last failure when none did. */
+  async run(job: RouteJob, progress: RouteProgress): Promise<void> {
+    const deadlineAt = this.now() + job.model.routing.deadlineMs;
+    const failedHere = new Set<DeploymentHealth>();
+    let chain: CatalogueModel[] | undefined;
+    let lastError: GatewayError | undefined;
+    let repeats = 0;
+    for (let link = 0; ; link++) {
+      const model = link === 0 ? job.model : chain?.[link];
+      if (model === undefined) break;
+      for (let tries = 0; tries <= model.routing.retries; tries++) {
+        let deployment = this.choose(model, failedHere, this.now());
+        let waitMs = 0;
+        if (deployment === undefined) {
+          // Every deployment failed for this request: on to a fallback, else the soonest one again, after a backoff.
+          chain ??= this.chainOf(job);
+          if (link + 1 < chain.length) break;
+          deployment = this.soonest(model);
+          repeats++;
+          const backoff = Math.min(model.routing.backoffMs.max, model.routing.backoffMs.initial * 2 ** (repeats - 1));
+          waitMs = Math.max(backoff / 2 + (this.random() * backoff) / 2, this.healthOf(deployment).availableAt(this.now()) - this.now());
+        }
+        if (lastError !== undefined) {
+          if (this.now() + waitMs >= deadlineAt) throw lastError;
+          if (waitMs > 0) await sleep(waitMs, job.signal);
+          if (job.signal.aborted) throw lastError;
+          job.res.setHeader('x-sluice-attempts', String(progress.attempts.length + 1));
+        }
+        const failure = await this.attempt(job, model, deployment, progress, deadlineAt);
+        if (failure === undefined) return;
+        lastError = failure;
+        failedHere.add(this.healthOf(deployment));
+      }
+      chain ??= this.chainOf(job);
+    }
+    throw lastError ?? new GatewayError('internal_error', `Model \`${job.model.id}\` has no deployment to route to.`);
+  }
+
+  /** One attempt on one deployment. Returns the failure when another attempt may follow; throws when none may. */
+  private async attempt(job: RouteJob, model: CatalogueModel, deployment: Deployment, progress: RouteProgress, deadlineAt: number): Promise<GatewayError | undefined> {
+    const provider = this.providers.get(deployment.providerId);
+    if (provider === undefined) throw new GatewayError('internal_error', `The provider '${deployment.providerId}' of model \`${model.id}\` is not configured.`);
+    const health = this.healthOf(deployment);
+    const { routing } = deployment;
+    const startedAt = this.now();
+    const meter = newMeter();
+    progress.meter = meter;
+    progress.deployment = deployment;
+    progress.served = model;
+
+    const controller = new AbortController();
+    const onClientGone = () => controller.abort();
+    job.signal.addEventListener('abort', onClientGone, { once: true });
+    let accepted = false;
+    let answered = false;
+    let timeout: GatewayError | undefined;
+    let rejectOnTimeout: (error: GatewayError) => void = () => undefined;
+    const timedOut = new Promise<never>((_, reject) => (rejectOnTimeout = reject));
+    timedOut.catch(() => undefined);
+    const arm = (ms: number, error: () => GatewayError): NodeJS.Timeout =>
+      setTimeout(() => {
+        timeout = error();
+        controller.abort();
+        rejectOnTimeout(timeout);
+      }, Math.max(0, ms));
+    const deadlineError = () =>
+      new GatewayError('upstream_timeout', `No answer from model \`${job.model.id}\` within the routing deadline of ${job.model.routing.deadlineMs} ms.`, { upstreamFailure: 'timeout' });
+    let timer = arm(deadlineAt - startedAt, deadlineError);
+    /** Bounds a wait by the attempt's clock: the deadline, and for a stream its first-token timeout. */
+    const guard = <V>(step: Promise<V>): Promise<V> => {
+      step.catch(() => undefined);
+      return Promise.race([step, timedOut]);
+    };
+    /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
+    const holdStream = () => {
+      clearTimeout(timer);
+      const firstTokenBy = Math.min(startedAt + routing.firstTokenTimeoutMs, deadlineAt);
+      const firstTokenError = () =>
+        firstTokenBy === deadlineAt
+          ? deadlineError()
+          : new GatewayError('upstream_timeout', `The upstream provider '${deployment.providerId}' sent no first token within ${routing.firstTokenTimeoutMs} ms (first_token_timeout_ms).`, { upstreamFailure: 'timeout' });
+      timer = arm(firstTokenBy - this.now(), firstTokenError);
+    };
+    const answer = () => {
+      clearTimeout(timer);
+      answered = true;
+      const now = this.now();
+      health.succeeded(now, now - startedAt);
+    };
+    const invoke: Invoker = {
+      generate: async (subCalls, target) => {
+        const result = await guard(generateAll(provider, subCalls, target));
+        answer();
+        return result;
+      },
+      stream: async (subCalls, target) => {
+        holdStream();
+        const parts = await guard(streamAll(provider, subCalls, target));
+        accepted = true;
+        const held = await holdUntilContent(parts, isContentPart, guard);
+        answer();
+        return held;
+      },
+      relay: async (call) => {
+        if (call.stream) holdStream();
+        const relayed = await guard(provider.relay(call));
+        if (!relayed.stream) {
+          answer();
+          return relayed;
+        }
+        accepted = true;
+        const events = await holdUntilContent(relayed.events, (event) => isRelayedContent(call.operation, event), guard);
+        answer();
+        return { stream: true, events };
+      },
+    };
+
+    health.begin(startedAt);
+    try {
+      await job.attempt({ deployment, provider, invoke, signal: controller.signal, meter });
+      const failure = meter.failure;
+      if (failure !== null && failure.upstreamFailure !== undefined && routing.retryOn.has(failure.upstreamFailure)) health.failed(this.now(), undefined, routing);
+      else if (!answered) health.settledWithoutVerdict();
+      this.record(progress, model, deployment, startedAt, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
+      return undefined;
+    } catch (thrown) {
+      const error = timeout ?? toGatewayError(thrown);
+      const consumed = accepted && !job.signal.aborted ? await job.promptTokens().catch(() => 0) : 0;
+      const retryable = !job.signal.aborted && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
+      if (retryable) health.failed(this.now(), retryAfterMs(error.retryAfter, this.now()), routing);
+      else health.settledWithoutVerdict();
+      if (job.signal.aborted || !retryable || job.res.headersSent) {
+        // The attempt the request ends with is the row's own; only abandoned ones are listed with their usage.
+        this.record(progress, model, deployment, startedAt, error.status, error.kind, 0, 0);
+        throw error;
+      }
+      this.record(progress, model, deployment, startedAt, error.status, error.kind, consumed, 0);
+      return error;
+    } finally {
+      clearTimeout(timer);
+      health.end();
+      job.signal.removeEventListener('abort', onClientGone);
+    }
+  }
+
+  private record(progress: RouteProgress, model: CatalogueModel, deployment: Deployment, startedAt: number, status: number, errorKind: string | null, promptTokens: number, completionTokens: number): void {
+    progress.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs: this.now() - startedAt });
+  }
+
+  /** The model and its fallbacks the caller may use, each once. */
+  private chainOf(job: RouteJob): CatalogueModel[] {
+    const chain = [job.model];
+    for (const id of job.model.fallbacks) {
+      const fallback = job.fallback(id);
+      if (fallback !== undefined && !chain.includes(fallback)) chain.push(fallback);
+    }
+    return chain;
+  }
+
+  private healthOf(deployment: Deployment): DeploymentHealth {
+    return this.board.of(deployment.providerId, deployment.upstreamModel);
+  }
+
+  /**
+   * The first priority level with a deployment that is available and has not failed for this
+   * request, and among those the strategy's pick. When every deployment is out but some have not
+   * been tried for this request (all open or cooling), the least recently failed of those: a
+   * request is never refused without a try. Undefined once every deployment failed for this request.
+   */
+  private choose(model: CatalogueModel, failedHere: ReadonlySet<DeploymentHealth>, now: number): Deployment | undefined {
+    const { deployments } = model;
+    if (deployments.length === 1) {
+      const only = deployments[0]!;
+      return failedHere.has(this.healthOf(only)) ? undefined : only;
+    }
+    let level = Infinity;
+    let candidates: Deployment[] = [];
+    let untried: Deployment | undefined;
+    for (const deployment of deployments) {
+      const health = this.healthOf(deployment);
+      if (failedHere.has(health)) continue;
+      if (untried === undefined || health.lastFailureAt < this.healthOf(untried).lastFailureAt) untried = deployment;
+      if (!health.available(now) || deployment.priority > level) continue;
+      if (deployment.priority < level) {
+        level = deployment.priority;
+        candidates = [];
+      }
+      candidates.push(deployment);
+    }
+    if (candidates.length === 0) return untried;
+    if (candidates.length === 1) return candidates[0];
+    switch (model.routing.strategy) {
+      case 'weighted':
+        return this.byWeight(candidates);
+      case 'least_busy': {
+        const least = Math.min(...candidates.map((d) => this.healthOf(d).inFlight));
+        return this.byWeight(candidates.filter((d) => this.healthOf(d).inFlight === least));
+      }
+      case 'latency':
+        return this.powerOfTwoChoices(candidates, now);
+    }
+  }
+
+  /** Two drawn by weight; the one with the lower latency times requests in flight (an unmeasured one is tried first). */
+  private powerOfTwoChoices(candidates: readonly Deployment[], now: number): Deployment {
+    const first = this.byWeight(candidates);
+    const second = this.byWeight(candidates.filter((d) => d !== first));
+    const cost = (deployment: Deployment) => {
+      const health = this.healthOf(deployment);
+      return (health.latency(now) ?? 0) * (health.inFlight + 1);
+    };
+    return cost(second) < cost(first) ? second : first;
+  }
+
+  private byWeight(candidates: readonly Deployment[]): Deployment {
+    let total = 0;
+    for (const d of candidates) total += d.weight;
+    let point = this.random() * total;
+    for (const d of candidates) {
+      point -= d.weight;
+      if (point < 0) return d;
+    }
+    return candidates[candidates.length - 1]!;
+  }
+
+  /** The deployment that can take a request soonest, the least recently failed among equals. */
+  private soonest(model: CatalogueModel): Deployment {
+    const now = this.now();
+    let best = model.deployments[0]!;
+    for (const deployment of model.deployments) {
+      const health = this.healthOf(deployment);
+      const bestHealth = this.healthOf(best);
+      const at = health.availableAt(now);
+      const bestAt = bestHealth.availableAt(now);
+      if (at < bestAt || (at === bestAt && health.lastFailureAt < bestHealth.lastFailureAt)) best = deployment;
+    }
+    return best;
+  }
+}
+
+/** `Retry-After` in seconds or as an HTTP date, in ms from now. */
+function retryAfterMs(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
