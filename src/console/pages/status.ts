@@ -42,7 +42,7 @@ export function statusJson(snapshot: StatusSnapshot) {
     status: snapshot.overall,
     description: HEADLINES[snapshot.overall],
     generated_at: new Date(snapshot.generatedAt).toISOString(),
-    providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map(componentJson) })),
+    providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map((m) => ({ ...componentJson(m), deployments: m.deployments })) })),
   };
 }
 
