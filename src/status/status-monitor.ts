@@ -47,13 +47,20 @@ export interface StatusSnapshot {
   readonly providers: readonly ProviderStatus[];
 }
 
+/** What is computed from the store and cached: everything but the live deployment states. */
+interface StoredSnapshot {
+  readonly generatedAt: number;
+  readonly overall: Health;
+  readonly providers: readonly (ComponentStatus & { readonly models: readonly ComponentStatus[] })[];
+}
+
 /**
  * Health from what the store holds: the last hour of real traffic (the ledger) and of probes,
  * and the daily counters for the 90-day history. Computed on demand and cached briefly, so every
  * process answers from the same data without coordination.
  */
 export class StatusMonitor {
-  private cached: { at: number; snapshot: Promise<StatusSnapshot> } | undefined;
+  private cached: { at: number; snapshot: Promise<StoredSnapshot> } | undefined;
 
   constructor(
     private readonly store: Store,
@@ -62,14 +69,26 @@ export class StatusMonitor {
     private readonly now: () => number = Date.now,
   ) {}
 
-  snapshot(): Promise<StatusSnapshot> {
+  /** The stored figures as of at most a second ago, with the deployments' routing states as they are now. */
+  async snapshot(): Promise<StatusSnapshot> {
     const now = this.now();
     if (this.cached === undefined || now - this.cached.at > SNAPSHOT_TTL_MS) {
       const snapshot = this.compute(now);
       this.cached = { at: now, snapshot };
       snapshot.catch(() => (this.cached = undefined));
     }
-    return this.cached.snapshot;
+    const stored = await this.cached.snapshot;
+    const catalogue = this.catalogue.current();
+    return {
+      ...stored,
+      providers: stored.providers.map((provider) => ({
+        ...provider,
+        models: provider.models.map((model) => {
+          const entry = catalogue.get(model.id);
+          return { ...model, deployments: entry === undefined ? [] : this.deployments(entry) };
+        }),
+      })),
+    };
   }
 
   /** The health of one model: its own traffic, else its provider's. */
@@ -82,7 +101,7 @@ export class StatusMonitor {
     return health;
   }
 
-  private async compute(now: number): Promise<StatusSnapshot> {
+  private async compute(now: number): Promise<StoredSnapshot> {
     const today = Math.floor(now / DAY_MS);
     const [traffic, probes, daily] = await Promise.all([
       this.store.usage.traffic(now - HOUR_MS, MAX_TRAFFIC_ROWS),
@@ -90,18 +109,15 @@ export class StatusMonitor {
       this.store.status.daily(today - HISTORY_DAYS + 1),
     ]);
     const catalogue = this.catalogue.current();
-    const providers = this.catalogue.providers().map((entry): ProviderStatus => {
+    const providers = this.catalogue.providers().map((entry) => {
       const mine = (sample: { providerId: string }) => sample.providerId === entry.id;
       const providerTraffic = traffic.filter(mine);
       const providerProbes = probes.filter(mine);
       const models = catalogue.models
         .filter((model) => model.providerId === entry.id)
-        .map((model): ModelStatus => {
+        .map((model) => {
           const ofModel = (sample: { model: string }) => sample.model === model.id;
-          return {
-            ...component(model.id, providerTraffic.filter(ofModel), providerProbes.filter(ofModel), daily.filter((row) => mine(row) && ofModel(row)), now, today),
-            deployments: this.deployments(model),
-          };
+          return component(model.id, providerTraffic.filter(ofModel), providerProbes.filter(ofModel), daily.filter((row) => mine(row) && ofModel(row)), now, today);
         });
       return { ...component(entry.id, providerTraffic, providerProbes, daily.filter(mine), now, today), models };
     });

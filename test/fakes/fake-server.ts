@@ -39,8 +39,8 @@ export interface Behaviour {
   stall?: { beforeEvent: number; ms: number };
   /** (Streams) Reset the connection (a TCP RST) after this many events, with no error event. */
   resetAfterEvents?: number;
-  /** Apply this behaviour only to the requests it picks (by their index in `requests`, from 0); the others are answered normally. */
-  only?: (index: number) => boolean;
+  /** Apply this behaviour only to the requests it picks (by the request, and its index in `requests` from 0); the others are answered normally. */
+  only?: (request: RecordedRequest, index: number) => boolean;
 }
 
 export interface FakeUpstream {
@@ -88,7 +88,7 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
       if (!res.writableFinished) aborted.push(record);
     });
     res.on('finish', () => lastAnswered.set(req.socket, Date.now()));
-    const behaviour = state.behaviour.only === undefined || state.behaviour.only(requests.length - 1) ? state.behaviour : {};
+    const behaviour = state.behaviour.only === undefined || state.behaviour.only(record, requests.length - 1) ? state.behaviour : {};
     if (behaviour.hangUp === 'after-request') return void req.socket.resetAndDestroy();
     // Ended with a FIN rather than a reset, which could discard the status line unsent.
     if (behaviour.hangUp === 'after-status-line') return void req.socket.end('HTTP/1.1 200 OK\r\n');
@@ -159,6 +159,9 @@ export async function writeEvent(res: ServerResponse, text: string, behaviour: B
   const index = eventsWritten.get(res) ?? 0;
   eventsWritten.set(res, index + 1);
   if (behaviour.resetAfterEvents !== undefined && index >= behaviour.resetAfterEvents) {
+    // A reset throws away what the peer has not read yet: the headers and events before it are given time to arrive.
+    res.flushHeaders();
+    await sleep(50);
     res.socket?.resetAndDestroy();
     return false;
   }
