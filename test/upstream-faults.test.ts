@@ -27,9 +27,13 @@ async function fakeOpenAI(): Promise<FakeUpstream> {
   return upstream;
 }
 
-/** One worker, so that every request goes through the same connection pool and connection counts mean something. */
+/**
+ * One worker, so that every request goes through the same connection pool and connection counts
+ * mean something; and one attempt per request, so that what is counted here is the adapter's and
+ * the pool's doing (routing's own attempts are routing.test.ts's).
+ */
 async function gateway(config: string): Promise<{ sluice: RunningSluice; client: OpenAI }> {
-  const sluice = await startSluice({ config, args: ['--workers', '1'] });
+  const sluice = await startSluice({ config: `routing: { retries: 0 }\n${config}`, args: ['--workers', '1'] });
   stops.push(async () => assert.equal(await sluice.stop(), 0));
   const { key } = await createKey(sluice.dataDir, 'acme');
   // The SDK's own retries would hide what the gateway does.
@@ -166,12 +170,13 @@ models:
       assertClean(refused.text, `${kind}: a 4xx answer`);
       assert.equal(upstream.requests.at(-1)!.headers['x-org-secret'], ORG_SECRET, 'the header did go upstream');
 
-      // A relayed stream failing at once is still an HTTP error (and logged); otherwise the caller
-      // gets an error event (a translated stream has begun once the upstream accepted it).
-      for (const errorAfterChunks of [0, 3]) {
+      // A stream is held until its first content: failing before it, it is still an HTTP error (and
+      // logged), Anthropic's overloaded_error a 503; after it, the caller gets an error event.
+      // Anthropic's first content is its fourth event (after message_start, content_block_start and a ping).
+      for (const errorAfterChunks of [0, kind === 'anthropic' ? 4 : 3]) {
         upstream.behaviour = { errorAfterChunks, errorMessage: message };
         const failed = await ask(model, true);
-        assert.equal(failed.status, errorAfterChunks === 0 && kind === 'openai' ? 502 : 200, `${kind}: ${failed.text}`);
+        assert.equal(failed.status, errorAfterChunks === 0 ? (kind === 'anthropic' ? 503 : 502) : 200, `${kind}: ${failed.text}`);
         assertClean(failed.text, `${kind}: a stream failing after ${errorAfterChunks} events`);
       }
     }
