@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
+import { parse as parseYaml } from 'yaml';
 import { Catalogue } from '../src/catalogue/catalogue.js';
 import { parseConfig, ROUTING_DEFAULTS } from '../src/config/config-file.js';
 import { startFakeAnthropic } from './fakes/fake-anthropic.js';
@@ -561,4 +563,14 @@ models:
     assert.equal(onB!.routing.circuit.failures, 9);
     assert.equal(onB!.routing.circuit.cooldownMs, ROUTING_DEFAULTS.circuit.cooldown_ms);
   });
+});
+
+test("the README's and sluice.example.yaml's routing defaults are the code's", () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const block = /### Routing[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)![1]!;
+  const documented = parseYaml(block.replace(/^models:[\s\S]*/m, '')) as { routing: Record<string, unknown> };
+  assert.deepEqual(documented.routing, ROUTING_DEFAULTS);
+  const example = readFileSync(new URL('../sluice.example.yaml', import.meta.url), 'utf8');
+  const commented = /^# routing:.*\n((?:#   .*\n)+)/m.exec(example)![0]!.replace(/^# ?/gm, '');
+  assert.deepEqual((parseYaml(commented) as { routing: unknown }).routing, ROUTING_DEFAULTS);
 });
