@@ -24,7 +24,7 @@ import { createKey, eventually, startSluice, type LedgerRow, type RunningSluice 
 
 const upstreamModels = [
   'm-split', 'm-lat', 'm-retry', 'm-claude', 'm-gem', 'm-backup', 'm-reset', 'm-stall', 'm-late', 'm-bad', 'm-circ', 'm-cool', 'm-open',
-  'm-held', 'm-gone',
+  'm-held', 'm-gone', 'm-drip', 'm-late-deadline',
 ];
 
 let a: FakeUpstream;
@@ -119,6 +119,11 @@ ${pair('cool', 'm-cool')}
     provider: a
     upstream_model: m-gone
     endpoints: [chat]
+  - id: drip
+    provider: a
+    upstream_model: m-drip
+    endpoints: [chat]
+${pair('deadline', 'm-late-deadline', '{ deadline_ms: 700 }')}
 `;
   sluice = await startSluice({ config, args: ['--workers', '1'] });
   ({ key } = await createKey(sluice.dataDir, 'acme'));
@@ -393,6 +398,35 @@ describe('faults before the first content', () => {
       assert.equal(asked(b, 'm-held').length, 1);
     } finally {
       anthropicUpstream.behaviour = {};
+    }
+  });
+});
+
+describe('deadlines', () => {
+  test('a slow drip after the first token is not cut by first_token_timeout_ms', async () => {
+    a.behaviour = aimedAt('m-drip', { tokenDelayMs: 400 });
+    try {
+      // Three tokens 400 ms apart: 1.2 s in all, past the 800 ms first-token timeout.
+      assert.deepEqual(await chat('drip', true), { text: CHAT_ANSWER, attempts: null });
+      assert.equal(asked(a, 'm-drip').length, 1);
+    } finally {
+      a.behaviour = {};
+    }
+  });
+
+  test('deadline_ms bounds all the attempts of a request together', async () => {
+    a.behaviour = aimedAt('m-late-deadline', { headerDelayMs: 5_000 });
+    b.behaviour = aimedAt('m-late-deadline', { headerDelayMs: 5_000 });
+    try {
+      const started = Date.now();
+      await assert.rejects(chat('deadline', false), (error: InstanceType<typeof OpenAI.APIError>) => error.status === 504 && /routing deadline of 700 ms/.test(error.message));
+      const seconds = (Date.now() - started) / 1000;
+      assert.ok(seconds < 4, `gave up after ${seconds} s`);
+      // The whole answer has no first-token timeout: the first attempt ran into the deadline, and no other was made.
+      assert.equal(asked(a, 'm-late-deadline').length + asked(b, 'm-late-deadline').length, 1);
+    } finally {
+      a.behaviour = {};
+      b.behaviour = {};
     }
   });
 });

@@ -47,9 +47,9 @@ export class DeploymentHealth {
     return now >= this.openUntil && !this.trialInFlight;
   }
 
-  /** When it may take a request again: now, or the end of its cooling or cooldown. */
-  availableAt(now: number): number {
-    return Math.max(now, this.coolingUntil, this.openUntil);
+  /** How long its `Retry-After` still asks to wait, in ms (0: not cooling). */
+  coolingLeft(now: number): number {
+    return Math.max(0, this.coolingUntil - now);
   }
 
   /** An attempt starts; an open circuit past its cooldown lets this one through as its trial. */

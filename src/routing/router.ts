@@ -102,8 +102,12 @@ export class Router {
           if (link + 1 < chain.length) break;
           deployment = this.soonest(model);
           repeats++;
-          const backoff = Math.min(model.routing.backoffMs.max, model.routing.backoffMs.initial * 2 ** (repeats - 1));
-          waitMs = Math.max(backoff / 2 + (this.random() * backoff) / 2, this.healthOf(deployment).availableAt(this.now()) - this.now());
+          const { initial, max } = model.routing.backoffMs;
+          const backoff = Math.min(max, initial * 2 ** (repeats - 1));
+          // A Retry-After longer than the longest backoff goes back to the caller, who can wait as well as we can.
+          const cooling = this.healthOf(deployment).coolingLeft(this.now());
+          if (cooling > max) throw lastError!;
+          waitMs = Math.max(backoff / 2 + (this.random() * backoff) / 2, cooling);
         }
         if (lastError !== undefined) {
           if (this.now() + waitMs >= deadlineAt) throw lastError;
@@ -210,16 +214,13 @@ export class Router {
       return undefined;
     } catch (thrown) {
       const error = timeout ?? toGatewayError(thrown);
-      const consumed = accepted && !job.signal.aborted ? await job.promptTokens().catch(() => 0) : 0;
       const retryable = !job.signal.aborted && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
       if (retryable) health.failed(this.now(), retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
-      if (job.signal.aborted || !retryable || job.res.headersSent) {
-        // The attempt the request ends with is the row's own; only abandoned ones are listed with their usage.
-        this.record(progress, model, deployment, startedAt, error.status, error.kind, 0, 0);
-        throw error;
-      }
+      // Once the upstream had accepted the request, it had the prompt, whatever came of it.
+      const consumed = accepted ? await job.promptTokens().catch(() => 0) : 0;
       this.record(progress, model, deployment, startedAt, error.status, error.kind, consumed, 0);
+      if (!retryable || job.res.headersSent) throw error;
       return error;
     } finally {
       clearTimeout(timer);
@@ -308,16 +309,16 @@ export class Router {
     return candidates[candidates.length - 1]!;
   }
 
-  /** The deployment that can take a request soonest, the least recently failed among equals. */
+  /** The deployment whose cooling ends soonest, the least recently failed among equals. */
   private soonest(model: CatalogueModel): Deployment {
     const now = this.now();
     let best = model.deployments[0]!;
     for (const deployment of model.deployments) {
       const health = this.healthOf(deployment);
       const bestHealth = this.healthOf(best);
-      const at = health.availableAt(now);
-      const bestAt = bestHealth.availableAt(now);
-      if (at < bestAt || (at === bestAt && health.lastFailureAt < bestHealth.lastFailureAt)) best = deployment;
+      const cooling = health.coolingLeft(now);
+      const bestCooling = bestHealth.coolingLeft(now);
+      if (cooling < bestCooling || (cooling === bestCooling && health.lastFailureAt < bestHealth.lastFailureAt)) best = deployment;
     }
     return best;
   }

@@ -182,8 +182,9 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
     costUsd: cost,
     attempts: attempts.length,
     deployment: deployment?.name ?? null,
-    // Only when there was more than one: each attempt with its deployment and what it consumed, for reconciling with the providers' bills.
-    attemptLog: attempts.length > 1 ? attempts : null,
+    // Each attempt with its deployment and what it consumed, for reconciling with the providers' bills: kept when
+    // there was more than one, or when the only one failed after the upstream had the prompt.
+    attemptLog: attempts.length > 1 || (attempts.length === 1 && attempts[0]!.status !== 200 && attempts[0]!.promptTokens > 0) ? attempts : null,
   });
 }
 
