@@ -7,6 +7,8 @@ export type DeploymentState = 'up' | 'degraded' | 'cooling' | 'open';
 const MAX_WEIGHT = 0.5;
 /** The time constant of the decaying average: a sample this old weighs about a third of a fresh one. */
 const DECAY_MS = 10_000;
+/** The least a failure counts as, in ms. */
+const FAILURE_PENALTY_MS = 1000;
 /** An average this stale is forgotten, so that a deployment avoided for being slow is tried again. */
 const STALE_MS = 60_000;
 
@@ -40,6 +42,11 @@ export class DeploymentHealth {
     return this.failures.some((at) => at > now - routing.circuit.windowMs) ? 'degraded' : 'up';
   }
 
+  /** An open circuit past its cooldown, with no trial yet: the next request should be that trial, whatever the strategy says. */
+  trialDue(now: number): boolean {
+    return this.openUntil > 0 && now >= this.openUntil && !this.trialInFlight && this.coolingUntil <= now;
+  }
+
   /** Whether a request may be sent now: not cooling, and the circuit closed or due its one trial. */
   available(now: number): boolean {
     if (this.coolingUntil > now) return false;
@@ -64,19 +71,22 @@ export class DeploymentHealth {
 
   /** The upstream answered (a stream's first content, or a whole answer) after `latencyMs`. */
   succeeded(now: number, latencyMs: number): void {
-    this.sample(now, latencyMs);
     if (this.openUntil > 0) {
+      // A closed circuit starts afresh: what it measured while failing no longer says anything.
       this.openUntil = 0;
       this.failures = [];
+      this.latencyMs = null;
     }
+    this.sample(now, latencyMs);
     this.trialInFlight = false;
   }
 
   /** The attempt failed for a reason that is the deployment's; `retryAfterMs` cools it. */
-  failed(now: number, retryAfterMs: number | undefined, routing: RoutingPolicy): void {
+  failed(now: number, elapsedMs: number, retryAfterMs: number | undefined, routing: RoutingPolicy): void {
     const { circuit, retryAfterMaxMs } = routing;
-    // A failure weighs as the longest a caller would wait for a first token, so the latency strategy steers away from it.
-    this.sample(now, routing.firstTokenTimeoutMs);
+    // A failure weighs as a slow answer (twice the usual, a second at least), so the latency strategy
+    // steers away from a failing deployment without shutting it out: under load it still gets its share.
+    this.sample(now, Math.max(elapsedMs, 2 * (this.latencyMs ?? 0), FAILURE_PENALTY_MS));
     this.lastFailureAt = now;
     if (retryAfterMs !== undefined && retryAfterMs > 0) this.coolingUntil = Math.max(this.coolingUntil, now + Math.min(retryAfterMs, retryAfterMaxMs));
     const wasTrial = this.trialInFlight;

@@ -208,14 +208,14 @@ export class Router {
     try {
       await job.attempt({ deployment, provider, invoke, signal: controller.signal, meter });
       const failure = meter.failure;
-      if (failure !== null && failure.upstreamFailure !== undefined && routing.retryOn.has(failure.upstreamFailure)) health.failed(this.now(), undefined, routing);
+      if (failure !== null && failure.upstreamFailure !== undefined && routing.retryOn.has(failure.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, undefined, routing);
       else if (!answered) health.settledWithoutVerdict();
       this.record(progress, model, deployment, startedAt, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
       return undefined;
     } catch (thrown) {
       const error = timeout ?? toGatewayError(thrown);
       const retryable = !job.signal.aborted && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
-      if (retryable) health.failed(this.now(), retryAfterMs(error.retryAfter, this.now()), routing);
+      if (retryable) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
       // Once the upstream had accepted the request, it had the prompt, whatever came of it.
       const consumed = accepted ? await job.promptTokens().catch(() => 0) : 0;
@@ -262,6 +262,7 @@ export class Router {
     let level = Infinity;
     let candidates: Deployment[] = [];
     let untried: Deployment | undefined;
+    let trial: Deployment | undefined;
     for (const deployment of deployments) {
       const health = this.healthOf(deployment);
       if (failedHere.has(health)) continue;
@@ -270,10 +271,14 @@ export class Router {
       if (deployment.priority < level) {
         level = deployment.priority;
         candidates = [];
+        trial = undefined;
       }
       candidates.push(deployment);
+      if (trial === undefined && health.trialDue(now)) trial = deployment;
     }
     if (candidates.length === 0) return untried;
+    // A circuit due its trial gets it now, rather than when the strategy next happens to pick it.
+    if (trial !== undefined) return trial;
     if (candidates.length === 1) return candidates[0];
     switch (model.routing.strategy) {
       case 'weighted':
