@@ -1070,7 +1070,7 @@ function routingReport(L, routing) {
       }
     }
     L.push('');
-    const lines = routingHappyLines(routing.happy).map((x) => x.replace(/^routing \(a\) /, ''));
+    const lines = routingHappyLines(routing.happy).map((x) => x.replace(/^routing \(a\) (c=\d+): two deployments vs one: /, '$1: '));
     if (lines.length) L.push(`**Two deployments vs one:** ${lines.join('; ')}.`, '');
   }
   const runs = [routing.flaky.whole, routing.flaky.streams].filter(Boolean);
@@ -1094,7 +1094,7 @@ function routingReport(L, routing) {
     }
     L.push('');
     for (const r of runs) {
-      L.push(`- **${r.stream ? 'streams' : 'whole'}**: attempts of the retried requests (deployment, status): ${JSON.stringify(r.ledger.attemptLog)}; final deployment: ${JSON.stringify(r.ledger.byDeployment)}. Circuit: ${r.circuit.text}`);
+      L.push(`- **${r.stream ? 'streams' : 'whole'}**: attempts of the retried requests (deployment, status): ${JSON.stringify(r.ledger.attemptLog)}; rows by the deployment that answered: ${JSON.stringify(r.ledger.byDeployment)} (the flaky one answers its other requests). Circuit: ${r.circuit.text}`);
     }
     L.push(
       '',
