@@ -7,7 +7,9 @@
 //            slow server is not hidden by a client that waits (no coordinated omission).
 //   closed : N connections, each sends its next request when the previous answer is complete;
 //            counts every status; on a transport error waits `retryDelayMs` and goes on (used
-//            for the ledger scenario, across a gateway restart).
+//            for the ledger scenario, across a gateway restart). With `streamTokens` (and
+//            `tokenMarker`), each 200 answer is read as a stream and counted complete when it has
+//            that many tokens and `data: [DONE]` (the routing scenario's streams).
 //   stream : N concurrent SSE streams started evenly over `rampSeconds`; time to first token
 //            from the intended start, gaps between tokens, completeness ([DONE] and token count).
 //            A token is an occurrence of `tokenMarker` (default `"text"`, one per legacy
@@ -118,20 +120,51 @@ async function closedLoop() {
   const samples = [];
   const deadline = performance.now() + opts.seconds * 1000;
   const retryDelayMs = opts.retryDelayMs ?? 20;
+  // Stream checking (optional): tokens counted by marker, [DONE] looked for.
+  const expected = opts.streamTokens;
+  const marker = opts.tokenMarker ?? '"text"';
+  const streamCheck = { complete: 0, incomplete: 0, noDone: 0 };
   const one = () =>
     new Promise((resolve) => {
       const start = performance.now();
-      send(pool, body, (status, error) => {
-        if (error) {
-          countStatus(errorKinds, error.code ?? error.name);
-          setTimeout(resolve, retryDelayMs);
-          return;
-        }
-        responses += 1;
-        countStatus(statuses, status);
-        if (samples.length < 2_000_000) samples.push(performance.now() - start);
-        resolve();
-      });
+      let seen = 0;
+      let done = false;
+      let tail = '';
+      const onData =
+        expected === undefined
+          ? undefined
+          : (chunk) => {
+              const text = tail + chunk.toString('latin1');
+              let at = text.indexOf(marker);
+              while (at !== -1) {
+                // A marker wholly inside the carried tail was counted with the chunk before.
+                if (at + marker.length > tail.length) seen += 1;
+                at = text.indexOf(marker, at + marker.length);
+              }
+              if (!done && text.includes('data: [DONE]')) done = true;
+              tail = text.slice(-Math.max(16, marker.length));
+            };
+      send(
+        pool,
+        body,
+        (status, error) => {
+          if (error) {
+            countStatus(errorKinds, error.code ?? error.name);
+            setTimeout(resolve, retryDelayMs);
+            return;
+          }
+          responses += 1;
+          countStatus(statuses, status);
+          if (samples.length < 2_000_000) samples.push(performance.now() - start);
+          if (expected !== undefined && status === 200) {
+            if (seen === expected && done) streamCheck.complete += 1;
+            else streamCheck.incomplete += 1;
+            if (!done) streamCheck.noDone += 1;
+          }
+          resolve();
+        },
+        onData,
+      );
     });
   const worker = async () => {
     while (performance.now() < deadline) await one();
@@ -144,7 +177,9 @@ async function closedLoop() {
   await pool.destroy();
   let ok = 0;
   for (const [s, n] of Object.entries(statuses)) if (Number(s) >= 200 && Number(s) < 300) ok += n;
-  return { mode: 'closed', connections: opts.connections, elapsed, responses, ok, rps: ok / elapsed, statuses, errors: errorKinds, latencyMs: summarize(samples) };
+  const result = { mode: 'closed', connections: opts.connections, elapsed, responses, ok, rps: ok / elapsed, statuses, errors: errorKinds, latencyMs: summarize(samples) };
+  if (expected !== undefined) result.streams = streamCheck;
+  return result;
 }
 
 async function streams() {

@@ -1,7 +1,7 @@
 // A fast fake OpenAI-compatible upstream for the benchmark (node:http, keep-alive).
 //
-//   node bench/upstream.mjs [--port N] [--latency-ms N] [--tokens-per-second N] [--tokens N]
-//   env: PORT, UPSTREAM_LATENCY_MS, UPSTREAM_TOKENS_PER_SECOND, UPSTREAM_TOKENS
+//   node bench/upstream.mjs [--port N] [--latency-ms N] [--tokens-per-second N] [--tokens N] [--fail-every N]
+//   env: PORT, UPSTREAM_LATENCY_MS, UPSTREAM_TOKENS_PER_SECOND, UPSTREAM_TOKENS, UPSTREAM_FAIL_EVERY
 //
 // POST /v1/completions
 //   non-streaming: a small JSON completion (~300 bytes) with usage, after --latency-ms.
@@ -18,7 +18,12 @@
 //                  a finish_reason chunk with an empty delta, the `choices: []` usage chunk when
 //                  stream_options.include_usage, then `data: [DONE]`. `max_completion_tokens`
 //                  counts like `max_tokens`.
+// --fail-every N (N >= 1; 0, the default, never fails): every Nth request to either POST endpoint
+//   (the Nth, the 2Nth, ..., counted over both, whole or stream) is answered at once, before
+//   any latency, with HTTP 503 and an OpenAI-style error body, without `retry-after`.
 // GET /healthz: 200.
+// GET /stats: {"requests":..,"failed":..,"streams":..,"whole":..,"failEvery":N} since start:
+//   POST requests to the two endpoints, how many of them got the 503, how many asked a stream.
 // Prints `upstream listening on http://127.0.0.1:PORT` once ready.
 import http from 'node:http';
 import { parseArgs } from 'node:util';
@@ -29,6 +34,7 @@ const { values: args } = parseArgs({
     'latency-ms': { type: 'string' },
     'tokens-per-second': { type: 'string' },
     tokens: { type: 'string' },
+    'fail-every': { type: 'string' },
   },
 });
 const PORT = Number(args.port ?? process.env.PORT ?? 9101);
@@ -36,6 +42,11 @@ const LATENCY_MS = Number(args['latency-ms'] ?? process.env.UPSTREAM_LATENCY_MS 
 const TOKENS_PER_SECOND = Number(args['tokens-per-second'] ?? process.env.UPSTREAM_TOKENS_PER_SECOND ?? 20);
 const DEFAULT_TOKENS = Number(args.tokens ?? process.env.UPSTREAM_TOKENS ?? 100);
 const MAX_TOKENS = 100_000;
+const FAIL_EVERY = Number(args['fail-every'] ?? process.env.UPSTREAM_FAIL_EVERY ?? 0);
+const FAILURE_BODY = JSON.stringify({
+  error: { message: `Bench upstream: one request in ${FAIL_EVERY} is refused (--fail-every ${FAIL_EVERY}).`, type: 'server_error', param: null, code: 'service_unavailable' },
+});
+const stats = { requests: 0, failed: 0, streams: 0, whole: 0, failEvery: FAIL_EVERY };
 
 let counter = 0;
 const created = Math.floor(Date.now() / 1000);
@@ -150,6 +161,11 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 2 }).end('ok');
     return;
   }
+  if (req.method === 'GET' && req.url === '/stats') {
+    const text = JSON.stringify(stats);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    return;
+  }
   const chat = req.url.startsWith('/v1/chat/completions');
   if (req.method !== 'POST' || !(chat || req.url.startsWith('/v1/completions'))) {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
@@ -164,6 +180,14 @@ const server = http.createServer((req, res) => {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     } catch {
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad json"}}');
+      return;
+    }
+    stats.requests += 1;
+    if (body.stream === true) stats.streams += 1;
+    else stats.whole += 1;
+    if (FAIL_EVERY > 0 && stats.requests % FAIL_EVERY === 0) {
+      stats.failed += 1;
+      res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(FAILURE_BODY) }).end(FAILURE_BODY);
       return;
     }
     if (body.stream === true) {
