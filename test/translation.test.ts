@@ -244,7 +244,8 @@ for (const adapter of ADAPTERS) {
     });
 
     test('an upstream error mid-stream becomes an error event that the SDK raises', async () => {
-      adapter.fake().behaviour = { errorAfterChunks: 3 };
+      // After the first content (Anthropic's fourth event, its first delta): a stream is held until then.
+      adapter.fake().behaviour = { errorAfterChunks: adapter.name === 'Anthropic Messages' ? 4 : 3 };
       const stream = await client.completions.create({ model, prompt: 'go', max_tokens: 8, stream: true });
       await assert.rejects(collect(stream), (e: any) => e instanceof OpenAI.APIError);
       const response = await raw({ model, prompt: 'go', max_tokens: 8, stream: true });
