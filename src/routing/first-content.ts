@@ -63,19 +63,15 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /**
  * Reads `source` until its first content (or its end), then gives back an iterable that replays
- * what was read and goes on with the rest. `guard` bounds each wait (the first-token deadline).
+ * what was read and goes on with the rest.
  */
-export async function holdUntilContent<T>(
-  source: AsyncIterable<T>,
-  isContent: (item: T) => boolean,
-  guard: <V>(step: Promise<V>) => Promise<V>,
-): Promise<AsyncIterable<T>> {
+export async function holdUntilContent<T>(source: AsyncIterable<T>, isContent: (item: T) => boolean): Promise<AsyncIterable<T>> {
   const iterator = source[Symbol.asyncIterator]();
   const held: T[] = [];
   let ended = false;
   try {
     for (;;) {
-      const step = await guard(iterator.next());
+      const step = await iterator.next();
       if (step.done === true) {
         ended = true;
         break;

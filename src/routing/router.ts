@@ -143,23 +143,16 @@ export class Router {
     let accepted = false;
     let answered = false;
     let timeout: GatewayError | undefined;
-    let rejectOnTimeout: (error: GatewayError) => void = () => undefined;
-    const timedOut = new Promise<never>((_, reject) => (rejectOnTimeout = reject));
-    timedOut.catch(() => undefined);
+    // A timeout aborts the attempt's signal, which every adapter's upstream call honours; the attempt
+    // then fails with the timeout's error rather than the abort's.
     const arm = (ms: number, error: () => GatewayError): NodeJS.Timeout =>
       setTimeout(() => {
         timeout = error();
         controller.abort();
-        rejectOnTimeout(timeout);
       }, Math.max(0, ms));
     const deadlineError = () =>
       new GatewayError('upstream_timeout', `No answer from model \`${job.model.id}\` within the routing deadline of ${job.model.routing.deadlineMs} ms.`, { upstreamFailure: 'timeout' });
     let timer = arm(deadlineAt - startedAt, deadlineError);
-    /** Bounds a wait by the attempt's clock: the deadline, and for a stream its first-token timeout. */
-    const guard = <V>(step: Promise<V>): Promise<V> => {
-      step.catch(() => undefined);
-      return Promise.race([step, timedOut]);
-    };
     /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
     const holdStream = () => {
       clearTimeout(timer);
@@ -178,27 +171,27 @@ export class Router {
     };
     const invoke: Invoker = {
       generate: async (subCalls, target) => {
-        const result = await guard(generateAll(provider, subCalls, target));
+        const result = await generateAll(provider, subCalls, target);
         answer();
         return result;
       },
       stream: async (subCalls, target) => {
         holdStream();
-        const parts = await guard(streamAll(provider, subCalls, target));
+        const parts = await streamAll(provider, subCalls, target);
         accepted = true;
-        const held = await holdUntilContent(parts, isContentPart, guard);
+        const held = await holdUntilContent(parts, isContentPart);
         answer();
         return held;
       },
       relay: async (call) => {
         if (call.stream) holdStream();
-        const relayed = await guard(provider.relay(call));
+        const relayed = await provider.relay(call);
         if (!relayed.stream) {
           answer();
           return relayed;
         }
         accepted = true;
-        const events = await holdUntilContent(relayed.events, (event) => isRelayedContent(call.operation, event), guard);
+        const events = await holdUntilContent(relayed.events, (event) => isRelayedContent(call.operation, event));
         answer();
         return { stream: true, events };
       },
