@@ -24,8 +24,8 @@ export interface RouteJob {
   readonly model: CatalogueModel;
   /** A fallback model the caller may use for this operation, or undefined to skip it. */
   fallback(id: string): CatalogueModel | undefined;
-  /** Aborted when the caller goes away. */
-  readonly signal: AbortSignal;
+  /** Whether the caller has gone away (it then calls the progress's `cancel`). */
+  gone(): boolean;
   /** Whether anything reached the caller is read from it; `x-sluice-attempts` is set on it. */
   readonly res: ServerResponse;
   attempt(attempt: RoutedAttempt): Promise<void>;
@@ -41,6 +41,8 @@ export interface RouteProgress {
   deployment: Deployment | undefined;
   served: CatalogueModel | undefined;
   readonly attempts: AttemptLogEntry[];
+  /** Called when the caller goes away: cancels the attempt in flight, or the wait before the next. */
+  cancel: () => void;
 }
 
 export interface DeploymentStatus {
@@ -54,6 +56,11 @@ export function newMeter(): Meter {
   return { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
 }
 
+/** The progress of a request not yet routed. */
+export function newProgress(): RouteProgress {
+  return { meter: newMeter(), deployment: undefined, served: undefined, attempts: [], cancel: doNothing };
+}
+
 /**
  * The invoke stage's routing: which deployment of a model takes each attempt (by priority level,
  * then strategy), when another attempt is made (a failure in `retry_on` before anything reached
@@ -62,6 +69,8 @@ export function newMeter(): Meter {
  */
 export class Router {
   private readonly board = new HealthBoard();
+  /** The board's entry of each catalogue deployment, found once: a catalogue reload brings new deployment objects. */
+  private readonly healthByDeployment = new WeakMap<Deployment, DeploymentHealth>();
 
   constructor(
     private readonly providers: ProviderRegistry,
@@ -111,8 +120,8 @@ export class Router {
         }
         if (lastError !== undefined) {
           if (this.now() + waitMs >= deadlineAt) throw lastError;
-          if (waitMs > 0) await sleep(waitMs, job.signal);
-          if (job.signal.aborted) throw lastError;
+          if (waitMs > 0) await sleep(waitMs, progress);
+          if (job.gone()) throw lastError;
           job.res.setHeader('x-sluice-attempts', String(progress.attempts.length + 1));
         }
         const failure = await this.attempt(job, model, deployment, progress, deadlineAt);
@@ -137,9 +146,10 @@ export class Router {
     progress.deployment = deployment;
     progress.served = model;
 
+    // One signal per attempt, which a timeout or the caller's going away aborts.
     const controller = new AbortController();
-    const onClientGone = () => controller.abort();
-    job.signal.addEventListener('abort', onClientGone, { once: true });
+    progress.cancel = () => controller.abort();
+    if (job.gone()) controller.abort();
     let accepted = false;
     let answered = false;
     let timeout: GatewayError | undefined;
@@ -207,7 +217,7 @@ export class Router {
       return undefined;
     } catch (thrown) {
       const error = timeout ?? toGatewayError(thrown);
-      const retryable = !job.signal.aborted && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
+      const retryable = !job.gone() && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
       if (retryable) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
       // Once the upstream had accepted the request, it had the prompt, whatever came of it.
@@ -218,7 +228,7 @@ export class Router {
     } finally {
       clearTimeout(timer);
       health.end();
-      job.signal.removeEventListener('abort', onClientGone);
+      progress.cancel = doNothing;
     }
   }
 
@@ -237,7 +247,12 @@ export class Router {
   }
 
   private healthOf(deployment: Deployment): DeploymentHealth {
-    return this.board.of(deployment.providerId, deployment.upstreamModel);
+    let health = this.healthByDeployment.get(deployment);
+    if (health === undefined) {
+      health = this.board.of(deployment.providerId, deployment.upstreamModel);
+      this.healthByDeployment.set(deployment, health);
+    }
+    return health;
   }
 
   /**
@@ -331,14 +346,17 @@ function retryAfterMs(value: string | undefined, now: number): number | undefine
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits, or less if the caller goes away meanwhile. */
+function sleep(ms: number, progress: RouteProgress): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+      progress.cancel = doNothing;
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
+    progress.cancel = done;
   });
 }
+
+const doNothing = (): void => undefined;

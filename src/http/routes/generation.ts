@@ -5,7 +5,7 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
 import { directInvoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
-import { newMeter, type RouteProgress } from '../../routing/router.js';
+import { newProgress, type RouteProgress } from '../../routing/router.js';
 import { costUsd } from '../../usage/pricing.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
@@ -25,7 +25,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     ctx.dialect = operation.dialect;
     const wire = wireRequest(ctx);
     const principal = await deps.authenticator.authenticate(operation.credential(wire));
-    const progress: RouteProgress = { meter: newMeter(), deployment: undefined, served: undefined, attempts: [] };
+    const progress = newProgress();
     let modelAsked = '';
     let model: CatalogueModel | undefined;
     let request: Request | undefined;
@@ -33,9 +33,11 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     let status = 200;
     let errorKind: string | null = null;
     let settle: ((costUsd: number) => void) | undefined;
-    const controller = new AbortController();
+    let clientLeft = false;
     const onClose = () => {
-      if (!ctx.res.writableFinished) controller.abort();
+      if (ctx.res.writableFinished) return;
+      clientLeft = true;
+      progress.cancel();
     };
     ctx.res.once('close', onClose);
     try {
@@ -60,7 +62,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
         {
           model: asked,
           fallback: (id) => usableFallback(deps, id, principal, operation.endpoint),
-          signal: controller.signal,
+          gone: () => clientLeft,
           res: ctx.res,
           promptTokens: async () => (await operation.countUsage(parsed, [])).input,
           attempt: (attempt) =>
@@ -85,7 +87,6 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       }
     } catch (thrown) {
       const error = toGatewayError(thrown);
-      const clientLeft = controller.signal.aborted;
       status = clientLeft ? CLIENT_CLOSED_REQUEST : error.status;
       errorKind = clientLeft ? 'client_closed' : error.kind;
       // The upstream had the prompt once the call was made: that much is owed even if nothing came back.
