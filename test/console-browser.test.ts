@@ -148,6 +148,42 @@ describe('the console in a real browser', () => {
     assert.equal(fake.requests.at(-1)!.headers.authorization, 'Bearer console-entered-credential');
   });
 
+  test('register a model with a second deployment and a fallback: labelled fields, a bad line refused on its field, the deployments on /status', async () => {
+    await page.goto(`${sluice.url}/app/catalogue/models/new`);
+    await page.getByLabel('Model id').fill('my-routed-model');
+    await page.getByLabel('Provider').selectOption('gpu-box');
+    await page.getByLabel('Upstream model').fill('upstream-model');
+    await page.locator('summary', { hasText: 'More deployments and fallbacks' }).click();
+    const lines = page.getByRole('textbox', { name: /^More deployments/ });
+    await lines.fill('fake-vllm upstream-model weight=2\nfake-vllm upstream-model colour=blue');
+    await page.getByRole('textbox', { name: /^Fallbacks/ }).fill('llama-8b');
+    await page.getByRole('button', { name: 'Register model' }).click();
+    assert.match(await page.getByRole('alert').innerText(), /deployments: line 2: unknown attribute 'colour'/);
+    // The error belongs to the textarea for assistive technology too: invalid, and part of its description.
+    assert.equal(await lines.getAttribute('aria-invalid'), 'true');
+    const described = await Promise.all((await lines.getAttribute('aria-describedby'))!.split(' ').map((id) => page.locator(`#${id}`).innerText()));
+    assert.match(described.join(' '), /provider \[upstream_model\] \[weight=N\][\s\S]*line 2: unknown attribute 'colour'/);
+    assert.equal(await lines.inputValue(), 'fake-vllm upstream-model weight=2\nfake-vllm upstream-model colour=blue', 'what was typed is kept');
+    await shot('08b-model-deployments-error');
+
+    await lines.fill('fake-vllm upstream-model weight=2');
+    await page.getByRole('button', { name: 'Register model' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Model my-routed-model added/);
+    const row = await page.locator('tr[data-model="my-routed-model"]').innerText();
+    assert.match(row, /gpu-box\/upstream-model\s+fake-vllm\/upstream-model weight 2\s+llama-8b/);
+    await shot('08c-catalogue-deployments');
+
+    await page.goto(`${sluice.url}/status`);
+    const table = page.locator('section[data-provider="gpu-box"]').getByRole('table', { name: 'Deployments: routing state and live latency' });
+    assert.deepEqual(await table.getByRole('columnheader').allInnerTexts().then((t) => t.map((h) => h.toLowerCase())), ['model', 'deployment', 'routing state', 'live latency']);
+    const deployments = table.locator('tr[data-deployment-of="my-routed-model"]');
+    assert.deepEqual(await deployments.locator('td:nth-child(2)').allInnerTexts(), ['gpu-box/upstream-model', 'fake-vllm/upstream-model']);
+    assert.deepEqual(await deployments.locator('.pill').allInnerTexts(), ['Up', 'Up'], 'the state in words');
+    // A deployment's health is its upstream's (gpu-box/upstream-model served the model above), in the worker that answered.
+    for (const latency of await deployments.locator('td.num').allInnerTexts()) assert.match(latency, /^(\d[\d,]* ms|—)$/);
+    await shot('08d-status-deployments');
+  });
+
   test('read prices on /models, search and sort it, open a model page', async () => {
     await page.goto(`${sluice.url}/models`);
     assert.match(await page.locator('main').innerText(), /depends on the key/);

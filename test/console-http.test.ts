@@ -476,3 +476,190 @@ describe('public pages', () => {
     }
   });
 });
+
+describe('catalogue: deployments and fallbacks in the console', () => {
+  // A gateway of its own with one worker, so that /status.json reports the routing state of the
+  // process that served the requests; two upstreams of its own, for the two deployments.
+  let primary: FakeUpstream;
+  let secondary: FakeUpstream;
+  let fallback: FakeUpstream;
+  let gateway: RunningSluice;
+  let client: ConsoleClient;
+  let csrf = '';
+  const storedModel = (id: string) => query<{ provider_id: string; config: string }>(gateway.dataDir, 'SELECT provider_id, config FROM console_models WHERE id = ?', id);
+  const fieldError = (page: string, name: string) => new RegExp(`<p class="field-error" id="f-${name}-err">([^<]*)</p>`).exec(page)?.[1];
+
+  before(async () => {
+    [primary, secondary, fallback] = await Promise.all([startFakeOpenAI({ models: ['a-upstream'] }), startFakeOpenAI({ models: ['b-upstream'] }), startFakeOpenAI()]);
+    const dataDir = tempDir();
+    await createAccount(dataDir, 'alice', ADMIN_PASSWORD, true);
+    gateway = await startSluice({ dataDir, config: configFor(fallback.url), args: ['--workers', '1'] });
+    client = new ConsoleClient(gateway.url);
+    csrf = await client.signIn('alice', ADMIN_PASSWORD);
+    for (const [id, upstream] of [['route-a', primary], ['route-b', secondary]] as const) {
+      const saved = await client.post('/app/catalogue/providers/new', { csrf, id, kind: 'openai', base_url: upstream.url });
+      assert.equal(saved.status, 303, saved.text);
+    }
+  });
+  after(async () => {
+    if (gateway) assert.equal(await gateway.stop(), 0);
+    await Promise.all([primary?.close(), secondary?.close(), fallback?.close()]);
+  });
+
+  test('a model with two deployments and a fallback, registered through the form, is served, listed and shown with its deployments', async () => {
+    const form = (await client.get('/app/catalogue/models/new')).text;
+    assert.match(form, /<label for="f-deployments">More deployments/);
+    assert.match(form, /<textarea id="f-deployments" name="deployments"[^>]* aria-describedby="f-deployments-hint"/);
+    assert.match(form, /<p class="hint" id="f-deployments-hint">[^]*<code>provider \[upstream_model\] \[weight=N\] \[priority=N\] \[upstream_api=completions\|chat\|responses\]<\/code>/);
+    assert.match(form, /<input id="f-fallbacks" name="fallbacks"/);
+
+    const saved = await client.post('/app/catalogue/models/new', {
+      csrf, id: 'routed-70b', provider: 'route-a', upstream_model: 'a-upstream', deployments: 'route-b b-upstream weight=3 priority=1\n', fallbacks: 'llama-8b', endpoints: 'completions',
+    });
+    assert.equal(saved.status, 303, saved.text);
+    const [row] = storedModel('routed-70b');
+    assert.equal(row!.provider_id, 'route-a', 'the provider column is the first deployment’s');
+    const config = JSON.parse(row!.config);
+    assert.deepEqual(config.deployments, [
+      { provider: 'route-a', upstream_model: 'a-upstream', weight: 1, priority: 0 },
+      { provider: 'route-b', upstream_model: 'b-upstream', weight: 3, priority: 1 },
+    ]);
+    assert.deepEqual(config.fallbacks, ['llama-8b']);
+    assert.equal(config.provider, undefined);
+
+    const { key } = await createKey(gateway.dataDir, 'acme');
+    const openai = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    await eventually(async () => ((await openai.models.list()).data.some((m) => m.id === 'routed-70b') ? true : undefined), 1000, 'routed-70b on /v1/models');
+    const completion = await openai.completions.create({ model: 'routed-70b', prompt: 'hi', max_tokens: 2 });
+    assert.equal(completion.choices[0]!.text, ' The quick');
+    assert.equal(primary.requests.at(-1)!.body.model, 'a-upstream', 'priority 0 first');
+    assert.equal(secondary.requests.length, 0);
+
+    const listed = (await client.get('/app/catalogue')).text;
+    const tableRow = new RegExp('<tr data-model="routed-70b">([\\s\\S]*?)</tr>').exec(listed)![1]!;
+    assert.match(tableRow, /<li><code>route-a\/a-upstream<\/code><\/li>/, 'defaults are not spelled out');
+    assert.match(tableRow, /<li><code>route-b\/b-upstream<\/code> <span class="muted small">weight 3, priority 1<\/span><\/li>/);
+    assert.match(tableRow, /<td><code>llama-8b<\/code><\/td>/, 'the fallbacks column');
+
+    const status = (await (await fetch(`${gateway.url}/status.json`)).json()) as any;
+    const model = status.providers.find((p: any) => p.id === 'route-a').models.find((m: any) => m.id === 'routed-70b');
+    assert.equal(model.deployments.length, 2);
+    assert.deepEqual(model.deployments.map((d: any) => [d.provider, d.upstream_model, d.state]), [['route-a', 'a-upstream', 'up'], ['route-b', 'b-upstream', 'up']]);
+    assert.equal(typeof model.deployments[0].latency_ms, 'number', 'route-a answered');
+    assert.equal(model.deployments[1].latency_ms, null, 'route-b has had no request');
+    const page = (await (await fetch(`${gateway.url}/status`)).text());
+    const rows = [...page.matchAll(/<tr data-deployment-of="routed-70b" data-deployment="([^"]+)">([\s\S]*?)<\/tr>/g)];
+    assert.deepEqual(rows.map((r) => r[1]), ['route-a/a-upstream', 'route-b/b-upstream']);
+    assert.match(rows[0]![2]!, /<span class="pill pill-up">Up<\/span><\/td><td class="num">\d[\d,]* ms<\/td>/);
+    assert.match(rows[1]![2]!, /<span class="pill pill-up">Up<\/span><\/td><td class="num">—<\/td>/);
+    assert.match(page, /<caption>Deployments: routing state and live latency<\/caption>\s*<thead><tr><th scope="col">Model<\/th><th scope="col">Deployment<\/th><th scope="col">Routing state<\/th><th scope="col" class="num">Live latency<\/th>/);
+
+    // Both deployments failing: the fallback registered in the form answers, and /status says how each deployment fares.
+    const dead = { fail: { status: 503, body: '{"error":{"message":"overloaded","type":"ServiceUnavailableError","param":null,"code":503}}' } };
+    primary.behaviour = dead;
+    secondary.behaviour = dead;
+    try {
+      const rescued = await openai.completions.create({ model: 'routed-70b', prompt: 'hi', max_tokens: 3 });
+      assert.equal(rescued.choices[0]!.text, ' The quick brown');
+      assert.equal(fallback.requests.at(-1)!.body.model, 'upstream-model', 'llama-8b’s upstream served it');
+      assert.equal(secondary.requests.at(-1)!.body.model, 'b-upstream', 'the second deployment was tried before the fallback');
+    } finally {
+      primary.behaviour = {};
+      secondary.behaviour = {};
+    }
+    const degraded = await eventually(async () => {
+      const text = await (await fetch(`${gateway.url}/status`)).text();
+      return /data-deployment="route-b\/b-upstream">[\s\S]*?pill-degraded">Degraded</.test(text) ? text : undefined;
+    }, 3000, 'the failed deployment shown as degraded');
+    assert.match(/<tr data-deployment-of="routed-70b" data-deployment="route-b\/b-upstream">([\s\S]*?)<\/tr>/.exec(degraded)![1]!, /<td class="num">\d[\d,]* ms<\/td>/, 'a failure gives it a latency');
+  });
+
+  test('a malformed deployment line, an unknown provider on a line and an unknown fallback are refused on their fields, by line, and nothing is saved', async () => {
+    const attempt = (fields: Record<string, string>) =>
+      client.post('/app/catalogue/models/new', { csrf, id: 'refused-model', provider: 'route-a', upstream_model: 'a-upstream', endpoints: 'completions', ...fields });
+    const cases: [fields: Record<string, string>, field: string, message: RegExp][] = [
+      [{ deployments: 'route-b b-upstream weight=heavy' }, 'deployments', /^line 1: weight must be a number$/],
+      [{ deployments: 'route-b b-upstream\nroute-b colour=blue' }, 'deployments', /^line 2: unknown attribute &#39;colour&#39; \(use weight=, priority= or upstream_api=\)$/],
+      [{ deployments: 'route-b b-upstream priority=1.5' }, 'deployments', /^line 1: priority must be a whole number$/],
+      // From the admin: deployments.2 is the second line typed, which is the textarea's third.
+      [{ deployments: 'route-b b-upstream\n\nnowhere some-model' }, 'deployments', /^line 3, provider: no provider has the id &#39;nowhere&#39;$/],
+      [{ deployments: 'route-b weight=0' }, 'deployments', /^line 1, weight: .*&gt;0$/],
+      [{ deployments: 'route-b b-upstream upstream_api=grpc' }, 'deployments', /^line 1, upstream_api: /],
+      [{ deployments: 'route-b b-upstream', provider: 'ghost' }, 'provider', /^no provider has the id &#39;ghost&#39;$/],
+      [{ fallbacks: 'llama-8b, no-such-model' }, 'fallbacks', /^no model has the id &#39;no-such-model&#39;$/],
+      [{ deployments: 'route-b', fallbacks: 'refused-model' }, 'fallbacks', /^a model cannot fall back to itself$/],
+    ];
+    for (const [fields, field, message] of cases) {
+      const refused = await attempt(fields);
+      const label = JSON.stringify(fields);
+      assert.equal(refused.status, 400, label);
+      assert.match(fieldError(refused.text, field) ?? '(no error on the field)', message, label);
+      for (const other of ['deployments', 'provider', 'fallbacks'].filter((name) => name !== field)) assert.equal(fieldError(refused.text, other), undefined, `${label}: no error on ${other}`);
+      assert.match(refused.text, new RegExp(`<div class="notice notice-error" role="alert"><p>Nothing was saved:</p><ul><li><code>${field}</code>: `), `${label}: in the summary`);
+      if (field !== 'provider') assert.match(refused.text, new RegExp(`<(?:textarea|input) id="f-${field}" [^>]*aria-describedby="f-${field}-hint f-${field}-err" aria-invalid="true"`), `${label}: wired to the field`);
+      // What was typed comes back, in an open section.
+      if (fields.deployments !== undefined) assert.equal(ConsoleClient.formFields(refused.text, '/app/catalogue/models/new').deployments, fields.deployments, label);
+      assert.match(refused.text, /<details open>\s*<summary>More deployments and fallbacks/, label);
+      assert.equal(storedModel('refused-model').length, 0, `${label}: nothing saved`);
+    }
+  });
+
+  test('editing fills the form back with the deployments and fallbacks, and saving it unchanged keeps them', async () => {
+    const action = '/app/catalogue/models/routed-70b/edit';
+    const edit = await client.get(action);
+    assert.equal(edit.status, 200);
+    const fields = ConsoleClient.formFields(edit.text, action);
+    assert.equal(fields.provider, 'route-a');
+    assert.equal(fields.upstream_model, 'a-upstream');
+    assert.equal(fields.deployments, 'route-b b-upstream weight=3 priority=1');
+    assert.equal(fields.fallbacks, 'llama-8b');
+    assert.match(edit.text, /<details open>\s*<summary>More deployments and fallbacks/);
+
+    const more = 'route-b b-upstream weight=3 priority=1\nroute-a spare-upstream weight=1 priority=2 upstream_api=chat\nroute-b weight=0.5 priority=0';
+    const changed = await client.post(action, { ...fields, display_name: 'Routed 70B', deployments: more, fallbacks: 'llama-8b other-model' });
+    assert.equal(changed.status, 303, changed.text);
+    const before = JSON.parse(storedModel('routed-70b')[0]!.config);
+    assert.equal(before.display_name, 'Routed 70B');
+    assert.deepEqual(before.fallbacks, ['llama-8b', 'other-model']);
+    const refilled = ConsoleClient.formFields((await client.get(action)).text, action);
+    assert.equal(refilled.deployments, 'route-b b-upstream weight=3 priority=1\nroute-a spare-upstream priority=2 upstream_api=chat\nroute-b weight=0.5', 'only attributes that are not the defaults');
+    assert.equal(refilled.fallbacks, 'llama-8b, other-model');
+    assert.equal((await client.post(action, refilled)).status, 303);
+    const afterSave = JSON.parse(storedModel('routed-70b')[0]!.config);
+    assert.deepEqual(afterSave, before, 'saving the form as filled changes nothing');
+    assert.deepEqual(afterSave.deployments.map((d: any) => [d.provider, d.upstream_model, d.weight, d.priority, d.upstream_api]), [
+      ['route-a', 'a-upstream', 1, 0, undefined],
+      ['route-b', 'b-upstream', 3, 1, undefined],
+      ['route-a', 'spare-upstream', 1, 2, 'chat'],
+      ['route-b', undefined, 0.5, 0, undefined],
+    ]);
+
+    // Emptying the lines returns the model to the one-deployment short form.
+    const single = await client.post(action, { ...refilled, deployments: '', fallbacks: '' });
+    assert.equal(single.status, 303, single.text);
+    const short = JSON.parse(storedModel('routed-70b')[0]!.config);
+    assert.equal(short.deployments, undefined);
+    assert.equal(short.upstream_model, 'a-upstream');
+    assert.equal(short.fallbacks, undefined);
+    assert.equal(storedModel('routed-70b')[0]!.provider_id, 'route-a');
+    // And back, through the same form.
+    assert.equal((await client.post(action, refilled)).status, 303);
+    assert.deepEqual(JSON.parse(storedModel('routed-70b')[0]!.config), before);
+  });
+
+  test('a provider that only a second deployment uses cannot be removed, and the page says which model holds it', async () => {
+    const confirm = await client.get('/app/catalogue/providers/route-b/delete');
+    assert.equal(confirm.status, 200);
+    assert.match(confirm.text, /Still used by the model <code>routed-70b<\/code>/);
+    assert.doesNotMatch(confirm.text, /<button type="submit" class="btn btn-danger">Remove provider/, 'no button to press');
+    const refused = await client.post('/app/catalogue/providers/route-b/delete', { csrf });
+    assert.equal(refused.status, 409);
+    assert.match(refused.text, /role="alert">Not removed: Models still use provider &#39;route-b&#39; \(routed-70b\)/);
+    assert.equal(query(gateway.dataDir, "SELECT 1 FROM console_providers WHERE id = 'route-b'").length, 1, 'still there');
+
+    assert.equal((await client.post('/app/catalogue/models/routed-70b/delete', { csrf })).status, 303);
+    assert.match((await client.get('/app/catalogue/providers/route-b/delete')).text, /<button type="submit" class="btn btn-danger">Remove provider/);
+    assert.equal((await client.post('/app/catalogue/providers/route-b/delete', { csrf })).status, 303);
+    assert.equal(query(gateway.dataDir, "SELECT 1 FROM console_providers WHERE id = 'route-b'").length, 0);
+  });
+});

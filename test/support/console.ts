@@ -73,6 +73,39 @@ export class ConsoleClient {
     return match[1]!;
   }
 
+  /**
+   * What a browser would submit from the page's form with `action`, as served: inputs' values,
+   * checked boxes, selected options, textareas' text. Enough for the console's own forms.
+   */
+  static formFields(page: string, action: string): Record<string, string | string[]> {
+    const form = new RegExp(`<form method="post" action="${action.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"[^>]*>([\\s\\S]*?)</form>`).exec(page);
+    if (!form) throw new Error(`no form posting to ${action} on the page`);
+    const unescape = (text: string) => text.replace(/&(lt|gt|quot|#39|amp);/g, (_m, name: string) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[name]!);
+    const attribute = (tag: string, name: string) => {
+      const match = new RegExp(`\\s${name}="([^"]*)"`).exec(tag);
+      return match ? unescape(match[1]!) : undefined;
+    };
+    const fields: Record<string, string | string[]> = {};
+    const add = (name: string, value: string) => {
+      const existing = fields[name];
+      fields[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
+    };
+    for (const [tag] of form[1]!.matchAll(/<input\b[^>]*>/g)) {
+      const name = attribute(tag, 'name');
+      if (name === undefined) continue;
+      const type = attribute(tag, 'type') ?? 'text';
+      if (type === 'checkbox' && !/\schecked\b/.test(tag)) continue;
+      add(name, attribute(tag, 'value') ?? (type === 'checkbox' ? 'on' : ''));
+    }
+    for (const [, tag, options] of form[1]!.matchAll(/(<select\b[^>]*>)([\s\S]*?)<\/select>/g)) {
+      const chosen = /<option\b[^>]*\sselected[^>]*>/.exec(options!)?.[0] ?? /<option\b[^>]*>/.exec(options!)?.[0];
+      if (chosen !== undefined) add(attribute(tag!, 'name')!, attribute(chosen, 'value') ?? '');
+    }
+    // The parser drops one newline right after <textarea>.
+    for (const [, tag, text] of form[1]!.matchAll(/(<textarea\b[^>]*>)([\s\S]*?)<\/textarea>/g)) add(attribute(tag!, 'name')!, unescape(text!.replace(/^\r?\n/, '')));
+    return fields;
+  }
+
   async login(username: string, password: string): Promise<PageResponse> {
     const form = await this.get('/app/login');
     return this.post('/app/login', { csrf: ConsoleClient.csrfOf(form.text), username, password, next: '/app/keys' });

@@ -46,6 +46,7 @@ h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .narrow { max-width: 40rem; }
 .section-head, .provider-head { display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .provider-head h2 { margin: 0; }
+.table-scroll + .table-scroll { margin-top: .75rem; }
 .table-scroll { overflow-x: auto; border: 1px solid var(--border); border-radius: var(--radius); background: var(--surface); }
 table.data { width: 100%; border-collapse: collapse; font-size: .92rem; }
 table.data th, table.data td { text-align: left; padding: .55rem .75rem; border-bottom: 1px solid var(--border); vertical-align: top; }
@@ -55,6 +56,7 @@ table.data thead th a:hover { text-decoration: underline; }
 table.data tbody tr:last-child > * { border-bottom: 0; }
 table.data tbody th { font-weight: 600; }
 table.compact th, table.compact td { padding: .35rem .6rem; }
+table.data caption { caption-side: top; text-align: left; padding: .5rem .75rem; color: var(--muted); font-size: .85rem; font-weight: 600; }
 table.data code, table.data time { white-space: nowrap; }
 .num { text-align: right !important; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .empty { color: var(--muted); text-align: center !important; padding: 1.5rem !important; }
@@ -62,8 +64,10 @@ table.data code, table.data time { white-space: nowrap; }
 .pill { display: inline-block; padding: .05rem .55rem; border-radius: 999px; font-size: .8rem; font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
 .pill-active, .pill-up { color: var(--ok); }
 .pill-disabled, .pill-degraded, .pill-expired { color: var(--warn); }
-.pill-revoked, .pill-down { color: var(--danger); }
+.pill-revoked, .pill-down, .pill-open { color: var(--danger); }
+.pill-cooling { color: var(--warn); border-style: dashed; }
 .pill-unknown { color: var(--muted); }
+ul.plain { list-style: none; margin: 0; padding: 0; }
 .tag { font-size: .78rem; padding: .05rem .45rem; border-radius: 4px; background: var(--bg); border: 1px solid var(--border); white-space: nowrap; }
 .btn { display: inline-block; font: inherit; font-weight: 600; font-size: .95rem; padding: .45rem .9rem; border-radius: 6px; border: 1px solid var(--accent);
   background: var(--accent); color: var(--accent-text); cursor: pointer; text-decoration: none; line-height: 1.3; }
@@ -82,7 +86,7 @@ label { font-weight: 600; }
 .checks { display: grid; grid-template-columns: repeat(auto-fill, minmax(16rem, 1fr)); gap: .25rem 1rem; }
 input:not([type=checkbox]), select, textarea { font: inherit; padding: .45rem .6rem; border: 1px solid var(--border); border-radius: 6px; background: var(--surface); color: var(--text); max-width: 100%; }
 input[readonly] { background: var(--bg); color: var(--muted); }
-input[aria-invalid="true"], select[aria-invalid="true"] { border-color: var(--danger); }
+input[aria-invalid="true"], select[aria-invalid="true"], textarea[aria-invalid="true"] { border-color: var(--danger); }
 .hint { margin: 0; color: var(--muted); font-size: .85rem; }
 .field-error { margin: 0; color: var(--danger); font-size: .9rem; font-weight: 600; }
 .filter { display: flex; flex-wrap: wrap; gap: .5rem .75rem; align-items: center; margin: 1rem 0; }
@@ -114,6 +118,7 @@ input[aria-invalid="true"], select[aria-invalid="true"] { border-color: var(--da
 .bar-none { background: var(--none); }
 .bars-legend { display: flex; justify-content: space-between; margin-top: .2rem; }
 details summary { cursor: pointer; font-weight: 600; margin: .5rem 0; }
+details > .field + .field { margin-top: 1rem; }
 @media (max-width: 640px) {
   h1 { font-size: 1.35rem; }
   .card { padding: .85rem; }

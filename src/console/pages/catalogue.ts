@@ -1,5 +1,6 @@
 import type { AdminResult, FieldErrors, SecretChanges } from '../../catalogue/catalogue-admin.js';
-import { ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS } from '../../config/config-file.js';
+import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import { ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS, UPSTREAM_APIS, type DeploymentConfig } from '../../config/config-file.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatPrice, html, layout, type Html } from '../html.js';
@@ -20,7 +21,7 @@ const LIMIT_FIELDS: readonly (readonly [name: string, label: string, placeholder
 ];
 
 /** A text input of an entry form, with its label, hint and error wired for assistive technology. */
-function field(name: string, label: string, values: Values, errors: FieldErrors, options: { type?: string; hint?: string; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
+function field(name: string, label: string, values: Values, errors: FieldErrors, options: { type?: string; hint?: string | Html; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
   const id = `f-${name}`;
   const error = errors[name];
   const described = [options.hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ');
@@ -33,10 +34,33 @@ function field(name: string, label: string, values: Values, errors: FieldErrors,
 </div>`;
 }
 
+/** A textarea of an entry form, wired like `field`. The newline after the tag is dropped by the parser, so a value's own first blank line survives. */
+function textField(name: string, label: string, values: Values, errors: FieldErrors, options: { hint?: string | Html; rows?: number; placeholder?: string } = {}): Html {
+  const id = `f-${name}`;
+  const error = errors[name];
+  const described = [options.hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ');
+  const value = values[name];
+  return html`<div class="field">
+  <label for="${id}">${label} <span class="muted">(optional)</span></label>
+  <textarea id="${id}" name="${name}" rows="${options.rows ?? 3}" spellcheck="false"${options.placeholder ? html` placeholder="${options.placeholder}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${error ? html` aria-invalid="true"` : ''} autocomplete="off">
+${typeof value === 'string' ? value : ''}</textarea>
+  ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
+  ${error ? html`<p class="field-error" id="${id}-err">${error}</p>` : ''}
+</div>`;
+}
+
 function errorSummary(errors: FieldErrors): Html {
   const entries = Object.entries(errors);
   if (entries.length === 0) return html``;
   return html`<div class="notice notice-error" role="alert"><p>Nothing was saved:</p><ul>${entries.map(([name, message]) => html`<li>${name === '_' ? '' : html`<code>${name}</code>: `}${message}</li>`)}</ul></div>`;
+}
+
+/** Each deployment as `provider/upstream model`, the name the ledger and /status use, with its weight and priority where they are not the defaults. */
+function deploymentList(model: CatalogueModel): Html {
+  return html`<ul class="plain">${model.deployments.map((d) => {
+    const attributes = [d.weight !== 1 ? `weight ${d.weight}` : '', d.priority !== 0 ? `priority ${d.priority}` : ''].filter(Boolean).join(', ');
+    return html`<li><code>${d.name}</code>${attributes ? html` <span class="muted small">${attributes}</span>` : ''}</li>`;
+  })}</ul>`;
 }
 
 function overview(deps: ConsoleDeps, session: Session, notice: string | null) {
@@ -68,9 +92,10 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 <section aria-labelledby="models-heading">
   <div class="section-head"><h2 id="models-heading">Models</h2>${providers.length > 0 ? html`<a class="btn btn-small" href="/app/catalogue/models/new">Add model</a>` : html`<span class="muted small">Add a provider first.</span>`}</div>
   <div class="table-scroll" role="region" aria-label="Models" tabindex="0"><table class="data">
-    <thead><tr><th scope="col">Id</th><th scope="col">Provider</th><th scope="col">Upstream model</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <thead><tr><th scope="col">Id</th><th scope="col">Deployments</th><th scope="col">Fallbacks</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
     <tbody>${models.length === 0 ? html`<tr><td colspan="8" class="empty">No models yet.</td></tr>` : models.map(
-      (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td><code>${m.providerId}</code></td><td><code>${m.upstreamModel}</code></td>
+      (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td>${deploymentList(m)}</td>
+      <td>${m.fallbacks.length === 0 ? html`<span class="muted">—</span>` : m.fallbacks.map((f, i) => html`${i > 0 ? ', ' : ''}<code>${f}</code>`)}</td>
       <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
       <td>${origin(m.origin)}</td>
       <td class="actions">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
@@ -151,10 +176,19 @@ ${errorSummary(errors)}
   ${field('id', 'Model id', values, errors, { required: true, readonly: mode === 'update', hint: 'The public id clients send, e.g. my-llama-70b.' })}
   <div class="field">
     <label for="f-provider">Provider</label>
-    <select id="f-provider" name="provider" required>${deps.catalogue.providers().map((p) => html`<option value="${p.id}"${values.provider === p.id ? html` selected` : ''}>${p.id}</option>`)}</select>
-    ${errors.provider ? html`<p class="field-error">${errors.provider}</p>` : ''}
+    <select id="f-provider" name="provider" required${errors.provider ? html` aria-describedby="f-provider-err" aria-invalid="true"` : ''}>${deps.catalogue.providers().map((p) => html`<option value="${p.id}"${values.provider === p.id ? html` selected` : ''}>${p.id}</option>`)}</select>
+    ${errors.provider ? html`<p class="field-error" id="f-provider-err">${errors.provider}</p>` : ''}
   </div>
   ${field('upstream_model', 'Upstream model', values, errors, { hint: 'The name the provider knows it by; default: the model id.' })}
+  <details${values.deployments || values.fallbacks || errors.deployments || errors.fallbacks ? html` open` : ''}>
+    <summary>More deployments and fallbacks</summary>
+    ${textField('deployments', 'More deployments', values, errors, {
+      rows: 3,
+      placeholder: 'gpu-box-2 llama-3.1-70b weight=2',
+      hint: html`Further upstreams serving this model, besides the provider above: one per line, <code>provider [upstream_model] [weight=N] [priority=N] [upstream_api=${UPSTREAM_APIS.join('|')}]</code>. The upstream model defaults to the model id, weight to 1 (its share of traffic among the deployments of one priority), priority to 0 (tried first; a higher one only once every deployment before it is out). <code>upstream_api</code> is for <code>openai</code> providers only. The provider above is the first deployment, with the default weight and priority.`,
+    })}
+    ${field('fallbacks', 'Fallbacks', values, errors, { hint: 'Other model ids, separated by commas or spaces, tried in order when every deployment of this model failed.' })}
+  </details>
   ${field('display_name', 'Display name', values, errors)}
   ${field('owned_by', 'Owner', values, errors, { hint: 'Default: the provider id.' })}
   <div class="field">
@@ -185,19 +219,27 @@ ${errorSummary(errors)}
   });
 }
 
-function deletePage(session: Session, kind: Kind, id: string) {
+/**
+ * The confirmation before a removal. A provider that any model's deployment still uses is named
+ * with its users and offered no button (the admin refuses it anyway, and `refusal` says so when a
+ * model took it up in the meantime).
+ */
+function deletePage(deps: ConsoleDeps, session: Session, kind: Kind, id: string, refusal?: string) {
   const noun = kind === 'providers' ? 'provider' : 'model';
+  const users = kind === 'providers' ? deps.catalogue.current().models.filter((m) => m.deployments.some((d) => d.providerId === id)).map((m) => m.id) : [];
   return layout({
     title: `Remove ${noun}`,
     nav: 'catalogue',
     user: userOf(session),
     body: html`<section class="card narrow">
   <h1>Remove the ${noun} <code>${id}</code>?</h1>
+  ${refusal ? html`<p class="notice notice-error" role="alert">Not removed: ${refusal}</p>` : ''}
   <p>${kind === 'models' ? 'Requests for this model fail with 404 within a second; keys that list it keep the id but cannot use it.' : 'The provider is removed within a second. A provider that models still use cannot be removed.'}</p>
+  ${users.length > 0 ? html`<p class="notice notice-error"${refusal ? '' : html` role="alert"`}>Still used by ${users.length === 1 ? 'the model' : 'the models'} ${users.map((u, i) => html`${i > 0 ? ', ' : ''}<code>${u}</code>`)}: remove ${users.length === 1 ? 'it' : 'them'}, or edit ${users.length === 1 ? 'its' : 'their'} deployments, first.</p>` : ''}
   <form method="post" action="/app/catalogue/${kind}/${encodeURIComponent(id)}/delete" class="row">
     <input type="hidden" name="csrf" value="${session.csrf}">
-    <button type="submit" class="btn btn-danger">Remove ${noun}</button>
-    <a class="btn btn-secondary" href="/app/catalogue">Cancel</a>
+    ${users.length === 0 ? html`<button type="submit" class="btn btn-danger">Remove ${noun}</button>` : ''}
+    <a class="btn btn-secondary" href="/app/catalogue">${users.length === 0 ? 'Cancel' : 'Back to the catalogue'}</a>
   </form>
 </section>`,
   });
@@ -272,9 +314,93 @@ function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Recor
   return { raw, secrets };
 }
 
-function modelInput(form: URLSearchParams, errors: FieldErrors): Record<string, unknown> {
-  const raw: Record<string, unknown> = { id: text(form, 'id') ?? '', provider: text(form, 'provider') ?? '' };
-  for (const name of ['upstream_model', 'display_name', 'owned_by', 'description', 'version']) {
+const DEPLOYMENT_ATTRIBUTES = ['weight', 'priority', 'upstream_api'] as const;
+
+/**
+ * The "More deployments" lines → deployment entries, one per non-blank line:
+ * `provider [upstream_model] [weight=N] [priority=N] [upstream_api=…]`. Only what the schema
+ * cannot say in the user's terms is judged here (the shape of a line, numbers that do not parse);
+ * the rest (weight > 0, a known provider, …) is the admin's, whose errors `formErrors` maps back
+ * through `lines`, the textarea line of each entry.
+ */
+function deploymentLines(source: string, errors: FieldErrors): { entries: Record<string, unknown>[]; lines: number[] } {
+  const entries: Record<string, unknown>[] = [];
+  const lines: number[] = [];
+  const problems: string[] = [];
+  source.split(/\r?\n/).forEach((line, index) => {
+    const tokens = line.trim().split(/\s+/).filter((token) => token !== '');
+    if (tokens.length === 0) return;
+    const at = `line ${index + 1}`;
+    const [provider, ...rest] = tokens as [string, ...string[]];
+    if (provider.includes('=')) problems.push(`${at}: start with the provider id, then the upstream model, then attributes`);
+    const entry: Record<string, unknown> = { provider };
+    if (rest[0] !== undefined && !rest[0].includes('=')) entry.upstream_model = rest.shift();
+    for (const token of rest) {
+      const eq = token.indexOf('=');
+      const key = token.slice(0, eq);
+      const value = token.slice(eq + 1);
+      if (eq === -1) problems.push(`${at}: '${token}' is not an attribute (weight=N, priority=N or upstream_api=…)`);
+      else if (!(DEPLOYMENT_ATTRIBUTES as readonly string[]).includes(key)) problems.push(`${at}: unknown attribute '${key}' (use weight=, priority= or upstream_api=)`);
+      else if (Object.hasOwn(entry, key)) problems.push(`${at}: ${key} is given twice`);
+      else if (key === 'upstream_api') entry[key] = value;
+      else {
+        const number = value.trim() === '' ? NaN : Number(value);
+        if (!Number.isFinite(number)) problems.push(`${at}: ${key} must be a number`);
+        else if (key === 'priority' && !Number.isInteger(number)) problems.push(`${at}: priority must be a whole number`);
+        else entry[key] = number;
+      }
+    }
+    entries.push(entry);
+    lines.push(index + 1);
+  });
+  if (problems.length > 0) errors.deployments = problems.join('; ');
+  return { entries, lines };
+}
+
+/** A further deployment as a line of the form, with only its attributes that are not the defaults. */
+function deploymentLine(deployment: DeploymentConfig): string {
+  const parts = [deployment.provider];
+  if (deployment.upstream_model !== undefined) parts.push(deployment.upstream_model);
+  if (deployment.weight !== 1) parts.push(`weight=${deployment.weight}`);
+  if (deployment.priority !== 0) parts.push(`priority=${deployment.priority}`);
+  if (deployment.upstream_api !== undefined) parts.push(`upstream_api=${deployment.upstream_api}`);
+  return parts.join(' ');
+}
+
+/**
+ * The admin names a deployment by its index in the entry; the form shows the first as the Provider
+ * and Upstream model fields and the others as lines of the textarea, so its errors go there, by line.
+ */
+function formErrors(errors: FieldErrors, lines: readonly number[]): FieldErrors {
+  const mapped: FieldErrors = {};
+  const add = (name: string, message: string) => (mapped[name] = Object.hasOwn(mapped, name) ? `${mapped[name]}; ${message}` : message);
+  for (const [path, message] of Object.entries(errors)) {
+    const deployment = /^deployments\.(\d+)(?:\.(.+))?$/.exec(path);
+    if (deployment !== null) {
+      const index = Number(deployment[1]);
+      const attribute = deployment[2];
+      if (index === 0) {
+        const name = attribute === 'upstream_model' ? 'upstream_model' : 'provider';
+        add(name, attribute === undefined || attribute === name ? message : `${attribute}: ${message}`);
+      } else add('deployments', `line ${lines[index - 1] ?? index}${attribute === undefined ? '' : `, ${attribute}`}: ${message}`);
+    } else if (path.startsWith('fallbacks.')) add('fallbacks', message);
+    else add(path, message);
+  }
+  return mapped;
+}
+
+/** The model form → a configuration entry: the `provider:` short form, or `deployments:` when there are more lines. */
+function modelInput(form: URLSearchParams, errors: FieldErrors): { raw: Record<string, unknown>; lines: number[] } {
+  const raw: Record<string, unknown> = { id: text(form, 'id') ?? '' };
+  const first: Record<string, unknown> = { provider: text(form, 'provider') ?? '' };
+  const upstreamModel = text(form, 'upstream_model');
+  if (upstreamModel !== undefined) first.upstream_model = upstreamModel;
+  const { entries, lines } = deploymentLines(form.get('deployments') ?? '', errors);
+  if (entries.length === 0) Object.assign(raw, first);
+  else raw.deployments = [first, ...entries];
+  const fallbacks = (form.get('fallbacks') ?? '').split(/[\s,]+/).filter((id) => id !== '');
+  if (fallbacks.length > 0) raw.fallbacks = fallbacks;
+  for (const name of ['display_name', 'owned_by', 'description', 'version']) {
     const value = text(form, name);
     if (value !== undefined) raw[name] = value;
   }
@@ -290,7 +416,7 @@ function modelInput(form: URLSearchParams, errors: FieldErrors): Record<string, 
     if (input === undefined || output === undefined) errors.pricing = 'give both prices, or neither';
     else raw.pricing = { input_per_mtok: input, output_per_mtok: output };
   }
-  return raw;
+  return { raw, lines };
 }
 
 /** Stored entry → form values, for editing. */
@@ -305,7 +431,16 @@ function valuesOf(stored: Record<string, unknown>): Values {
       const pricing = value as { input_per_mtok: number; output_per_mtok: number };
       values.input_per_mtok = String(pricing.input_per_mtok);
       values.output_per_mtok = String(pricing.output_per_mtok);
-    } else if (Array.isArray(value)) values[key] = value.map(String);
+    } else if (key === 'deployments' && Array.isArray(value)) {
+      // The first deployment fills the Provider and Upstream model fields; the others are lines.
+      const [first, ...rest] = value as DeploymentConfig[];
+      if (first !== undefined) {
+        values.provider = first.provider;
+        if (first.upstream_model !== undefined) values.upstream_model = first.upstream_model;
+      }
+      values.deployments = rest.map(deploymentLine).join('\n');
+    } else if (key === 'fallbacks' && Array.isArray(value)) values.fallbacks = value.join(', ');
+    else if (Array.isArray(value)) values[key] = value.map(String);
     else if (value !== undefined && value !== null) values[key] = String(value);
   }
   return values;
@@ -342,10 +477,10 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     if (op === 'delete') {
       const stored = kind === 'providers' ? await admin.storedProvider(id) : await admin.storedModel(id);
       if (stored === undefined) throw new FormError(404, `There is no console ${noun.toLowerCase()} “${id}” (entries from the configuration file are changed there).`);
-      if (method === 'GET') return sendHtml(ctx.res, 200, deletePage(session, kind, id));
+      if (method === 'GET') return sendHtml(ctx.res, 200, deletePage(deps, session, kind, id));
       await checkedForm(ctx, session);
       const result = kind === 'providers' ? await admin.deleteProvider(id) : await admin.deleteModel(id);
-      if (!result.ok) throw new FormError(409, Object.values(result.errors).join(' '));
+      if (!result.ok) return sendHtml(ctx.res, 409, deletePage(deps, session, kind, id, Object.values(result.errors).join(' ')));
       return done(ctx, `${noun} ${id} removed.`);
     }
 
@@ -371,8 +506,9 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
       const { raw, secrets: changes } = providerInput(form, errors);
       result = Object.keys(errors).length > 0 ? { ok: false, errors } : await admin.saveProvider(mode, raw, changes);
     } else {
-      const raw = modelInput(form, errors);
+      const { raw, lines } = modelInput(form, errors);
       result = Object.keys(errors).length > 0 ? { ok: false, errors } : await admin.saveModel(mode, raw);
+      if (!result.ok) result = { ok: false, errors: formErrors(result.errors, lines) };
     }
     if (!result.ok) {
       const values = formValues(form);

@@ -1,6 +1,7 @@
 import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Figures, Health } from '../../status/health.js';
-import { HISTORY_DAYS, type ComponentStatus, type DayBar, type StatusSnapshot } from '../../status/status-monitor.js';
+import type { DeploymentState } from '../../routing/deployment-health.js';
+import { HISTORY_DAYS, type ComponentStatus, type DayBar, type ModelStatus, type StatusSnapshot } from '../../status/status-monitor.js';
 import { page, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, html, layout, type Html } from '../html.js';
 import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
@@ -66,6 +67,22 @@ function latency(f: Figures): string {
   return f.latencyMs === null ? '—' : `${formatInt(f.latencyMs.p50)} / ${formatInt(f.latencyMs.p95)} / ${formatInt(f.latencyMs.p99)} ms`;
 }
 
+/** Words as well as colour: the pill says the state. */
+const DEPLOYMENT_STATES: Record<DeploymentState, string> = { up: 'Up', degraded: 'Degraded', cooling: 'Cooling down', open: 'Circuit open' };
+
+/** One row per deployment of each model: where its requests go, and how the router sees that upstream now. */
+function deploymentTable(providerId: string, models: readonly ModelStatus[]): Html {
+  return html`<div class="table-scroll" role="region" aria-label="Deployments of the models of ${providerId}" tabindex="0"><table class="data compact">
+    <caption>Deployments: routing state and live latency</caption>
+    <thead><tr><th scope="col">Model</th><th scope="col">Deployment</th><th scope="col">Routing state</th><th scope="col" class="num">Live latency</th></tr></thead>
+    <tbody>${models.map((m) =>
+      m.deployments.map(
+        (d) => html`<tr data-deployment-of="${m.id}" data-deployment="${d.provider}/${d.upstream_model}"><th scope="row"><code>${m.id}</code></th><td><code>${d.provider}/${d.upstream_model}</code></td><td><span class="pill pill-${d.state}">${DEPLOYMENT_STATES[d.state]}</span></td><td class="num">${d.latency_ms === null ? '—' : `${formatInt(d.latency_ms)} ms`}</td></tr>`,
+      ),
+    )}</tbody>
+  </table></div>`;
+}
+
 function statusPage(snapshot: StatusSnapshot) {
   return layout({
     title: 'Status',
@@ -76,6 +93,7 @@ function statusPage(snapshot: StatusSnapshot) {
 </div>
 <p class="banner banner-${snapshot.overall}" id="overall" role="status"><strong>${HEADLINES[snapshot.overall]}</strong> <span class="muted small">as of ${formatDate(snapshot.generatedAt, true)}</span></p>
 <p class="muted small">From real traffic through this gateway over the last hour (and active probes where configured). Error rate counts upstream and gateway failures, not callers’ mistakes. Latency is p50 / p95 / p99 of whole requests.</p>
+<p class="muted small">Each model’s deployments are the upstreams its requests are routed to, as the gateway process answering this page sees them: up; degraded (failures in the last circuit window); cooling down (the upstream asked for a pause with <code>Retry-After</code>); circuit open (too many failures: no requests until its cooldown ends, then one trial). Live latency is a recent average of the time until the upstream answered (a stream’s first content; a failure counts as the first-token timeout); “—” when it has had no request in the last minute. A model is listed under the provider of its first deployment.</p>
 ${snapshot.providers.length === 0 ? html`<p class="empty card">No providers are configured.</p>` : ''}
 ${snapshot.providers.map(
   (p) => html`<section class="card provider" data-provider="${p.id}" aria-labelledby="prov-${p.id}">
@@ -98,7 +116,8 @@ ${snapshot.providers.map(
     <tbody>${p.models.map(
       (m) => html`<tr data-model="${m.id}"><th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a></th><td>${healthPill(m.state)}</td><td class="num">${formatInt(m.lastHour.requests)}</td><td class="num">${percent(m.lastHour.errorRate, 1)}</td><td class="num">${latency(m.lastHour)}</td><td class="num">${percent(m.uptime90d)}</td></tr>`,
     )}</tbody>
-  </table></div>`
+  </table></div>
+  ${deploymentTable(p.id, p.models)}`
   }
 </section>`,
 )}`,
