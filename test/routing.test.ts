@@ -24,7 +24,7 @@ import { createKey, eventually, startSluice, type LedgerRow, type RunningSluice 
 
 const upstreamModels = [
   'm-split', 'm-lat', 'm-retry', 'm-claude', 'm-gem', 'm-backup', 'm-reset', 'm-stall', 'm-late', 'm-bad', 'm-circ', 'm-cool', 'm-open',
-  'm-held', 'm-gone', 'm-drip', 'm-late-deadline',
+  'm-held', 'm-gone', 'm-drip', 'm-late-deadline', 'm-native', 'm-noretry', 'm-strict', 'm-logprobs',
 ];
 
 let a: FakeUpstream;
@@ -124,6 +124,29 @@ ${pair('cool', 'm-cool')}
     upstream_model: m-drip
     endpoints: [chat]
 ${pair('deadline', 'm-late-deadline', '{ deadline_ms: 700 }')}
+  - id: native
+    endpoints: [responses]
+    deployments:
+      - { provider: a, upstream_model: m-native, upstream_api: responses }
+      - { provider: b, upstream_model: m-native, upstream_api: responses, priority: 1 }
+  - id: no-retry
+    provider: a
+    upstream_model: m-noretry
+    endpoints: [chat]
+    routing: { retry_on: [], circuit: { failures: 2 } }
+  - id: needs-logprobs
+    provider: a
+    upstream_model: m-logprobs
+    endpoints: [chat]
+    fallbacks: [claude-fallback, llama-logprobs]
+  - id: claude-fallback
+    provider: anthropic
+    upstream_model: claude-x
+    endpoints: [chat]
+  - id: llama-logprobs
+    provider: b
+    upstream_model: m-logprobs
+    endpoints: [chat]
 `;
   sluice = await startSluice({ config, args: ['--workers', '1'] });
   ({ key } = await createKey(sluice.dataDir, 'acme'));
@@ -354,6 +377,21 @@ describe('another attempt when the first fails before anything reached the calle
 });
 
 describe('faults before the first content', () => {
+  test("a relayed Responses stream whose upstream fails before any content (response.failed) is retried", async () => {
+    a.behaviour = aimedAt('m-native', { errorAfterChunks: 1 });
+    try {
+      const { data, response } = await openai.responses.create({ model: 'native', input: 'hello', max_output_tokens: 16, store: false, stream: true }).withResponse();
+      const types: string[] = [];
+      for await (const event of data) types.push(event.type);
+      assert.equal(types.at(-1), 'response.completed');
+      assert.ok(!types.includes('response.failed'), types.join(' '));
+      assert.equal(response.headers.get('x-sluice-attempts'), '2');
+      assert.equal(asked(b, 'm-native').length, 1);
+    } finally {
+      a.behaviour = {};
+    }
+  });
+
   test('a connection reset before the headers, and one after them before any event: both retried', async () => {
     a.behaviour = aimedAt('m-reset', { hangUp: 'after-request' });
     assert.deepEqual(await chat('reset', false), { text: CHAT_ANSWER, attempts: '2' });
@@ -517,6 +555,34 @@ describe('deployment health', () => {
     assert.deepEqual(await chat('cool', false), { text: CHAT_ANSWER, attempts: null });
     assert.equal(asked(a, 'm-cool').length, 2);
     a.behaviour = {};
+  });
+
+  test('the circuit counts a deployment failure even where retry_on says not to retry it', async () => {
+    a.behaviour = aimedAt('m-noretry', { fail: OPENAI_503 });
+    try {
+      for (let i = 0; i < 2; i++) await assert.rejects(chat('no-retry', false), (error: InstanceType<typeof OpenAI.APIError>) => error.status === 503);
+      assert.equal(asked(a, 'm-noretry').length, 2, 'no retries');
+      await eventually(async () => ((await statusOf('no-retry'))[0]!.state === 'open' ? true : undefined));
+    } finally {
+      a.behaviour = {};
+    }
+  });
+
+  test('a fallback that cannot take the request (no log-probabilities on Anthropic) is passed over for the next', async () => {
+    a.behaviour = aimedAt('m-logprobs', { fail: OPENAI_503 });
+    const anthropicBefore = asked(anthropicUpstream, 'claude-x').length;
+    try {
+      const { data, response } = await openai.chat.completions
+        .create({ model: 'needs-logprobs', messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, logprobs: true })
+        .withResponse();
+      assert.equal(data.choices[0]!.message.content, CHAT_ANSWER);
+      assert.ok(data.choices[0]!.logprobs, 'answered with log-probabilities');
+      assert.equal(response.headers.get('x-sluice-attempts'), '2', 'the passed-over fallback made no attempt');
+      assert.equal(asked(b, 'm-logprobs').length, 1);
+      assert.equal(asked(anthropicUpstream, 'claude-x').length, anthropicBefore, 'Anthropic was not asked');
+    } finally {
+      a.behaviour = {};
+    }
   });
 
   test('when every circuit is open the request still goes to the least recently failed deployment', async () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import type { UpstreamFailureCondition } from '../errors.js';
 import { UserError } from '../user-error.js';
 
 /**
@@ -48,8 +49,8 @@ const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
 const nonNegativeInt = z.number().int().nonnegative();
 
 /** Upstream failures a routing policy can retry on: an HTTP status, or a connection that failed or timed out. */
-export const RETRY_CONDITIONS = ['connect_error', 'timeout'] as const;
-export type RetryCondition = number | (typeof RETRY_CONDITIONS)[number];
+export const RETRY_CONDITIONS = ['connect_error', 'timeout'] as const satisfies readonly Exclude<UpstreamFailureCondition, number>[];
+export type RetryCondition = UpstreamFailureCondition;
 
 export const ROUTING_STRATEGIES = ['weighted', 'least_busy', 'latency'] as const;
 export type RoutingStrategy = (typeof ROUTING_STRATEGIES)[number];

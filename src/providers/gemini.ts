@@ -183,7 +183,10 @@ export class GeminiProvider extends TranslatingProvider {
   private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
     for await (const { data } of this.client.events(body)) {
       const event = this.client.parseEvent(data);
-      if (isObject(event.error)) throw this.client.midStreamFailure(readErrorBody(data).message, event.error.code === 503 ? 'upstream_overloaded' : 'upstream_error');
+      if (isObject(event.error)) {
+        const code = typeof event.error.code === 'number' ? event.error.code : undefined;
+        throw this.client.midStreamFailure(readErrorBody(data).message, code === 503 ? 'upstream_overloaded' : 'upstream_error', code);
+      }
       yield event;
     }
   }

@@ -136,11 +136,12 @@ export class UpstreamClient {
   }
 
   /** A failure the upstream reported inside a stream that had begun; its words are kept, its secrets not. */
-  midStreamFailure(message: string | undefined, kind: 'upstream_error' | 'upstream_overloaded' = 'upstream_error'): GatewayError {
+  midStreamFailure(message: string | undefined, kind: 'upstream_error' | 'upstream_overloaded' = 'upstream_error', status?: number): GatewayError {
     const detail = message === undefined ? '.' : `: ${redact(message, this.secrets)}`;
     const what = kind === 'upstream_overloaded' ? 'is overloaded' : 'failed mid-stream';
-    // As the HTTP status the same failure would have had before the stream began (Anthropic's overloaded_error is its 529).
-    return new GatewayError(kind, `The upstream provider '${this.providerId}' ${what}${detail}`, { upstreamFailure: kind === 'upstream_overloaded' ? 529 : 500 });
+    // Routing reads it as the HTTP status the failure names (Google's in-stream `code`), else the one it would have had
+    // before the stream began (Anthropic's overloaded_error is its 529).
+    return new GatewayError(kind, `The upstream provider '${this.providerId}' ${what}${detail}`, { upstreamFailure: status ?? (kind === 'upstream_overloaded' ? 529 : 500) });
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { StreamPart } from '../generation/model.js';
 import type { WireOperation } from '../generation/provider.js';
+import { GatewayError } from '../errors.js';
 
 type Event = Readonly<Record<string, unknown>>;
 
@@ -18,7 +19,7 @@ const RELAYED_CONTENT: Record<WireOperation, (event: Event) => boolean> = {
   // `response.created`, `.in_progress` and an item's announcement come first; any delta, done or end is content.
   'openai.responses': (event) => {
     const type = typeof event.type === 'string' ? event.type : '';
-    return type.endsWith('.delta') || type.endsWith('.done') || type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed';
+    return type.endsWith('.delta') || type.endsWith('.done') || type === 'response.completed' || type === 'response.incomplete';
   },
   'anthropic.messages': (event) => event.type === 'content_block_delta' || event.type === 'message_delta' || event.type === 'message_stop',
   'gemini.generateContent': (event) =>
@@ -35,6 +36,16 @@ const RELAYED_CONTENT: Record<WireOperation, (event: Event) => boolean> = {
 
 export function isRelayedContent(operation: WireOperation, event: Event): boolean {
   return RELAYED_CONTENT[operation](event);
+}
+
+/**
+ * A relayed Responses stream passes the upstream's own failure events on as they came; held before
+ * its first content, such a failure is thrown instead, so that routing can try again.
+ */
+export function relayedFailure(operation: WireOperation, event: Event, providerId: string): GatewayError | undefined {
+  if (operation !== 'openai.responses' || (event.type !== 'response.failed' && event.type !== 'error')) return undefined;
+  // Its own words stay out: only the adapters know the secrets to redact from them.
+  return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed before its answer began.`, { upstreamFailure: 500 });
 }
 
 function choicesHaveContent(event: Event, hasContent: (choice: Event) => boolean): boolean {
@@ -63,9 +74,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /**
  * Reads `source` until its first content (or its end), then gives back an iterable that replays
- * what was read and goes on with the rest.
+ * what was read and goes on with the rest; a failure item (`failureIn`) read before the content is thrown.
  */
-export async function holdUntilContent<T>(source: AsyncIterable<T>, isContent: (item: T) => boolean): Promise<AsyncIterable<T>> {
+export async function holdUntilContent<T>(
+  source: AsyncIterable<T>,
+  isContent: (item: T) => boolean,
+  failureIn: (item: T) => GatewayError | undefined = () => undefined,
+): Promise<AsyncIterable<T>> {
   const iterator = source[Symbol.asyncIterator]();
   const held: T[] = [];
   let ended = false;
@@ -76,6 +91,8 @@ export async function holdUntilContent<T>(source: AsyncIterable<T>, isContent: (
         ended = true;
         break;
       }
+      const failure = failureIn(step.value);
+      if (failure !== undefined) throw failure;
       held.push(step.value);
       if (isContent(step.value)) break;
     }

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
-import { GatewayError, toGatewayError } from '../errors.js';
+import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../errors.js';
 import { generateAll, streamAll } from '../generation/fan-out.js';
 import type { Invoker } from '../generation/invoke.js';
 import type { Meter } from '../generation/operation.js';
@@ -8,7 +8,7 @@ import type { Provider } from '../generation/provider.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
-import { holdUntilContent, isContentPart, isRelayedContent } from './first-content.js';
+import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
 
 /** What a dialect's attempt is given: one deployment, its adapter, and an invoker that holds a stream until its first content. */
 export interface RoutedAttempt {
@@ -43,6 +43,8 @@ export interface RouteProgress {
   readonly attempts: AttemptLogEntry[];
   /** Called when the caller goes away: cancels the attempt in flight, or the wait before the next. */
   cancel: () => void;
+  /** Whether the upstream of the latest attempt had the prompt (what a caller who left is billed for). */
+  accepted: boolean;
 }
 
 export interface DeploymentStatus {
@@ -58,7 +60,7 @@ export function newMeter(): Meter {
 
 /** The progress of a request not yet routed. */
 export function newProgress(): RouteProgress {
-  return { meter: newMeter(), deployment: undefined, served: undefined, attempts: [], cancel: doNothing };
+  return { meter: newMeter(), deployment: undefined, served: undefined, attempts: [], cancel: doNothing, accepted: false };
 }
 
 /**
@@ -126,7 +128,7 @@ export class Router {
         }
         const failure = await this.attempt(job, model, deployment, progress, deadlineAt);
         if (failure === undefined) return;
-        lastError = failure;
+        if (failure !== 'skipped') lastError = failure;
         failedHere.add(this.healthOf(deployment));
       }
       chain ??= this.chainOf(job);
@@ -134,10 +136,17 @@ export class Router {
     throw lastError ?? new GatewayError('internal_error', `Model \`${job.model.id}\` has no deployment to route to.`);
   }
 
-  /** One attempt on one deployment. Returns the failure when another attempt may follow; throws when none may. */
-  private async attempt(job: RouteJob, model: CatalogueModel, deployment: Deployment, progress: RouteProgress, deadlineAt: number): Promise<GatewayError | undefined> {
+  /**
+   * One attempt on one deployment. Returns the failure when another attempt may follow, `skipped`
+   * when this deployment could not take the request before any upstream call (its adapter is gone,
+   * or it cannot honour the request, after another attempt failed); throws when nothing may follow.
+   */
+  private async attempt(job: RouteJob, model: CatalogueModel, deployment: Deployment, progress: RouteProgress, deadlineAt: number): Promise<GatewayError | 'skipped' | undefined> {
     const provider = this.providers.get(deployment.providerId);
-    if (provider === undefined) throw new GatewayError('internal_error', `The provider '${deployment.providerId}' of model \`${model.id}\` is not configured.`);
+    if (provider === undefined) {
+      if (progress.attempts.length > 0) return 'skipped';
+      throw new GatewayError('internal_error', `The provider '${deployment.providerId}' of model \`${model.id}\` is not configured.`);
+    }
     const health = this.healthOf(deployment);
     const { routing } = deployment;
     const startedAt = this.now();
@@ -145,14 +154,19 @@ export class Router {
     progress.meter = meter;
     progress.deployment = deployment;
     progress.served = model;
+    progress.accepted = false;
 
     // One signal per attempt, which a timeout or the caller's going away aborts.
     const controller = new AbortController();
     progress.cancel = () => controller.abort();
     if (job.gone()) controller.abort();
-    let accepted = false;
+    let invoked = false;
+    let streamed = false;
     let answered = false;
     let timeout: GatewayError | undefined;
+    let deadlinePassed = false;
+    /** The upstream has the prompt: a stream it began, a whole answer asked for (until it is refused). */
+    const accepted = () => (progress.accepted = true);
     // A timeout aborts the attempt's signal, which every adapter's upstream call honours; the attempt
     // then fails with the timeout's error rather than the abort's.
     const arm = (ms: number, error: () => GatewayError): NodeJS.Timeout =>
@@ -160,8 +174,10 @@ export class Router {
         timeout = error();
         controller.abort();
       }, Math.max(0, ms));
-    const deadlineError = () =>
-      new GatewayError('upstream_timeout', `No answer from model \`${job.model.id}\` within the routing deadline of ${job.model.routing.deadlineMs} ms.`, { upstreamFailure: 'timeout' });
+    const deadlineError = () => {
+      deadlinePassed = true;
+      return new GatewayError('upstream_timeout', `No answer from model \`${job.model.id}\` within the routing deadline of ${job.model.routing.deadlineMs} ms.`, { upstreamFailure: 'timeout' });
+    };
     let timer = arm(deadlineAt - startedAt, deadlineError);
     /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
     const holdStream = () => {
@@ -181,27 +197,38 @@ export class Router {
     };
     const invoke: Invoker = {
       generate: async (subCalls, target) => {
+        invoked = true;
+        accepted();
         const result = await generateAll(provider, subCalls, target);
         answer();
         return result;
       },
       stream: async (subCalls, target) => {
+        invoked = true;
+        streamed = true;
         holdStream();
         const parts = await streamAll(provider, subCalls, target);
-        accepted = true;
+        accepted();
         const held = await holdUntilContent(parts, isContentPart);
         answer();
         return held;
       },
       relay: async (call) => {
+        invoked = true;
+        streamed = call.stream;
         if (call.stream) holdStream();
+        else accepted();
         const relayed = await provider.relay(call);
         if (!relayed.stream) {
           answer();
           return relayed;
         }
-        accepted = true;
-        const events = await holdUntilContent(relayed.events, (event) => isRelayedContent(call.operation, event));
+        accepted();
+        const events = await holdUntilContent(
+          relayed.events,
+          (event) => isRelayedContent(call.operation, event),
+          (event) => relayedFailure(call.operation, event, deployment.providerId),
+        );
         answer();
         return { stream: true, events };
       },
@@ -211,19 +238,25 @@ export class Router {
     try {
       await job.attempt({ deployment, provider, invoke, signal: controller.signal, meter });
       const failure = meter.failure;
-      if (failure !== null && failure.upstreamFailure !== undefined && routing.retryOn.has(failure.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, undefined, routing);
+      // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
+      if (failure !== null && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, routing);
       else if (!answered) health.settledWithoutVerdict();
       this.record(progress, model, deployment, startedAt, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
       return undefined;
     } catch (thrown) {
       const error = timeout ?? toGatewayError(thrown);
-      const retryable = !job.gone() && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
-      if (retryable) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
+      const gone = job.gone();
+      // The request's own deadline and the caller's leaving say nothing about the deployment.
+      if (!gone && !deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
-      // Once the upstream had accepted the request, it had the prompt, whatever came of it.
-      const consumed = accepted ? await job.promptTokens().catch(() => 0) : 0;
-      this.record(progress, model, deployment, startedAt, error.status, error.kind, consumed, 0);
-      if (!retryable || job.res.headersSent) throw error;
+      if (!invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) return 'skipped';
+      // A whole answer refused, or whose connection failed, was never worked on.
+      if (!streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
+      // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
+      const consumed = meter.usage?.input ?? (progress.accepted ? await job.promptTokens().catch(() => 0) : 0);
+      this.record(progress, model, deployment, startedAt, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0);
+      const retryable = !gone && !job.res.headersSent && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
+      if (!retryable) throw error;
       return error;
     } finally {
       clearTimeout(timer);
@@ -335,6 +368,18 @@ export class Router {
     }
     return best;
   }
+}
+
+/** Recorded when the client went away before the answer was complete (nginx's convention). */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * A failure that is the deployment's rather than the request's, which its circuit counts whatever
+ * `retry_on` says: a connection that failed, a timeout, a refused credential, a rate limit, a 5xx.
+ */
+function isDeploymentFault(failure: UpstreamFailureCondition | undefined): boolean {
+  if (failure === undefined) return false;
+  return typeof failure === 'string' || failure >= 500 || failure === 401 || failure === 403 || failure === 408 || failure === 429;
 }
 
 /** `Retry-After` in seconds or as an HTTP date, in ms from now. */

@@ -117,7 +117,8 @@ export class StatusMonitor {
         .filter((model) => model.providerId === entry.id)
         .map((model) => {
           const ofModel = (sample: { model: string }) => sample.model === model.id;
-          return component(model.id, providerTraffic.filter(ofModel), providerProbes.filter(ofModel), daily.filter((row) => mine(row) && ofModel(row)), now, today);
+          // A model is listed under its first deployment's provider, but its figures are its own on every provider.
+          return component(model.id, traffic.filter(ofModel), probes.filter(ofModel), daily.filter(ofModel), now, today);
         });
       return { ...component(entry.id, providerTraffic, providerProbes, daily.filter(mine), now, today), models };
     });

@@ -85,7 +85,7 @@ export interface Database {
     cost_usd: number;
     attempts: Generated<number>;
     deployment: string | null;
-    /** JSON array of the attempts, when there was more than one. */
+    /** JSON array of the attempts, when there was more than one or the only one failed after the upstream had the prompt. */
     attempt_log: string | null;
   };
   /**

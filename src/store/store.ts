@@ -73,7 +73,7 @@ export interface UsageRow {
   readonly attempts: number;
   /** The deployment of the last attempt, `provider/upstream_model`. */
   readonly deployment: string | null;
-  /** Every attempt, when there was more than one: for reconciling with each provider's bill. */
+  /** Every attempt, when there was more than one or the only one failed after the upstream had the prompt: for reconciling with each provider's bill. */
   readonly attemptLog: readonly AttemptLogEntry[] | null;
 }
 

@@ -5,14 +5,12 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
 import { directInvoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
-import { newProgress, type RouteProgress } from '../../routing/router.js';
+import { CLIENT_CLOSED_REQUEST, newProgress, type RouteProgress } from '../../routing/router.js';
 import { costUsd } from '../../usage/pricing.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
 import type { GatewayDeps } from '../server.js';
 
-/** Recorded when the client went away before the answer was complete (nginx's convention). */
-const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * Every generation operation, whatever its dialect, runs these stages in this order:
@@ -91,7 +89,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       errorKind = clientLeft ? 'client_closed' : error.kind;
       // The upstream had the prompt once the call was made: that much is owed even if nothing came back.
       const meter = progress.meter;
-      if (clientLeft && meter.usage === null && request !== undefined && progress.deployment !== undefined) {
+      if (clientLeft && meter.usage === null && request !== undefined && progress.accepted) {
         meter.usage = await operation.countUsage(request, []);
         meter.tokensCounted = true;
       }
