@@ -250,8 +250,8 @@ export class Router {
       if (!gone && !deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
       if (!invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) return 'skipped';
-      // A whole answer refused, or whose connection failed, was never worked on.
-      if (!streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
+      // A whole answer refused, or whose connection failed, was never worked on (one cut short because the caller left was).
+      if (!gone && !streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
       // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
       const consumed = meter.usage?.input ?? (progress.accepted ? await job.promptTokens().catch(() => 0) : 0);
       this.record(progress, model, deployment, startedAt, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0);
