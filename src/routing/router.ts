@@ -1,14 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../errors.js';
-import { generateAll, streamAll } from '../generation/fan-out.js';
-import type { Invoker } from '../generation/invoke.js';
 import type { Meter } from '../generation/operation.js';
 import type { Provider } from '../generation/provider.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
-import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
+import type { Invoker } from '../generation/invoke.js';
+import { AttemptRun } from './attempt-run.js';
 
 /** What a dialect's attempt is given: one deployment, its adapter, and an invoker that holds a stream until its first content. */
 export interface RoutedAttempt {
@@ -82,7 +81,7 @@ export class Router {
 
   /** The deployment a single call outside routing (a token count) goes to: the one routing would pick first. */
   preferred(model: CatalogueModel): Deployment {
-    return this.choose(model, new Set(), this.now()) ?? model.deployments[0]!;
+    return this.choose(model, NO_FAILURES, this.now()) ?? model.deployments[0]!;
   }
 
   deploymentStatus(model: CatalogueModel): DeploymentStatus[] {
@@ -97,7 +96,7 @@ export class Router {
   /** Runs attempts until one answers; throws the last failure when none did. */
   async run(job: RouteJob, progress: RouteProgress): Promise<void> {
     const deadlineAt = this.now() + job.model.routing.deadlineMs;
-    const failedHere = new Set<DeploymentHealth>();
+    let failedHere: Set<DeploymentHealth> | undefined;
     let chain: CatalogueModel[] | undefined;
     let lastError: GatewayError | undefined;
     let repeats = 0;
@@ -105,7 +104,7 @@ export class Router {
       const model = link === 0 ? job.model : chain?.[link];
       if (model === undefined) break;
       for (let tries = 0; tries <= model.routing.retries; tries++) {
-        let deployment = this.choose(model, failedHere, this.now());
+        let deployment = this.choose(model, failedHere ?? NO_FAILURES, this.now());
         let waitMs = 0;
         if (deployment === undefined) {
           // Every deployment failed for this request: on to a fallback, else the soonest one again, after a backoff.
@@ -129,7 +128,7 @@ export class Router {
         const failure = await this.attempt(job, model, deployment, progress, deadlineAt);
         if (failure === undefined) return;
         if (failure !== 'skipped') lastError = failure;
-        failedHere.add(this.healthOf(deployment));
+        (failedHere ??= new Set()).add(this.healthOf(deployment));
       }
       chain ??= this.chainOf(job);
     }
@@ -155,103 +154,26 @@ export class Router {
     progress.deployment = deployment;
     progress.served = model;
     progress.accepted = false;
-
-    // One signal per attempt, which a timeout or the caller's going away aborts.
-    const controller = new AbortController();
-    progress.cancel = () => controller.abort();
-    if (job.gone()) controller.abort();
-    let invoked = false;
-    let streamed = false;
-    let answered = false;
-    let timeout: GatewayError | undefined;
-    let deadlinePassed = false;
-    /** The upstream has the prompt: a stream it began, a whole answer asked for (until it is refused). */
-    const accepted = () => (progress.accepted = true);
-    // A timeout aborts the attempt's signal, which every adapter's upstream call honours; the attempt
-    // then fails with the timeout's error rather than the abort's.
-    const arm = (ms: number, error: () => GatewayError): NodeJS.Timeout =>
-      setTimeout(() => {
-        timeout = error();
-        controller.abort();
-      }, Math.max(0, ms));
-    const deadlineError = () => {
-      deadlinePassed = true;
-      return new GatewayError('upstream_timeout', `No answer from model \`${job.model.id}\` within the routing deadline of ${job.model.routing.deadlineMs} ms.`, { upstreamFailure: 'timeout' });
-    };
-    let timer = arm(deadlineAt - startedAt, deadlineError);
-    /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
-    const holdStream = () => {
-      clearTimeout(timer);
-      const firstTokenBy = Math.min(startedAt + routing.firstTokenTimeoutMs, deadlineAt);
-      const firstTokenError = () =>
-        firstTokenBy === deadlineAt
-          ? deadlineError()
-          : new GatewayError('upstream_timeout', `The upstream provider '${deployment.providerId}' sent no first token within ${routing.firstTokenTimeoutMs} ms (first_token_timeout_ms).`, { upstreamFailure: 'timeout' });
-      timer = arm(firstTokenBy - this.now(), firstTokenError);
-    };
-    const answer = () => {
-      clearTimeout(timer);
-      answered = true;
-      const now = this.now();
-      health.succeeded(now, now - startedAt);
-    };
-    const invoke: Invoker = {
-      generate: async (subCalls, target) => {
-        invoked = true;
-        accepted();
-        const result = await generateAll(provider, subCalls, target);
-        answer();
-        return result;
-      },
-      stream: async (subCalls, target) => {
-        invoked = true;
-        streamed = true;
-        holdStream();
-        const parts = await streamAll(provider, subCalls, target);
-        accepted();
-        const held = await holdUntilContent(parts, isContentPart);
-        answer();
-        return held;
-      },
-      relay: async (call) => {
-        invoked = true;
-        streamed = call.stream;
-        if (call.stream) holdStream();
-        else accepted();
-        const relayed = await provider.relay(call);
-        if (!relayed.stream) {
-          answer();
-          return relayed;
-        }
-        accepted();
-        const events = await holdUntilContent(
-          relayed.events,
-          (event) => isRelayedContent(call.operation, event),
-          (event) => relayedFailure(call.operation, event, deployment.providerId),
-        );
-        answer();
-        return { stream: true, events };
-      },
-    };
-
+    const run = new AttemptRun(provider, deployment, health, progress, startedAt, deadlineAt, job.model, this.now);
+    if (job.gone()) run.cancel();
     health.begin(startedAt);
     try {
-      await job.attempt({ deployment, provider, invoke, signal: controller.signal, meter });
+      await job.attempt({ deployment, provider, invoke: run, signal: run.signal, meter });
       const failure = meter.failure;
       // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
       if (failure !== null && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, routing);
-      else if (!answered) health.settledWithoutVerdict();
+      else if (!run.answered) health.settledWithoutVerdict();
       this.record(progress, model, deployment, startedAt, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
       return undefined;
     } catch (thrown) {
-      const error = timeout ?? toGatewayError(thrown);
+      const error = run.timeout ?? toGatewayError(thrown);
       const gone = job.gone();
       // The request's own deadline and the caller's leaving say nothing about the deployment.
-      if (!gone && !deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
+      if (!gone && !run.deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
-      if (!invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) return 'skipped';
+      if (!run.invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) return 'skipped';
       // A whole answer refused, or whose connection failed, was never worked on (one cut short because the caller left was).
-      if (!gone && !streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
+      if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
       // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
       const consumed = meter.usage?.input ?? (progress.accepted ? await job.promptTokens().catch(() => 0) : 0);
       this.record(progress, model, deployment, startedAt, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0);
@@ -259,7 +181,7 @@ export class Router {
       if (!retryable) throw error;
       return error;
     } finally {
-      clearTimeout(timer);
+      run.finish();
       health.end();
       progress.cancel = doNothing;
     }
@@ -405,3 +327,4 @@ function sleep(ms: number, progress: RouteProgress): Promise<void> {
 }
 
 const doNothing = (): void => undefined;
+const NO_FAILURES: ReadonlySet<DeploymentHealth> = new Set();

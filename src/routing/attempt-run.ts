@@ -1,0 +1,125 @@
+import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
+import { GatewayError } from '../errors.js';
+import { generateAll, streamAll, type CallTarget, type SubCall } from '../generation/fan-out.js';
+import type { Invoker } from '../generation/invoke.js';
+import type { GenerationResult, StreamPart } from '../generation/model.js';
+import type { Provider, RelayCall, RelayResponse } from '../generation/provider.js';
+import type { DeploymentHealth } from './deployment-health.js';
+import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
+import type { RouteProgress } from './router.js';
+
+/**
+ * One attempt's invoker and clock: it calls the deployment's adapter, holds a stream until its
+ * first content, and aborts the attempt when the first-token timeout or the request's deadline
+ * passes (every adapter honours the signal; the attempt then fails with the timeout's error rather
+ * than the abort's). A class, not closures: it is made once per request on the hot path.
+ */
+export class AttemptRun implements Invoker {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private timerFires: 'deadline' | 'first_token' = 'deadline';
+  /** The adapter was called. */
+  invoked = false;
+  streamed = false;
+  /** The upstream answered: a stream's first content, or a whole answer. */
+  answered = false;
+  /** The error a timeout replaced the attempt's own with. */
+  timeout: GatewayError | undefined;
+  deadlinePassed = false;
+
+  constructor(
+    private readonly provider: Provider,
+    private readonly deployment: Deployment,
+    private readonly health: DeploymentHealth,
+    private readonly progress: RouteProgress,
+    private readonly startedAt: number,
+    private readonly deadlineAt: number,
+    private readonly asked: CatalogueModel,
+    private readonly now: () => number,
+  ) {
+    progress.cancel = this.cancel;
+    this.arm(deadlineAt - startedAt, 'deadline');
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The caller went away. */
+  readonly cancel = (): void => this.controller.abort();
+
+  finish(): void {
+    clearTimeout(this.timer);
+  }
+
+  async generate(subCalls: readonly SubCall[], target: CallTarget): Promise<GenerationResult> {
+    this.invoked = true;
+    this.progress.accepted = true;
+    const result = await generateAll(this.provider, subCalls, target);
+    this.answer();
+    return result;
+  }
+
+  async stream(subCalls: readonly SubCall[], target: CallTarget): Promise<AsyncIterable<StreamPart>> {
+    this.invoked = true;
+    this.streamed = true;
+    this.holdStream();
+    const parts = await streamAll(this.provider, subCalls, target);
+    this.progress.accepted = true;
+    const held = await holdUntilContent(parts, isContentPart);
+    this.answer();
+    return held;
+  }
+
+  async relay(call: RelayCall): Promise<RelayResponse> {
+    this.invoked = true;
+    this.streamed = call.stream;
+    // The upstream has the prompt once a whole answer is asked for (until it is refused), or once a stream began.
+    if (call.stream) this.holdStream();
+    else this.progress.accepted = true;
+    const relayed = await this.provider.relay(call);
+    if (!relayed.stream) {
+      this.answer();
+      return relayed;
+    }
+    this.progress.accepted = true;
+    const providerId = this.deployment.providerId;
+    const events = await holdUntilContent(
+      relayed.events,
+      (event) => isRelayedContent(call.operation, event),
+      (event) => relayedFailure(call.operation, event, providerId),
+    );
+    this.answer();
+    return { stream: true, events };
+  }
+
+  /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
+  private holdStream(): void {
+    clearTimeout(this.timer);
+    const firstTokenBy = Math.min(this.startedAt + this.deployment.routing.firstTokenTimeoutMs, this.deadlineAt);
+    this.arm(firstTokenBy - this.now(), firstTokenBy === this.deadlineAt ? 'deadline' : 'first_token');
+  }
+
+  private answer(): void {
+    clearTimeout(this.timer);
+    this.answered = true;
+    const now = this.now();
+    this.health.succeeded(now, now - this.startedAt);
+  }
+
+  private arm(ms: number, fires: 'deadline' | 'first_token'): void {
+    this.timerFires = fires;
+    this.timer = setTimeout(this.expire, Math.max(0, ms));
+  }
+
+  private readonly expire = (): void => {
+    if (this.timerFires === 'deadline') {
+      this.deadlinePassed = true;
+      this.timeout = new GatewayError('upstream_timeout', `No answer from model \`${this.asked.id}\` within the routing deadline of ${this.asked.routing.deadlineMs} ms.`, { upstreamFailure: 'timeout' });
+    } else {
+      const { providerId, routing } = this.deployment;
+      this.timeout = new GatewayError('upstream_timeout', `The upstream provider '${providerId}' sent no first token within ${routing.firstTokenTimeoutMs} ms (first_token_timeout_ms).`, { upstreamFailure: 'timeout' });
+    }
+    this.controller.abort();
+  };
+}
