@@ -220,8 +220,8 @@ for (const upstream of UPSTREAMS) {
     });
 
     test('a stream that fails after it began ends with response.failed, then an error event', async () => {
-      // After the first content (Anthropic's fourth event, its first delta): a stream is held until then.
-      upstream.fake().behaviour = { errorAfterChunks: upstream.fake() === upstreams.anthropic ? 4 : 3 };
+      // After the first content (a native upstream's fifth event and Anthropic's fourth, their first delta): a stream is held until then.
+      upstream.fake().behaviour = { errorAfterChunks: upstream.native ? 5 : upstream.fake() === upstreams.anthropic ? 4 : 3 };
       const response = await fetch(`${sluice.url}/v1/responses`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
