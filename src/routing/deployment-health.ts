@@ -5,6 +5,8 @@ export type DeploymentState = 'up' | 'degraded' | 'cooling' | 'open';
 
 /** How far a latency sample moves the average at most: a burst of samples must not erase the history at once. */
 const MAX_WEIGHT = 0.5;
+/** And at least: at thousands of requests a second, time alone would give each sample next to no weight, and a failure none. */
+const MIN_WEIGHT = 0.05;
 /** The time constant of the decaying average: a sample this old weighs about a third of a fresh one. */
 const DECAY_MS = 10_000;
 /** The least a failure counts as, in ms. */
@@ -71,7 +73,8 @@ export class DeploymentHealth {
 
   /** The upstream answered (a stream's first content, or a whole answer) after `latencyMs`. */
   succeeded(now: number, latencyMs: number): void {
-    if (this.openUntil > 0) {
+    // Only a trial closes an open circuit: a request already in flight when it opened proves little.
+    if (this.openUntil > 0 && this.trialInFlight) {
       // A closed circuit starts afresh: what it measured while failing no longer says anything.
       this.openUntil = 0;
       this.failures = [];
@@ -99,7 +102,7 @@ export class DeploymentHealth {
   private sample(now: number, latencyMs: number): void {
     if (this.latencyMs === null || now - this.sampledAt > STALE_MS) this.latencyMs = latencyMs;
     else {
-      const weight = Math.min(MAX_WEIGHT, 1 - Math.exp(-(now - this.sampledAt + 1) / DECAY_MS));
+      const weight = Math.min(MAX_WEIGHT, Math.max(MIN_WEIGHT, 1 - Math.exp(-(now - this.sampledAt + 1) / DECAY_MS)));
       this.latencyMs += weight * (latencyMs - this.latencyMs);
     }
     this.sampledAt = now;
