@@ -50,7 +50,6 @@ const nonNegativeInt = z.number().int().nonnegative();
 
 /** Upstream failures a routing policy can retry on: an HTTP status, or a connection that failed or timed out. */
 export const RETRY_CONDITIONS = ['connect_error', 'timeout'] as const satisfies readonly Exclude<UpstreamFailureCondition, number>[];
-export type RetryCondition = UpstreamFailureCondition;
 
 export const ROUTING_STRATEGIES = ['weighted', 'least_busy', 'latency'] as const;
 export type RoutingStrategy = (typeof ROUTING_STRATEGIES)[number];
@@ -60,7 +59,7 @@ export const ROUTING_DEFAULTS = {
   strategy: 'latency' as RoutingStrategy,
   retries: 2,
   backoff_ms: { initial: 200, max: 5000 },
-  retry_on: [429, 500, 502, 503, 504, 529, 'connect_error', 'timeout'] as RetryCondition[],
+  retry_on: [429, 500, 502, 503, 504, 529, 'connect_error', 'timeout'] as UpstreamFailureCondition[],
   first_token_timeout_ms: 20_000,
   /** Bounds every attempt of a request together, until a whole answer is complete or a stream's first content. */
   deadline_ms: 300_000,
@@ -89,7 +88,7 @@ export interface RoutingPolicy {
   readonly strategy: RoutingStrategy;
   readonly retries: number;
   readonly backoffMs: { readonly initial: number; readonly max: number };
-  readonly retryOn: ReadonlySet<RetryCondition>;
+  readonly retryOn: ReadonlySet<UpstreamFailureCondition>;
   readonly firstTokenTimeoutMs: number;
   readonly deadlineMs: number;
   readonly retryAfterMaxMs: number;

@@ -53,7 +53,7 @@ export interface DeploymentStatus {
   readonly latency_ms: number | null;
 }
 
-export function newMeter(): Meter {
+function newMeter(): Meter {
   return { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
 }
 
