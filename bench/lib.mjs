@@ -164,3 +164,18 @@ export async function waitForHttp(url, timeoutMs = 20_000) {
 }
 
 export const round = (x, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null);
+
+/** SCAN + UNLINK of every key under the prefix; returns how many there were. */
+export async function dropRedisPrefix(redis, prefix) {
+  let cursor = '0';
+  let n = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) {
+      n += keys.length;
+      await redis.unlink(...keys);
+    }
+  } while (cursor !== '0');
+  return n;
+}

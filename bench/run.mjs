@@ -8,6 +8,8 @@
 // The benchmark model serves /v1/completions and /v1/chat/completions; the closed-loop and
 // streaming scenarios measure both operations in the same run, so that the chat relay can be set
 // beside the legacy completions relay.
+// The limits scenario sets gateways with per-key limits (in memory, over IPC, on Redis) beside a
+// key without limits, to report what the admit stage costs per request.
 // Writes bench/RESULTS.md and bench/results.json. See bench/README.md for the knobs.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,6 +30,7 @@ import {
   treeMemoryMB,
   waitForHttp,
   waitedChildrenCpuSeconds,
+  dropRedisPrefix,
 } from './lib.mjs';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -81,6 +84,17 @@ const S = {
   // Seconds between /status.json samples during those runs (0: none). Each takes the answering
   // worker a few hundred ms (it reads up to 20,000 ledger rows), which weighs on the run itself.
   flakyStatusEvery: num('BENCH_FLAKY_STATUS_EVERY', 5, 5),
+  // Limits scenario (the admit stage): closed-loop points of its own, rounds interleaving the
+  // configurations (no limits, limits in memory, limits on Redis; with --workers 2 too).
+  limitsConnections: env('BENCH_LIMITS_CONNECTIONS', '1,32').split(',').map(Number),
+  limitsSeconds: num('BENCH_LIMITS_SECONDS', 4, 2),
+  limitsRounds: num('BENCH_LIMITS_ROUNDS', 3, 1),
+  limitsWorkers2: env('BENCH_LIMITS_WORKERS2', '1') !== '0',
+  redisUrl: env('BENCH_REDIS_URL', 'redis://127.0.0.1:6379'),
+  // Seconds of uninterrupted load on one limited key (c=32), in 10 s slices, after the rounds (0: none).
+  limitsSustainedSeconds: num('BENCH_LIMITS_SUSTAINED_SECONDS', 0, 0),
+  // Seconds per point of the admit stage alone (bench/limits-admit.mjs; 0: not run).
+  limitsMicroSeconds: num('BENCH_LIMITS_MICRO_SECONDS', 1.5, 0.5),
 };
 const BODY = JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: 16 });
 const streamBody = (tokens, tps) =>
@@ -348,14 +362,20 @@ ${S.flakyRouting ? `    routing: ${S.flakyRouting}\n` : ''}`
 }
 
 async function createKeyWithCli(dataDir) {
-  const r = await run(process.execPath, [SLUICE_BIN, 'keys', 'create', '--account', 'bench', '--name', 'bench', '--json', '--data', dataDir], { cwd: ROOT });
-  if (r.code !== 0) throw new Error(`sluice keys create failed (${r.code}): ${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1)).key;
+  return (await createKeyRecordWithCli(dataDir)).key;
 }
 
-async function startSluice(name, dataDir, configFile, port) {
-  const args = [SLUICE_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile];
-  if (supportsWorkers()) args.push('--workers', String(S.workers));
+/** `sluice keys create … --json`: the key's JSON (id, limits, …) with its secret in `key`; `flags` are more CLI flags (limits). */
+async function createKeyRecordWithCli(dataDir, name = 'bench', flags = []) {
+  const r = await run(process.execPath, [SLUICE_BIN, 'keys', 'create', '--account', 'bench', '--name', name, ...flags, '--json', '--data', dataDir], { cwd: ROOT });
+  if (r.code !== 0) throw new Error(`sluice keys create failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1));
+}
+
+/** `options.workers` overrides BENCH_WORKERS; `options.args` are more `serve` flags (e.g. --redis). */
+async function startSluice(name, dataDir, configFile, port, options = {}) {
+  const args = [SLUICE_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile, ...(options.args ?? [])];
+  if (supportsWorkers()) args.push('--workers', String(options.workers ?? S.workers));
   const p = startProcess(name, process.execPath, args, { SLUICE_LOG_LEVEL: 'warn' });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000);
@@ -367,7 +387,7 @@ async function startSluice(name, dataDir, configFile, port) {
   /** Graceful stop and a fresh start on the same port and data directory. */
   target.restart = async () => {
     await stopGateway(target);
-    const again = await startSluice(name, dataDir, configFile, port);
+    const again = await startSluice(name, dataDir, configFile, port, options);
     target.proc = again.proc;
   };
   return target;
@@ -426,15 +446,23 @@ async function closedLoopRun(target, connections, seconds, { key, keysFile, oper
   return { ...j, errors, wall, ok: j.requests - j.non2xx, loadgenCpu };
 }
 
-async function measureClosed(target, connections, extra = {}, label = '') {
-  if (S.warmupSeconds > 0) await closedLoopRun(target, connections, S.warmupSeconds, extra);
+/**
+ * One closed-loop point after a warm-up. `options`: `warmupSeconds` and `seconds` (default the
+ * closed-loop settings), and `probe`, an async reading taken just before and just after the
+ * measured run (outside the CPU readings), kept as `probe: { before, after }`.
+ */
+async function measureClosed(target, connections, extra = {}, label = '', options = {}) {
+  const warmupSeconds = options.warmupSeconds ?? S.warmupSeconds;
+  if (warmupSeconds > 0) await closedLoopRun(target, connections, warmupSeconds, extra);
+  const before = options.probe ? await options.probe() : undefined;
   const cpu0 = treeCpuSeconds(target.pid());
   const up0 = treeCpuSeconds(upstream.pid());
   const m0 = machineCpu();
-  const r = await closedLoopRun(target, connections, S.seconds, extra);
+  const r = await closedLoopRun(target, connections, options.seconds ?? S.seconds, extra);
   const cpu1 = treeCpuSeconds(target.pid());
   const up1 = treeCpuSeconds(upstream.pid());
   const m1 = machineCpu();
+  const after = options.probe ? await options.probe() : undefined;
   const res = {
     target: target.name,
     operation: extra.operation ?? 'completions',
@@ -457,6 +485,7 @@ async function measureClosed(target, connections, extra = {}, label = '') {
     loadgen: LOADGEN,
     loadgenCpuPct: (r.loadgenCpu / r.wall) * 100,
     machineBusyPct: ((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100,
+    ...(options.probe ? { probe: { before, after } } : {}),
   };
   // CPU used by processes outside this measurement (other work on the machine), % of one core.
   res.otherCpuPct = Math.max(0, res.machineBusyPct * os.availableParallelism() - res.upstreamCpuPct - res.loadgenCpuPct - (target.name === 'direct' ? 0 : res.targetCpuPct));
@@ -1106,6 +1135,109 @@ function routingReport(L, routing) {
   }
 }
 
+function limitsReport(L, limits) {
+  L.push('## Limits: the cost of the admit stage', '');
+  const gw = (id) => limits.gateways[id];
+  L.push(
+    'The same non-streaming load as the closed loop (completions and chat, a prompt and max_tokens 16, wrk) through gateways in several configurations, measured in rounds that interleave them ' +
+      `(${limits.settings.rounds} round(s) of ${limits.settings.seconds} s per point after a discarded 1 s pass over every point; the configurations rotate and the operations swap from one round to the next). ` +
+      `Each gateway has its own data directory with two keys of account \`bench\`: one without limits and one with \`${limits.settings.limitsFlags}\` on \`bench-model\` (priced: $0.2 / $0.6 per Mtok), ` +
+      'so the admit stage keeps every counter (rolling-minute requests and tokens, the in-flight lease, the monthly spend) and counts the prompt\'s tokens for the reservation, but never refuses. ' +
+      (limits.redis.skipped ? `**Redis configurations skipped**: ${limits.redis.skipped}.` : `Redis ${limits.redis.version} at \`${limits.redis.url}\`, prefix \`${limits.redis.prefix}\` (fresh for the run, deleted at its end).`),
+    '',
+  );
+  L.push('| configuration | gateway | key | compared with |', '|---|---|---|---|');
+  for (const c of limits.configurations) L.push(`| ${c.id}: ${c.label} | \`${gw(c.gateway)?.command ?? c.gateway}\` | ${c.limited ? 'with limits' : 'without limits'} | ${c.base ?? ''} |`);
+  L.push('');
+  const t = limitsTable(limits);
+  if (t.length) {
+    L.push(
+      '| conns | operation | configuration | req/s | p50 ms | p99 ms | Sluice CPU µs/req | Redis CPU µs/req (in the scripts) | EVALSHA per req (commands run, the scripts’ included) | Δ p50 µs | Δ p99 µs | Δ Sluice CPU µs/req | Δ Sluice + Redis CPU µs/req | req/s vs base | Δ p50 per round | Δ CPU per round | requests in the minute | machine busy | other CPU | non-2xx+errors |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const x of t) {
+      const onRedis = LIMITS_GATEWAYS[limits.configurations.find((c) => c.id === x.config).gateway].redis;
+      const hasBase = x.base !== null;
+      L.push(
+        `| ${x.connections} | ${x.operation} | ${x.config} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${f(x.cpuUsPerReq, 0)} | ${onRedis ? `${f(x.redisCpuUsPerReq, 0)} (${f(x.scriptUsPerReq, 0)})` : ''} | ${onRedis ? `${f(x.evalshaPerReq, 2)} (${f(x.redisCommandsPerReq, 2)})` : ''} | ` +
+          `${hasBase ? signed(x.dP50Us, 0) : ''} | ${hasBase ? signed(x.dP99Us, 0) : ''} | ${hasBase ? signed(x.dCpuUs, 0) : ''} | ${hasBase ? signed(x.dCpuUs + (onRedis ? x.redisCpuUsPerReq : 0), 0) : ''} | ${hasBase ? signedPct(x.rpsRatio, 1) : ''} | ` +
+          `${x.dP50UsPerRound.map((v) => signed(v, 0)).join(', ')} | ${x.dCpuUsPerRound.map((v) => signed(v, 0)).join(', ')} | ${Number.isFinite(x.windowRequests) ? f(x.windowRequests, 0) : ''} | ${f(x.machineBusyPct, 0)}% | ${f(x.otherCpuPct, 0)}% | ${x.bad} |`,
+      );
+    }
+    L.push(
+      '',
+      'Medians of the rounds. "Δ" = this configuration minus the one it is compared with, in the same round (each pair ran within a couple of minutes), median over the rounds; the per-round values follow. ' +
+        '"Sluice CPU" = utime+stime of the gateway\'s processes (with `--workers 2`: the primary, which keeps the in-memory counters, and both workers) per request. ' +
+        '"Redis CPU" = the Redis server\'s `used_cpu_user + used_cpu_sys` (INFO cpu) over the run per request, in brackets the time its `commandstats` give to EVALSHA (running the scripts); "EVALSHA per req" = `commandstats` calls of EVALSHA (and EVAL) per request, the network round trips of the admit stage (one to admit, one to settle), and in brackets every command Redis ran per request, the `redis.call`s inside the scripts included: all server-wide, so another client of the same Redis would add to them. ' +
+        '"requests in the minute" = the rolling-minute request count of the limited key right after the point (from `x-ratelimit-remaining-requests` of one more request): the counters were that full. ' +
+        '"other CPU" excludes Redis.',
+      '',
+    );
+    L.push(`**Admit stage per request:** ${limitsSummaryLines(limits).map((x) => x.replace(/^limits /, '')).join(' ')}`, '');
+  }
+  if (limits.sustained.length) {
+    L.push('### Sustained load on one limited key', '');
+    L.push(
+      'A new limited key (its rolling minute empty) at c=32, completions, in 10 s slices without a pause, so that the counters fill to a whole minute of requests and then keep as many (old entries leave as new ones come); then the same gateway with its key without limits for 10 s.',
+      '',
+      '| configuration | seconds | req/s | p50 ms | p99 ms | Sluice CPU µs/req | Redis CPU µs/req | requests in the minute after the slice | machine busy | other CPU | non-2xx+errors |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const x of limits.sustained) {
+      L.push(
+        `| ${x.config}${x.afterSustained ? ' (key without limits)' : ''} | ${x.afterSustained ? 'after' : `${x.fromSecond}–${x.fromSecond + 10}`} | ${f(x.rps, 0)} | ${f(x.p50, 3)} | ${f(x.p99, 3)} | ${f(x.targetCpuMsPerReq * 1000, 0)} | ${x.redis ? f(x.redis.cpuUsPerReq, 0) : ''} | ${x.window ? x.window.requestsInWindow : ''} | ${f(x.machineBusyPct, 0)}% | ${f(x.otherCpuPct, 0)}% | ${x.non2xx + x.errors} |`,
+      );
+    }
+    L.push('', '"other CPU" = processes outside the measurement (Redis excluded), % of one core: a slice with much of it ran beside other work.', '');
+  }
+  const c = limits.checks ?? {};
+  if (c.ledger) {
+    const others = Object.values(c.ledger).flatMap((x) => [x.limited, x.plain]).flatMap((x) => Object.keys(x.byStatus)).filter((st) => st !== '200' && st !== '499');
+    L.push(
+      `Checks: ${others.length ? `**answers other than 200 in the ledgers: ${[...new Set(others)].join(', ')}**` : 'no answer other than 200 in the gateways\' ledgers, but for 499s (requests in flight when wrk stopped): no refusal'} (limited keys: ${Object.entries(c.ledger)
+        .map(([id, x]) => `${id} ${JSON.stringify(x.limited.byStatus)}, $${f(x.limited.costUsd, 4)}`)
+        .join('; ')})` +
+        (c.redisKeys !== undefined ? `; ${c.redisKeys} Redis keys under the prefix at the end, spend counters ${JSON.stringify(c.redisSpend)}; ${c.redisKeysDeleted} deleted, ${c.redisKeysLeft} left` : '') +
+        '.',
+      '',
+    );
+  }
+  const m = limits.micro;
+  if (m) {
+    L.push('### The admit stage alone', '');
+    L.push(
+      '`bench/limits-admit.mjs`: `LimitAdmission.admit` then `settle` (not awaited, as the gateway does) in a loop, from `dist/`, against the counters the gateway builds: **memory** = `LocalCounter` (one process, no Redis), **redis** = `openLimitCounter` with a Redis URL (FailoverCounter over RedisCounter, one ioredis connection). ' +
+        `The key's limits as above (\`${JSON.stringify(m.limits)}\`), the prompt "${m.prompt}" counted by the gateway's token counter, max_tokens 16; ${m.seconds} s per point after 2,000 unmeasured. ` +
+        '"µs per request" = wall time / requests (a PING on the connection before the clock stops, so every settle has been answered); CPU = this process\'s; Redis CPU is server-wide (INFO cpu); Redis commands counted on the client.',
+      '',
+      '| counter | concurrency | scopes | µs per request | admits/s | admit p50 µs | admit p99 µs | CPU µs/req | Redis CPU µs/req | Redis commands per request |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const x of m.steady) {
+      L.push(`| ${x.counter} | ${x.concurrency} | ${x.scopes} | ${f(x.wallUsPerRequest, 1)} | ${f(x.perSecond, 0)} | ${f(x.admitP50Us, 1)} | ${f(x.admitP99Us, 1)} | ${f(x.cpuUsPerRequest, 1)} | ${x.counter === 'redis' ? f(x.redisCpuUsPerRequest, 1) : ''} | ${x.counter === 'redis' ? JSON.stringify(x.redisCommandsPerRequest) : ''} |`);
+    }
+    if (m.redisSkipped) L.push('', `Redis: ${m.redisSkipped}.`);
+    L.push('');
+    if (m.fill.length) {
+      L.push(
+        'At a full rolling minute (key limits, concurrency 1): **memory** on a simulated clock that moves 1/R s per request, after 61 s of such requests, so each admission finds R × 60 requests and token reservations in the minute and drops about one; ' +
+          '**redis** with the key\'s `req`, `tok` and `tokv` filled with R × 60 entries spread over the last minute of Redis\'s clock (they leave at R per second while the loop runs).',
+        '',
+        '| counter | R (requests/s of the key) | entries in the minute | µs per request | admit p50 µs | admit p99 µs | CPU µs/req | Redis CPU µs/req |',
+        '|---|---|---|---|---|---|---|---|',
+      );
+      for (const x of m.fill) L.push(`| ${x.counter} | ${x.ratePerSecond} | ${x.windowEntries.toLocaleString('en-US')} | ${f(x.wallUsPerRequest, 1)} | ${f(x.admitP50Us, 1)} | ${f(x.admitP99Us, 1)} | ${f(x.cpuUsPerRequest, 1)} | ${x.counter === 'redis' ? f(x.redisCpuUsPerRequest, 1) : ''} |`);
+      L.push('');
+    }
+    if (m.tokenCount.length) {
+      L.push('The prompt\'s token count that a tpm limit or a budget adds to admission (the gateway\'s counter, o200k; without such limits the gateway counts nothing when the upstream reports usage):', '');
+      L.push('| prompt | tokens | µs per count | CPU µs per count |', '|---|---|---|---|');
+      for (const x of m.tokenCount) L.push(`| ${x.prompt} | ${x.tokens} | ${f(x.usPerCount, 1)} | ${f(x.cpuUsPerCount, 1)} |`);
+      L.push('');
+    }
+  }
+}
+
 async function settledLedgerCount(dataDir, expected) {
   // The ledger is written in batches (every 200 ms): wait until the count stops moving.
   let last = ledgerCount(dataDir);
@@ -1121,6 +1253,382 @@ async function settledLedgerCount(dataDir, expected) {
   }
   return last;
 }
+
+// ---------------------------------------------------------------- limits (the admit stage)
+/**
+ * A key's limits for the limits scenario: every kind at once (rpm, tpm, concurrency, a monthly
+ * budget on the priced bench-model), each far above what the run can reach, so that nothing is
+ * ever refused while every counter is kept: the rolling-minute windows, the in-flight lease, the
+ * prompt's token count for the reservation and its cost against the budget.
+ */
+const LIMITS_FLAGS = ['--rpm', '1000000000', '--tpm', '1000000000000', '--concurrency', '100000', '--budget-usd', '1000000', '--budget-period', 'month'];
+
+/** The limits scenario's configurations: `base` is the configuration a difference is taken against. */
+function limitsConfigurations(haveRedis) {
+  const list = [
+    { id: 'none', gateway: 'w1', limited: false, label: '(a) no limits', base: null },
+    { id: 'memory', gateway: 'w1', limited: true, label: '(b) limits, in memory', base: 'none' },
+    { id: 'redis-none', gateway: 'w1-redis', limited: false, label: 'no limits, gateway with --redis (control)', base: 'none' },
+    { id: 'redis', gateway: 'w1-redis', limited: true, label: '(c) limits, Redis', base: 'none' },
+    { id: 'w2-none', gateway: 'w2', limited: false, label: '--workers 2, no limits', base: null },
+    { id: 'w2-ipc', gateway: 'w2', limited: true, label: '(d) --workers 2, limits in the primary (IPC)', base: 'w2-none' },
+    { id: 'w2-redis', gateway: 'w2-redis', limited: true, label: '(d) --workers 2, limits on Redis', base: 'w2-none' },
+  ];
+  return list.filter((c) => (haveRedis || !c.gateway.endsWith('redis')) && (S.limitsWorkers2 || !c.gateway.startsWith('w2')));
+}
+
+const LIMITS_GATEWAYS = {
+  w1: { workers: 1, redis: false },
+  'w1-redis': { workers: 1, redis: true },
+  w2: { workers: 2, redis: false },
+  'w2-redis': { workers: 2, redis: true },
+};
+
+/** A Redis client of the bench's own (ioredis, the gateway's dependency), or the reason there is none. */
+async function benchRedis() {
+  try {
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(S.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
+    redis.on('error', () => {});
+    await redis.connect();
+    const version = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? 'unknown';
+    return { redis, version };
+  } catch (error) {
+    return { reason: `Redis at ${S.redisUrl} not reachable (${error.message})` };
+  }
+}
+
+/** Redis's CPU seconds (INFO cpu) and its commandstats, server-wide. */
+async function redisReading(redis) {
+  const [cpu, stats] = await Promise.all([redis.info('cpu'), redis.info('commandstats')]);
+  const num = (k) => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
+  const commands = {};
+  for (const m of stats.matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g)) commands[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  return { cpuSeconds: num('used_cpu_user') + num('used_cpu_sys'), commands };
+}
+
+/** What Redis did between two readings, per request of the point (server-wide: other clients of that Redis count too). */
+function redisDelta(a, b, requests) {
+  const calls = {};
+  let total = 0;
+  let scriptUsec = 0;
+  for (const [name, x] of Object.entries(b.commands)) {
+    const d = x.calls - (a.commands[name]?.calls ?? 0);
+    if (d <= 0 || name === 'info') continue;
+    calls[name] = d;
+    total += d;
+    if (name === 'evalsha' || name === 'eval') scriptUsec += x.usec - (a.commands[name]?.usec ?? 0);
+  }
+  const per = (x) => x / Math.max(1, requests);
+  return {
+    cpuUsPerReq: per((b.cpuSeconds - a.cpuSeconds) * 1e6),
+    commandsPerReq: per(total),
+    evalshaPerReq: per((calls.evalsha ?? 0) + (calls.eval ?? 0)),
+    scriptUsPerReq: per(scriptUsec),
+    calls,
+  };
+}
+
+/** One request with `key`: its status and x-ratelimit-* headers (the limits in force, and how full the request window is). */
+async function rateLimitProbe(url, key, operation) {
+  const op = OPERATIONS[operation];
+  const res = await fetch(`${url}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(key) }, body: op.body, signal: AbortSignal.timeout(10_000) });
+  await res.arrayBuffer();
+  const h = (name) => res.headers.get(name);
+  const limit = h('x-ratelimit-limit-requests');
+  const remaining = h('x-ratelimit-remaining-requests');
+  return {
+    status: res.status,
+    limited: limit !== null,
+    requestsInWindow: limit === null ? null : Number(limit) - Number(remaining),
+    tokensInWindow: h('x-ratelimit-limit-tokens') === null ? null : Number(h('x-ratelimit-limit-tokens')) - Number(h('x-ratelimit-remaining-tokens')),
+  };
+}
+
+/** usage_ledger rows by key and status, with the cost, of one gateway's store. */
+function ledgerByKey(dataDir) {
+  const out = execFileSync(
+    process.execPath,
+    [
+      '-e',
+      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});d.pragma('busy_timeout = 5000');` +
+        `console.log(JSON.stringify(d.prepare('SELECT key_id AS key, status, count(*) AS n, sum(cost_usd) AS cost FROM usage_ledger GROUP BY key_id, status').all()));d.close();`,
+      path.join(dataDir, 'sluice.db'),
+    ],
+    { cwd: ROOT },
+  );
+  return JSON.parse(out.toString());
+}
+
+async function redisKeysUnder(redis, prefix) {
+  const keys = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
+/**
+ * The admit stage's cost (per-key limits): the same non-streaming load as the closed loop
+ * (completions and chat, S.limitsConnections) through gateways in several configurations, in
+ * rounds that interleave them: a key without limits; a key with rpm + tpm + concurrency + budget,
+ * counters in memory; the same on Redis (`--redis`, a fresh prefix deleted afterwards); with
+ * `--workers 2`, counters in the primary (IPC) and on Redis. Any non-2xx fails the scenario.
+ * Then, optionally, a sustained run on one limited key (the rolling minute filling up), and the
+ * admit stage alone (bench/limits-admit.mjs).
+ */
+async function scenarioLimits(work, state) {
+  const conn = await benchRedis();
+  const redis = conn.redis ?? null;
+  const prefix = `bench-limits-${process.pid}-${Date.now().toString(36)}:`;
+  const configurations = limitsConfigurations(redis !== null);
+  const out = {
+    settings: { connections: S.limitsConnections, seconds: S.limitsSeconds, rounds: S.limitsRounds, workers2: S.limitsWorkers2, sustainedSeconds: S.limitsSustainedSeconds, microSeconds: S.limitsMicroSeconds, limitsFlags: LIMITS_FLAGS.join(' ') },
+    redis: redis ? { url: S.redisUrl, version: conn.version, prefix } : { skipped: conn.reason },
+    configurations,
+    gateways: {},
+    rows: [],
+    sustained: [],
+    checks: {},
+    micro: null,
+  };
+  state.limits = out; // filled in as it goes, so that an aborted run still reports what it measured
+  if (!redis) log(`limits: ${conn.reason}: the Redis configurations are skipped`);
+  const gateways = {};
+  try {
+    // One gateway per configuration of the process (workers, Redis), each with its own data
+    // directory, a key without limits and a key with every limit; started side by side.
+    await Promise.all(
+      [...new Set(configurations.map((c) => c.gateway))].map(async (id) => {
+        const g = LIMITS_GATEWAYS[id];
+        const dataDir = path.join(work, `data-limits-${id}`);
+        fs.mkdirSync(dataDir, { recursive: true });
+        const config = writeConfig(dataDir, upstream.port);
+        const plain = await createKeyRecordWithCli(dataDir, 'bench-no-limits');
+        const limited = await createKeyRecordWithCli(dataDir, 'bench-limits', LIMITS_FLAGS);
+        const args = g.redis ? ['--redis', S.redisUrl, '--redis-prefix', prefix] : [];
+        const gw = await startSluice(`sluice (limits, ${id})`, dataDir, config, await freePort(), { workers: g.workers, args });
+        gateways[id] = { ...g, gw, dataDir, plain, limited };
+        out.gateways[id] = { workers: g.workers, redis: g.redis, command: `sluice serve --workers ${g.workers}${g.redis ? ` --redis ${S.redisUrl} --redis-prefix ${prefix}` : ''}`, limitedKeyId: limited.id, limits: limited.limits };
+        log(`limits: gateway ${id} on ${gw.url} (pid ${gw.pid()}, ${processTree(gw.pid()).length} processes; --workers ${g.workers}${g.redis ? `, --redis, prefix ${prefix}` : ''}); limited key ${limited.id}: ${JSON.stringify(limited.limits)}`);
+      }),
+    );
+    const keyOf = (c) => (c.limited ? gateways[c.gateway].limited.key : gateways[c.gateway].plain.key);
+    const operations = S.chat ? ['completions', 'chat'] : ['completions'];
+
+    // Each key answers with x-ratelimit-* headers exactly when it has limits.
+    for (const c of configurations) {
+      const p = await rateLimitProbe(gateways[c.gateway].gw.url, keyOf(c), 'completions');
+      if (p.status !== 200 || p.limited !== c.limited) throw new Error(`limits: probe of ${c.id} answered ${p.status} with${p.limited ? '' : 'out'} x-ratelimit headers (expected 200, ${c.limited ? 'with' : 'without'})`);
+    }
+
+    // A discarded pass over every point: JIT, connection pools, the tokenizer's tables and the budget's first seeding.
+    log(`limits: warm-up pass, 1 s at each point, not measured (${configurations.map((c) => c.id).join(', ')})`);
+    for (const cn of S.limitsConnections) for (const operation of operations) for (const c of configurations) await closedLoopRun(gateways[c.gateway].gw, cn, 1, { key: keyOf(c), operation });
+
+    for (let r = 1; r <= S.limitsRounds; r++) {
+      // The configurations rotate from one round to the next, and the operations swap, so that none always comes first.
+      const shift = (r - 1) % configurations.length;
+      const order = [...configurations.slice(shift), ...configurations.slice(0, shift)];
+      const ops = r % 2 === 1 ? operations : [...operations].reverse();
+      log(`limits, round ${r}/${S.limitsRounds}: ${S.limitsSeconds} s per point, c=${S.limitsConnections.join(',')}, ${ops.join(' then ')}; order ${order.map((c) => c.id).join(', ')}`);
+      for (const cn of S.limitsConnections) {
+        for (const operation of ops) {
+          for (const c of order) {
+            const g = gateways[c.gateway];
+            if (!alive(g.gw)) continue;
+            const probe = redis ? () => redisReading(redis) : undefined;
+            const row = await measureClosed(g.gw, cn, { key: keyOf(c), operation }, `${c.id}${operation === 'chat' ? ' chat' : ''}`, { warmupSeconds: 0, seconds: S.limitsSeconds, probe });
+            const { probe: readings, ...rest } = row;
+            const entry = { round: r, config: c.id, ...rest };
+            if (readings) {
+              entry.redis = redisDelta(readings.before, readings.after, row.requests);
+              // % of one core over the run (wall = ok / rps), so that Redis is not counted as "other CPU"
+              entry.redisCpuPct = (entry.redis.cpuUsPerReq * row.requests) / 1e4 / Math.max(1e-9, row.ok / row.rps);
+              entry.otherCpuPct = Math.max(0, row.otherCpuPct - entry.redisCpuPct);
+            }
+            if (c.limited) entry.window = await rateLimitProbe(g.gw.url, keyOf(c), operation);
+            if (row.non2xx > 0) fail(`limits: ${c.id} c=${cn} ${operation}: ${row.non2xx} non-2xx answers out of ${row.requests} (a refusal by the limits, 429, would make the figures meaningless)`);
+            log(
+              `    ${c.id}: ${entry.redis ? `Redis ${f(entry.redis.cpuUsPerReq, 1)} µs CPU/req, ${f(entry.redis.evalshaPerReq, 2)} EVALSHA/req, ${f(entry.redis.commandsPerReq, 2)} commands/req` : ''}` +
+                `${entry.window ? `${entry.redis ? '; ' : ''}after it, ${entry.window.requestsInWindow} requests in the key's rolling minute` : ''}`,
+            );
+            out.rows.push(entry);
+          }
+        }
+      }
+    }
+    for (const line of limitsSummaryLines(out)) log(line);
+
+    // Uninterrupted load on one limited key, in 10 s slices: the rolling minute fills, then old entries leave as new ones come.
+    if (S.limitsSustainedSeconds > 0) {
+      const plan = configurations.filter((c) => c.limited && (c.id === 'memory' || c.id === 'redis'));
+      for (const c of plan) {
+        const g = gateways[c.gateway];
+        // A key of its own, so that the minute starts empty.
+        const key = await createKeyRecordWithCli(g.dataDir, `bench-sustained-${c.id}`, LIMITS_FLAGS);
+        await sleep(1500); // the gateway notices the new key (keys_version)
+        const slices = Math.max(1, Math.round(S.limitsSustainedSeconds / 10));
+        log(`limits, sustained: ${c.id}, one new limited key at c=32 for ${slices} × 10 s without a pause`);
+        for (let i = 1; i <= slices; i++) {
+          const probe = redis ? () => redisReading(redis) : undefined;
+          const row = await measureClosed(g.gw, 32, { key: key.key, operation: 'completions' }, `${c.id} sustained ${i * 10 - 10}-${i * 10} s`, { warmupSeconds: 0, seconds: 10, probe });
+          const { probe: readings, ...rest } = row;
+          const entry = { config: c.id, slice: i, fromSecond: (i - 1) * 10, ...rest };
+          if (readings) {
+            entry.redis = redisDelta(readings.before, readings.after, row.requests);
+            entry.redisCpuPct = (entry.redis.cpuUsPerReq * row.requests) / 1e4 / Math.max(1e-9, row.ok / row.rps);
+            entry.otherCpuPct = Math.max(0, row.otherCpuPct - entry.redisCpuPct);
+          }
+          entry.window = await rateLimitProbe(g.gw.url, key.key, 'completions');
+          if (row.non2xx > 0) fail(`limits, sustained ${c.id}: ${row.non2xx} non-2xx answers out of ${row.requests}`);
+          out.sustained.push(entry);
+        }
+        // The same load on the key without limits right after, for comparison.
+        const base = await measureClosed(g.gw, 32, { key: g.plain.key, operation: 'completions' }, `${c.id === 'redis' ? 'redis-none' : 'none'} (after the sustained run)`, { warmupSeconds: 0, seconds: 10 });
+        out.sustained.push({ config: c.id === 'redis' ? 'redis-none' : 'none', slice: 0, afterSustained: c.id, ...base });
+      }
+    }
+
+    // Checks: no refusal in any ledger, the counters really on Redis, nothing degraded.
+    out.checks.ledger = {};
+    for (const [id, g] of Object.entries(gateways)) {
+      if (!alive(g.gw)) continue;
+      await sleep(500); // the ledger is written in batches
+      const rows = ledgerByKey(g.dataDir);
+      const mine = (k) => rows.filter((x) => x.key === k.id);
+      const summary = (list) => ({ byStatus: Object.fromEntries(list.map((x) => [x.status, x.n])), costUsd: list.reduce((a, x) => a + (x.cost ?? 0), 0) });
+      out.checks.ledger[id] = { limited: summary(mine(g.limited)), plain: summary(mine(g.plain)) };
+      // 499 = wrk stopping at the end of a point with requests in flight; anything else is a failure, a 429 above all.
+      const refused = rows.filter((x) => x.status !== 200 && x.status !== 499);
+      if (refused.length > 0) fail(`limits: gateway ${id}'s ledger has answers other than 200 (and 499, wrk stopping): ${JSON.stringify(refused)}${refused.some((x) => x.status === 429) ? ' — REFUSED BY THE LIMITS (429): the limits are too low for this run' : ''}`);
+      if (g.redis) {
+        const status = await getJson(`${g.gw.url}/status.json`, 10_000);
+        const degraded = status?.degraded ?? null;
+        out.checks[`degraded_${id}`] = degraded;
+        if (degraded === null || degraded.length > 0 || /Redis is unreachable/.test(g.gw.proc.stderr)) fail(`limits: gateway ${id} did not count on Redis throughout: /status.json degraded ${JSON.stringify(degraded)}; stderr ${g.gw.proc.stderr.slice(-500)}`);
+      }
+    }
+    if (redis) {
+      const keys = await redisKeysUnder(redis, prefix);
+      const spend = keys.filter((k) => k.includes(':spend:'));
+      out.checks.redisKeys = keys.length;
+      out.checks.redisSpend = Object.fromEntries(await Promise.all(spend.map(async (k) => [k.slice(prefix.length), Number(await redis.get(k))])));
+      log(`limits: ${keys.length} Redis keys under ${prefix}; spend counters ${JSON.stringify(out.checks.redisSpend)}`);
+      if (configurations.some((c) => c.id === 'redis') && spend.length === 0) fail(`limits: no spend counter under ${prefix}: the budget path was not exercised on Redis`);
+    }
+    log(`limits: ledger rows of the limited keys ${JSON.stringify(Object.fromEntries(Object.entries(out.checks.ledger).map(([id, x]) => [id, x.limited])))}`);
+  } finally {
+    for (const g of Object.values(gateways)) if (!g.gw.proc.exited) await stopGateway(g.gw);
+    if (redis) {
+      out.checks.redisKeysDeleted = await dropRedisPrefix(redis, prefix);
+      out.checks.redisKeysLeft = (await redisKeysUnder(redis, prefix)).length;
+      log(`limits: deleted ${out.checks.redisKeysDeleted} Redis keys under ${prefix} (${out.checks.redisKeysLeft} left)`);
+    }
+  }
+
+  // The admit stage alone, with the gateways stopped.
+  try {
+    if (S.limitsMicroSeconds > 0) {
+      log(`limits: the admit stage alone (bench/limits-admit.mjs, ${S.limitsMicroSeconds} s per point)`);
+      const r = await run(process.execPath, [path.join(BENCH_DIR, 'limits-admit.mjs'), JSON.stringify({ seconds: S.limitsMicroSeconds, redisUrl: S.redisUrl, prefix: `${prefix}admit:` })], { cwd: ROOT });
+      for (const line of r.stderr.split('\n').filter(Boolean)) log(line.trim());
+      const m = /RESULT (\{.*\})/.exec(r.stdout);
+      if (m) out.micro = JSON.parse(m[1]);
+      else fail(`limits: bench/limits-admit.mjs failed (code ${r.code}): ${r.stderr.slice(-1000)}`);
+    }
+  } finally {
+    if (redis) {
+      const left = await dropRedisPrefix(redis, prefix);
+      if (left > 0) fail(`limits: ${left} Redis keys were left under ${prefix} by the micro-benchmark (now deleted)`);
+      out.checks.redisKeysLeft = (await redisKeysUnder(redis, prefix)).length;
+      redis.disconnect();
+    }
+  }
+  return out;
+}
+
+/**
+ * Per configuration, operation and connection count: medians of the rounds, and the differences
+ * from its base configuration taken round by round (the two points of a round ran minutes apart
+ * at most), with their median.
+ */
+function limitsTable(limits) {
+  const by = {};
+  for (const row of limits.rows) (by[`${row.config}|${row.operation}|${row.connections}`] ??= []).push(row);
+  const out = [];
+  for (const cn of limits.settings.connections) {
+    for (const operation of ['completions', 'chat']) {
+      for (const c of limits.configurations) {
+        const list = by[`${c.id}|${operation}|${cn}`];
+        if (!list) continue;
+        const base = c.base ? by[`${c.base}|${operation}|${cn}`] ?? [] : [];
+        const paired = (field) =>
+          list
+            .map((row) => {
+              const b = base.find((x) => x.round === row.round);
+              return b ? row[field] - b[field] : NaN;
+            })
+            .filter(Number.isFinite);
+        const redisCpu = list.map((x) => x.redis?.cpuUsPerReq ?? NaN);
+        out.push({
+          config: c.id,
+          label: c.label,
+          base: c.base,
+          operation,
+          connections: cn,
+          rounds: list.length,
+          rps: median(list.map((x) => x.rps)),
+          p50Ms: median(list.map((x) => x.p50)),
+          p99Ms: median(list.map((x) => x.p99)),
+          cpuUsPerReq: median(list.map((x) => x.targetCpuMsPerReq * 1000)),
+          redisCpuUsPerReq: median(redisCpu),
+          evalshaPerReq: median(list.map((x) => x.redis?.evalshaPerReq ?? NaN)),
+          redisCommandsPerReq: median(list.map((x) => x.redis?.commandsPerReq ?? NaN)),
+          scriptUsPerReq: median(list.map((x) => x.redis?.scriptUsPerReq ?? NaN)),
+          windowRequests: median(list.map((x) => x.window?.requestsInWindow ?? NaN)),
+          machineBusyPct: median(list.map((x) => x.machineBusyPct)),
+          otherCpuPct: median(list.map((x) => x.otherCpuPct)),
+          bad: list.reduce((a, x) => a + x.non2xx + x.errors, 0),
+          // differences from the base configuration, round by round (µs; rps as a ratio)
+          dP50Us: c.base ? median(paired('p50').map((x) => x * 1000)) : NaN,
+          dP50UsPerRound: c.base ? paired('p50').map((x) => x * 1000) : [],
+          dP99Us: c.base ? median(paired('p99').map((x) => x * 1000)) : NaN,
+          dCpuUs: c.base ? median(paired('targetCpuMsPerReq').map((x) => x * 1000)) : NaN,
+          dCpuUsPerRound: c.base ? paired('targetCpuMsPerReq').map((x) => x * 1000) : [],
+          rpsRatio: c.base ? median(list.map((row) => row.rps / (base.find((x) => x.round === row.round)?.rps ?? NaN))) : NaN,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+function limitsSummaryLines(limits) {
+  const t = limitsTable(limits);
+  const lines = [];
+  for (const cn of limits.settings.connections) {
+    const parts = [];
+    for (const c of limits.configurations.filter((x) => x.base)) {
+      const rows = t.filter((x) => x.config === c.id && x.connections === cn);
+      if (!rows.length) continue;
+      parts.push(
+        `${c.id} vs ${c.base}: ${rows
+          .map(
+            (x) =>
+              `${x.operation} p50 ${signed(x.dP50Us, 0)} µs, CPU ${signed(x.dCpuUs, 0)} µs${c.limited && LIMITS_GATEWAYS[c.gateway].redis ? ` (+ Redis ${f(x.redisCpuUsPerReq, 0)} µs)` : ''}, req/s ${signedPct(x.rpsRatio, 1)}`,
+          )
+          .join(', ')}`,
+      );
+    }
+    lines.push(`limits c=${cn}: ${parts.join('; ')}`);
+  }
+  return lines;
+}
+
 
 // ---------------------------------------------------------------- report
 const median = (xs) => {
@@ -1271,7 +1779,7 @@ function streamTargetRows(streams) {
 }
 
 function report(state) {
-  const { targets, idle, closed, closedChat, open, streams, streamsChat, keys, ledger, routing } = state;
+  const { targets, idle, closed, closedChat, open, streams, streamsChat, keys, ledger, routing, limits } = state;
   const names = targets.map((t) => t.name);
   const L = [];
   const m = results.machine;
@@ -1410,6 +1918,7 @@ function report(state) {
   }
 
   if (routing) routingReport(L, routing);
+  if (limits) limitsReport(L, limits);
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
@@ -1440,6 +1949,7 @@ function scenariosOf(state) {
     ledger: state.ledger,
     // Only when the routing scenario ran, so that results.json of the other scenarios keeps its shape.
     ...(state.routing ? { routing: state.routing } : {}),
+    ...(state.limits ? { limits: state.limits } : {}),
   };
 }
 
@@ -1450,7 +1960,7 @@ async function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   fs.mkdirSync(OUT_DIR, { recursive: true });
   // closed and streams hold the completion rows as they always did; closedChat and streamsChat the chat rows.
-  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streams: [], streamsChat: [], keys: [], ledger: null, routing: null };
+  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streams: [], streamsChat: [], keys: [], ledger: null, routing: null, limits: null };
   let ok = false;
   try {
     upstream = await startUpstream();
@@ -1505,6 +2015,7 @@ async function main() {
     await step('keys', async () => (state.keys = await scenarioKeys(work)));
     await step('ledger', async () => (state.ledger = await scenarioLedger(work)));
     await step('routing', async () => scenarioRouting(work, state));
+    await step('limits', async () => scenarioLimits(work, state));
     ok = true;
   } finally {
     log('stopping the processes started by the bench');

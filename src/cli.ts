@@ -1,8 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
+import type { ChangeFeed } from './changes/change-feed.js';
 import { serve } from './serve.js';
-import { parseListen, resolveSettings } from './settings.js';
+import { parseListen, resolveRedis, resolveSettings, type RedisSettings } from './settings.js';
+import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './limits/limits.js';
 import type { KeyRecord, KeyStatus, Store } from './store/store.js';
 import { UserError } from './user-error.js';
 
@@ -10,12 +12,61 @@ import { UserError } from './user-error.js';
 // cluster primary (which only supervises) and each short command then load no more than they need.
 
 const dataOption = () => new Option('--data <dir>', 'data directory (env SLUICE_DATA, default ./data)');
+const databaseOption = () =>
+  new Option('--database <url>', 'a PostgreSQL store, postgres://USER:PASSWORD@HOST:PORT/DB (env SLUICE_DATABASE_URL; default: SQLite in the data directory)');
+
+/** Where a command's store and local files are. */
+interface StoreFlags {
+  data?: string;
+  database?: string;
+}
 const configOption = () => new Option('--config <file>', 'configuration file (env SLUICE_CONFIG, default ./sluice.yaml when present)');
+const redisOption = (what: string) => new Option('--redis <url>', `Redis: ${what} (env SLUICE_REDIS_URL; redis://[[user]:password@]host[:port][/db])`);
+const redisPrefixOption = () => new Option('--redis-prefix <prefix>', 'what every Redis key and channel of this deployment starts with (env SLUICE_REDIS_PREFIX, default sluice:)');
 
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
   return n;
+}
+
+/** The limit flags shared by `keys create`, `keys limits` and `accounts limits`; `none` clears one. */
+function limitOptions(command: Command): Command {
+  // 'none' is kept as is: commander reads a parser's null as "use the raw text".
+  const count = (value: string) => (value === 'none' ? value : positiveInt(value));
+  return command
+    .addOption(new Option('--rpm <n>', 'requests per rolling minute (none: no limit)').argParser(count))
+    .addOption(new Option('--tpm <n>', 'tokens per rolling minute, prompt plus output cap reserved at admission (none: no limit)').argParser(count))
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once (none: no limit)').argParser(count))
+    .addOption(
+      new Option('--budget-usd <usd>', 'spend budget in USD per period (none: no budget)').argParser((value) => {
+        if (value === 'none') return value;
+        const usd = Number(value);
+        if (!Number.isFinite(usd) || usd <= 0) throw new InvalidArgumentError('expected a positive amount, e.g. 25 or 0.5');
+        return usd;
+      }),
+    )
+    .addOption(new Option('--budget-period <period>', 'the budget period (UTC; default month)').choices(BUDGET_PERIODS));
+}
+
+interface LimitFlags {
+  rpm?: number | 'none';
+  tpm?: number | 'none';
+  concurrency?: number | 'none';
+  budgetUsd?: number | 'none';
+  budgetPeriod?: Limits['budgetPeriod'];
+}
+
+/** The flags given, applied over the current limits; throws a UserError for a combination that makes no sense. */
+function applyLimitFlags(current: Limits | null, flags: LimitFlags): Limits {
+  const next: Record<string, unknown> = { ...current };
+  for (const field of ['rpm', 'tpm', 'concurrency', 'budgetUsd', 'budgetPeriod'] as const) {
+    if (flags[field] === 'none') delete next[field];
+    else if (flags[field] !== undefined) next[field] = flags[field];
+  }
+  if (flags.budgetPeriod !== undefined && next.budgetUsd === undefined) throw new UserError('--budget-period needs --budget-usd.');
+  if (next.budgetUsd === undefined) delete next.budgetPeriod;
+  return limitsSchema.parse(next);
 }
 
 function isoDate(value: string): number {
@@ -32,14 +83,30 @@ async function readPasswordFromStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
-async function withStore<T>(data: string | undefined, work: (store: Store, hasher: SecretHasher) => Promise<T>): Promise<T> {
-  const { dataDir } = resolveSettings({ ...(data === undefined ? {} : { data }) });
-  const { openSqliteStore } = await import('./store/open-store.js');
-  const store = await openSqliteStore(dataDir);
+/**
+ * Runs `work` on the store the flags (or the environment) name. With `redis` (the commands that
+ * change keys), each change it commits is published there before the command returns, so running
+ * gateways see it at once; without Redis they see it on their next poll of the store (every
+ * 250 ms). A PostgreSQL store notifies its listeners itself, at commit.
+ */
+async function withStore<T>(flags: StoreFlags, work: (store: Store, hasher: SecretHasher) => Promise<T>, redis?: RedisSettings): Promise<T> {
+  const settings = resolveSettings({ ...(flags.data === undefined ? {} : { data: flags.data }), ...(flags.database === undefined ? {} : { database: flags.database }) });
+  const hasher = SecretHasher.forDataDir(settings.dataDir);
+  const { openStore, storeLocation } = await import('./store/open-store.js');
+  let changes: ChangeFeed | undefined;
+  if (redis?.redisUrl !== undefined) {
+    const [{ openChangeFeed }, { createLogger }] = await Promise.all([import('./changes/open-change-feed.js'), import('./log.js')]);
+    changes = await openChangeFeed({ ...redis, logger: createLogger(process.env.SLUICE_LOG_LEVEL ?? 'warn') });
+  }
   try {
-    return await work(store, SecretHasher.forDataDir(dataDir));
+    const store = await openStore(storeLocation(settings), changes === undefined ? {} : { onChange: (topic) => changes.publish(topic) });
+    try {
+      return await work(store, hasher);
+    } finally {
+      await store.close();
+    }
   } finally {
-    await store.close();
+    await changes?.close();
   }
 }
 
@@ -54,15 +121,17 @@ function keyJson(key: KeyRecord) {
     expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
     created_at: new Date(key.createdAt).toISOString(),
     last_used_at: key.lastUsedAt === null ? null : new Date(key.lastUsedAt).toISOString(),
+    limits: key.limits,
+    account_limits: key.accountLimits,
   };
 }
 
 function printKeyTable(keys: readonly KeyRecord[]): void {
   const rows = keys.map((key) => {
     const json = keyJson(key);
-    return [json.id, json.name, json.account, json.masked_key, json.status, key.models?.join(',') ?? '*', json.expires_at ?? '-', json.last_used_at ?? 'never'];
+    return [json.id, json.name, json.account, json.masked_key, json.status, key.models?.join(',') ?? '*', json.expires_at ?? '-', json.last_used_at ?? 'never', describeLimits(key.limits)];
   });
-  const header = ['ID', 'NAME', 'ACCOUNT', 'KEY', 'STATUS', 'MODELS', 'EXPIRES', 'LAST USED'];
+  const header = ['ID', 'NAME', 'ACCOUNT', 'KEY', 'STATUS', 'MODELS', 'EXPIRES', 'LAST USED', 'LIMITS'];
   const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
   for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
 }
@@ -85,21 +154,33 @@ export function buildCli(): Command {
     .description('run the gateway')
     .option('--listen <host:port>', 'address to listen on (env SLUICE_LISTEN, default 127.0.0.1:8080)')
     .addOption(dataOption())
+    .addOption(databaseOption())
     .addOption(configOption())
     .addOption(new Option('--drain-timeout <ms>', 'how long a graceful stop waits for requests in flight').argParser(positiveInt).default(30_000))
     .addOption(new Option('--max-body-bytes <n>', 'largest request body accepted').argParser(positiveInt).default(32 * 1024 * 1024))
     .addOption(new Option('--workers <n>', 'processes serving requests (env SLUICE_WORKERS, default: the number of cores)').argParser(positiveInt))
     .addOption(new Option('--session-ttl <ms>', 'how long a console sign-in lasts').argParser(positiveInt).default(12 * 3_600_000))
-    .action(async (opts: { listen?: string; data?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number }) => {
+    .addOption(redisOption('limit counters shared by every replica, and changes reaching every gateway process at once (without it: this machine\'s counters; changes polled every 250 ms)'))
+    .addOption(redisPrefixOption())
+    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; redis?: string; redisPrefix?: string }) => {
       const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
       const workers = opts.workers ?? (process.env.SLUICE_WORKERS ? positiveInt(process.env.SLUICE_WORKERS) : availableParallelism());
-      await serve({ ...resolveSettings(opts), host, port, maxBodyBytes: opts.maxBodyBytes, drainTimeoutMs: opts.drainTimeout, workers, sessionTtlMs: opts.sessionTtl });
+      await serve({
+        ...resolveSettings(opts),
+        ...resolveRedis(opts),
+        host,
+        port,
+        maxBodyBytes: opts.maxBodyBytes,
+        drainTimeoutMs: opts.drainTimeout,
+        workers,
+        sessionTtlMs: opts.sessionTtl,
+      });
     });
 
   const keys = program.command('keys').description('manage API keys');
 
-  keys
-    .command('create')
+  limitOptions(keys
+    .command('create'))
     .description('create a key (and its account if new); prints the secret once, on the last line')
     .requiredOption('--account <name>', 'owning account')
     .option('--name <name>', 'a name for the key')
@@ -107,15 +188,20 @@ export function buildCli(): Command {
     .addOption(new Option('--expires <iso-date>', 'expiry, e.g. 2027-01-31').argParser(isoDate))
     .option('--json', 'print one JSON object')
     .addOption(dataOption())
+    .addOption(databaseOption())
     .addOption(configOption())
-    .action(async (opts: { account: string; name?: string; models?: string; expires?: number; json?: boolean; data?: string; config?: string }) => {
+    .addOption(redisOption('running gateways are told of the new key'))
+    .addOption(redisPrefixOption())
+    .action(async (opts: { account: string; name?: string; models?: string; expires?: number; json?: boolean; data?: string; database?: string; config?: string; redis?: string; redisPrefix?: string } & LimitFlags) => {
       const models = opts.models?.split(',').map((m) => m.trim()).filter((m) => m !== '');
       // An empty list would silently make an unrestricted key.
       if (models !== undefined && models.length === 0) throw new UserError('--models needs at least one model id.');
       if (models !== undefined) await warnUnknownModels(models, opts.config);
       const { createKey } = await import('./auth/keys-service.js');
-      const { key, secret } = await withStore(opts.data, (store, hasher) =>
-        createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires }),
+      const { key, secret } = await withStore(
+        opts,
+        (store, hasher) => createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires, limits: applyLimitFlags(null, opts) }),
+        resolveRedis(opts),
       );
       if (opts.json) {
         console.log(JSON.stringify({ ...keyJson(key), key: secret }));
@@ -131,8 +217,9 @@ export function buildCli(): Command {
     .option('--account <name>', 'only this account')
     .option('--json', 'print a JSON array')
     .addOption(dataOption())
-    .action(async (opts: { account?: string; json?: boolean; data?: string }) => {
-      const list = await withStore(opts.data, (store) => store.keys.list(opts.account === undefined ? {} : { accountName: opts.account }));
+    .addOption(databaseOption())
+    .action(async (opts: { account?: string; json?: boolean } & StoreFlags) => {
+      const list = await withStore(opts, (store) => store.keys.list(opts.account === undefined ? {} : { accountName: opts.account }));
       if (opts.json) console.log(JSON.stringify(list.map(keyJson)));
       else if (list.length === 0) console.log('No keys.');
       else printKeyTable(list);
@@ -149,12 +236,37 @@ export function buildCli(): Command {
       .description(description)
       .argument('<id>', 'key id (see `sluice keys list`)')
       .addOption(dataOption())
-      .action(async (id: string, opts: { data?: string }) => {
+      .addOption(databaseOption())
+      .addOption(redisOption('running gateways refuse or accept the key at once'))
+      .addOption(redisPrefixOption())
+      .action(async (id: string, opts: StoreFlags & { redis?: string; redisPrefix?: string }) => {
         const { changeKeyStatus } = await import('./auth/keys-service.js');
-        const key = await withStore(opts.data, (store) => changeKeyStatus(store, id, status));
+        const key = await withStore(opts, (store) => changeKeyStatus(store, id, status), resolveRedis(opts));
         console.log(`Key ${key.id} is ${key.status}.`);
       });
   }
+
+  limitOptions(
+    keys
+      .command('limits')
+      .description("show or change a key's limits (only the flags given change; `none` removes one)")
+      .argument('<id>', 'key id (see `sluice keys list`)'),
+  )
+    .option('--json', 'print one JSON object')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .addOption(redisOption('running gateways are told of the change'))
+    .addOption(redisPrefixOption())
+    .action(async (id: string, opts: LimitFlags & StoreFlags & { json?: boolean; redis?: string; redisPrefix?: string }) => {
+      const { setKeyLimits, KeyManagementError } = await import('./auth/keys-service.js');
+      const key = await withStore(opts, async (store) => {
+        const current = await store.keys.get(id);
+        if (current === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
+        return setKeyLimits(store, id, applyLimitFlags(current.limits, opts));
+      }, resolveRedis(opts));
+      if (opts.json) console.log(JSON.stringify(keyJson(key)));
+      else console.log(`Key ${key.id}: ${describeLimits(key.limits)}${key.accountLimits === null ? '' : ` (account ${key.accountName}: ${describeLimits(key.accountLimits)})`}.`);
+    });
 
   const accounts = program.command('accounts').description('manage console accounts (who can sign in at /app/login)');
 
@@ -165,10 +277,11 @@ export function buildCli(): Command {
     .option('--admin', 'an admin sees every account and manages the catalogue')
     .requiredOption('--password-stdin', 'read the password from standard input')
     .addOption(dataOption())
-    .action(async (name: string, opts: { admin?: boolean; data?: string }) => {
+    .addOption(databaseOption())
+    .action(async (name: string, opts: { admin?: boolean } & StoreFlags) => {
       const password = await readPasswordFromStdin();
       const { createConsoleAccount } = await import('./console/accounts.js');
-      const account = await withStore(opts.data, (store) => createConsoleAccount(store, name, password, opts.admin === true));
+      const account = await withStore(opts, (store) => createConsoleAccount(store, name, password, opts.admin === true));
       console.log(`Account ${account.name} can now sign in at /app/login${account.isAdmin ? ' as an admin' : ''}.`);
     });
 
@@ -178,11 +291,47 @@ export function buildCli(): Command {
     .argument('<name>', 'account name')
     .requiredOption('--password-stdin', 'read the new password from standard input')
     .addOption(dataOption())
-    .action(async (name: string, opts: { data?: string }) => {
+    .addOption(databaseOption())
+    .action(async (name: string, opts: StoreFlags) => {
       const password = await readPasswordFromStdin();
       const { changePassword } = await import('./console/accounts.js');
-      const account = await withStore(opts.data, (store) => changePassword(store, name, password));
+      const account = await withStore(opts, (store) => changePassword(store, name, password));
       console.log(`Password of ${account.name} changed; its sessions are ended.`);
+    });
+
+  limitOptions(
+    accounts
+      .command('limits')
+      .description("show or change the limits every key of an account shares (only the flags given change; `none` removes one)")
+      .argument('<name>', 'account name'),
+  )
+    .option('--json', 'print one JSON object')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .addOption(redisOption('running gateways are told of the change'))
+    .addOption(redisPrefixOption())
+    .action(async (name: string, opts: LimitFlags & StoreFlags & { json?: boolean; redis?: string; redisPrefix?: string }) => {
+      const { setAccountLimits, KeyManagementError } = await import('./auth/keys-service.js');
+      const account = await withStore(opts, async (store) => {
+        const current = await store.accounts.byName(name);
+        if (current === undefined) throw new KeyManagementError(`No account is named '${name}'.`);
+        return setAccountLimits(store, name, applyLimitFlags(current.limits, opts));
+      }, resolveRedis(opts));
+      if (opts.json) console.log(JSON.stringify({ account: account.name, limits: account.limits }));
+      else console.log(`Account ${account.name}: ${describeLimits(account.limits)}.`);
+    });
+
+  const storeCommands = program.command('store').description('move the store');
+
+  storeCommands
+    .command('copy')
+    .description("copy an embedded deployment's store (SQLite in its data directory) into PostgreSQL; safe to run again")
+    .requiredOption('--from <dir>', 'the data directory whose sluice.db is copied')
+    .requiredOption('--to <url>', 'the PostgreSQL database, postgres://USER:PASSWORD@HOST:PORT/DB (migrated first)')
+    .addOption(new Option('--batch <n>', 'rows read and written at a time (at most 2000)').argParser(positiveInt).default(1000))
+    .action(async (opts: { from: string; to: string; batch: number }) => {
+      const { copyCommand } = await import('./store/copy-command.js');
+      await copyCommand(opts);
     });
 
   return program;

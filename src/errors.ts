@@ -24,6 +24,10 @@ export const ERROR_KINDS = {
   unsupported_parameter: { status: 400 },
   payload_too_large: { status: 413 },
   unsupported_media_type: { status: 415 },
+  /** A key's or account's rate limit (requests, tokens or requests in flight). */
+  rate_limited: { status: 429 },
+  /** A key's or account's spend budget for the period is used up. */
+  budget_exhausted: { status: 429 },
   // Failures of an upstream provider, seen from the caller (routing reads `upstreamFailure` to decide on another attempt).
   upstream_rejected_request: { status: 400 }, // status replaced by the upstream's own 4xx
   upstream_auth_failed: { status: 502 },
@@ -47,6 +51,8 @@ export interface GatewayErrorOptions {
   status?: number;
   /** Seconds, forwarded as `Retry-After`. */
   retryAfter?: string;
+  /** Further response headers (a limited key's `x-ratelimit-*`). */
+  headers?: Readonly<Record<string, string>>;
   /** A more specific `type`/`code` than the dialect's default for the kind (an upstream's own, a validation code). */
   type?: string;
   code?: string;
@@ -62,6 +68,7 @@ export class GatewayError extends Error {
   readonly status: number;
   readonly param: string | null;
   readonly retryAfter: string | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
   readonly type: string | undefined;
   readonly code: string | undefined;
   /** Set only on an upstream's failure: what routing may retry on. */
@@ -74,6 +81,7 @@ export class GatewayError extends Error {
     this.status = options.status ?? ERROR_KINDS[kind].status;
     this.param = options.param ?? null;
     this.retryAfter = options.retryAfter;
+    this.headers = options.headers;
     this.type = options.type;
     this.code = options.code;
     this.upstreamFailure = options.upstreamFailure;

@@ -1,11 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
+import { sharedSecretFromEnv } from './auth/data-dir-secret.js';
 import { SecretHasher } from './auth/key-secret.js';
 import { CatalogueAdmin } from './catalogue/catalogue-admin.js';
-import { admitAll } from './generation/admission.js';
+import { openChangeFeed } from './changes/open-change-feed.js';
 import { CredentialCipher } from './catalogue/credential-cipher.js';
 import { LiveCatalogue } from './catalogue/live-catalogue.js';
+import { LimitAdmission } from './limits/limit-admission.js';
+import { openLimitCounter } from './limits/open-counter.js';
 import { emptyConfig, loadConfigFile } from './config/config-file.js';
 import { LoginThrottle } from './console/login-throttle.js';
 import { consoleRoutes } from './console/routes.js';
@@ -17,12 +20,15 @@ import { createProvider } from './providers/registry.js';
 import { Prober } from './status/prober.js';
 import { Router } from './routing/router.js';
 import { StatusMonitor } from './status/status-monitor.js';
-import { openSqliteStore } from './store/open-store.js';
+import { openStore, storeLocation } from './store/open-store.js';
 import { UsageLedger } from './usage/ledger.js';
 import { importOrphanedJournals, LedgerJournal } from './usage/ledger-journal.js';
 
 export interface GatewayOptions {
+  /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
   readonly dataDir: string;
+  /** The PostgreSQL store's URL; undefined: the SQLite file in the data directory. */
+  readonly databaseUrl: string | undefined;
   readonly configFile: string | undefined;
   readonly host: string;
   readonly port: number;
@@ -30,7 +36,12 @@ export interface GatewayOptions {
   readonly logger: Logger;
   /** How long a console session lasts; default 12 hours. */
   readonly sessionTtlMs?: number;
+  /** `--redis`: limit counters shared by replicas and change notifications through pub/sub; without it, this machine's counters and polling (SQLite) or LISTEN/NOTIFY (PostgreSQL). */
+  readonly redisUrl?: string | undefined;
+  /** `--redis-prefix`: what every Redis key and channel of this deployment starts with (default `sluice:`). */
+  readonly redisPrefix: string;
 }
+
 
 export interface RunningGateway {
   readonly url: string;
@@ -45,21 +56,48 @@ const LEDGER_MIN_STOP_MS = 2_000;
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
   const config = options.configFile === undefined ? emptyConfig() : loadConfigFile(options.configFile);
-  const store = await openSqliteStore(options.dataDir);
+  // The secrets first: a mistake in their settings stops start-up before the store is touched.
   const hasher = SecretHasher.forDataDir(options.dataDir);
-  const authenticator = new Authenticator(store.keys, hasher);
-  await authenticator.start();
   const cipher = CredentialCipher.forDataDir(options.dataDir);
+  const location = storeLocation(options);
+  // Connects in the background: an unreachable Redis is logged and retried, and polling covers
+  // meanwhile. Without Redis, a PostgreSQL store's own LISTEN/NOTIFY tells of changes.
+  const changes = await openChangeFeed({ redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, postgresUrl: location.kind === 'postgres' ? location.url : undefined, logger });
+  // Every committed change to keys or the catalogue is published, whichever part of this process
+  // made it; on PostgreSQL's own feed, the store's transaction has notified already.
+  const store = await openStore(location, { logger, ...(changes.name === 'postgres' ? {} : { onChange: (topic) => changes.publish(topic) }) });
+  if (store.dialect === 'postgres') {
+    for (const [name, file] of [['SLUICE_KEY_PEPPER', 'key-pepper'], ['SLUICE_CREDENTIAL_KEY', 'credential-key']] as const) {
+      // Each replica would otherwise make its own, and refuse the keys (or credentials) the others stored.
+      if (!sharedSecretFromEnv(name, process.env)) logger.warn({ file: `${options.dataDir}/${file}` }, `${name} and ${name}_FILE are not set: every replica on this database needs the same ${file}`);
+    }
+  }
+  const authenticator = new Authenticator(store.keys, hasher, logger, store.location);
+  await authenticator.start(changes);
   // Configuration-file entries merged with the console's, reloaded when any process changes them.
   const adapters = new ProviderAdapters(createProvider, logger);
   const catalogue = new LiveCatalogue(config, store.catalogue, cipher, logger, (providers) => adapters.sync(providers));
-  await catalogue.start();
+  await catalogue.start(changes);
   // Rows a killed or stopped process could not store come first; then this process's own journal.
   await importOrphanedJournals(options.dataDir, store, logger);
   const ledger = new UsageLedger(store, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
   ledger.start();
   const router = new Router(adapters);
-  const status = new StatusMonitor(store, catalogue, (model) => router.deploymentStatus(model));
+  const limits = await openLimitCounter({ redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, logger });
+  const admission = new LimitAdmission(limits.counter, store.usage, logger, config.limits);
+  admission.start();
+  let notificationsDownSince: number | null = null;
+  const notificationsDown = () => {
+    if (changes.healthy) return (notificationsDownSince = null);
+    notificationsDownSince ??= Date.now();
+    return { component: 'notifications', since: notificationsDownSince, message: `Change notifications (${changes.name}) are not arriving: changes reach this process by polling the store, within 250 ms.` };
+  };
+  const status = new StatusMonitor(
+    store,
+    catalogue,
+    (model) => router.deploymentStatus(model),
+    () => [limits.degradation(), notificationsDown()].filter((d) => d !== null),
+  );
   const prober = new Prober(store, catalogue, adapters, logger);
   prober.start();
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
@@ -70,7 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     authenticator,
     catalogue: () => catalogue.current(),
     providers: adapters,
-    admission: admitAll,
+    admission,
     router,
     ledger,
     conversations,
@@ -81,6 +119,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       catalogue,
       catalogueAdmin: new CatalogueAdmin(store.catalogue, catalogue, cipher),
       status,
+      limits: admission,
       sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
       throttle: new LoginThrottle(store),
       logger,
@@ -98,7 +137,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const address = gateway.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info({ url, config: config.source, data: options.dataDir, models: catalogue.current().models.length }, 'sluice is listening');
+  logger.info({ url, config: config.source, data: options.dataDir, store: store.location, models: catalogue.current().models.length, changes: changes.name }, 'sluice is listening');
 
   return {
     url,
@@ -108,9 +147,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       prober.stop();
       conversations.stop();
       authenticator.stop();
+      admission.stop();
       // The ledger keeps trying the store until the drain deadline, and a moment at least.
       await ledger.stop(Math.max(deadline, Date.now() + LEDGER_MIN_STOP_MS));
       await catalogue.close();
+      await limits.counter.close();
+      await changes.close();
       await adapters.close();
       await store.close();
     },

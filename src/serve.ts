@@ -12,7 +12,11 @@ export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
  * (its memory stays that of a bare Node process), starts one worker, which checks the
  * configuration, migrates the store and creates the key pepper, then starts the others once that
  * one listens. Workers share the listening port; what they share beyond it lives in the store (key
- * and catalogue caches poll its change counters; each worker writes its own ledger batches).
+ * and catalogue caches follow its change counters; each worker writes its own ledger batches).
+ * Each worker opens its own change feed (`--redis`: Redis pub/sub; a PostgreSQL store:
+ * LISTEN/NOTIFY), so a change committed by any process (a worker, another replica, the CLI)
+ * reaches every worker's caches by notification at once, and by polling the counters every 250 ms
+ * whatever happens to the notifications.
  */
 export async function serve(options: ServeOptions): Promise<void> {
   if (options.workers > 1 && cluster.isPrimary) return supervise(options);
@@ -46,7 +50,10 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-function supervise(options: ServeOptions): void {
+async function supervise(options: ServeOptions): Promise<void> {
+  // Without Redis (and while it is unreachable) the workers share this process's limit counters.
+  cluster.setupPrimary({ serialization: 'advanced' });
+  (await import('./limits/cluster-counter.js')).serveLimitsToWorkers();
   let stopping = false;
   let announced = false;
   let failed = false;

@@ -7,15 +7,45 @@ export interface Settings {
   readonly dataDir: string;
   /** undefined when no file was named and ./sluice.yaml does not exist. */
   readonly configFile: string | undefined;
+  /** A PostgreSQL URL (`--database`, else SLUICE_DATABASE_URL); undefined: the SQLite file in the data directory. */
+  readonly databaseUrl: string | undefined;
 }
 
 export const DEFAULT_CONFIG_FILE = 'sluice.yaml';
 
-export function resolveSettings(flags: { data?: string; config?: string }, env: NodeJS.ProcessEnv = process.env): Settings {
+export function resolveSettings(flags: { data?: string; config?: string; database?: string }, env: NodeJS.ProcessEnv = process.env): Settings {
   const dataDir = resolve(flags.data ?? env.SLUICE_DATA ?? './data');
   const named = flags.config ?? env.SLUICE_CONFIG;
   const configFile = named !== undefined ? resolve(named) : existsSync(DEFAULT_CONFIG_FILE) ? resolve(DEFAULT_CONFIG_FILE) : undefined;
-  return { dataDir, configFile };
+  // An empty variable (`SLUICE_DATABASE_URL=` in a compose file) means the embedded store, as if unset.
+  const database = flags.database ?? env.SLUICE_DATABASE_URL;
+  return { dataDir, configFile, databaseUrl: database === undefined || database === '' ? undefined : database };
+}
+
+export const DEFAULT_REDIS_PREFIX = 'sluice:';
+
+export interface RedisSettings {
+  /** undefined: no Redis. */
+  readonly redisUrl: string | undefined;
+  readonly redisPrefix: string;
+}
+
+/** `--redis` (else SLUICE_REDIS_URL) and `--redis-prefix` (else SLUICE_REDIS_PREFIX, else `sluice:`). */
+export function resolveRedis(flags: { redis?: string; redisPrefix?: string }, env: NodeJS.ProcessEnv = process.env): RedisSettings {
+  const url = flags.redis ?? (env.SLUICE_REDIS_URL || undefined);
+  if (url !== undefined) {
+    let protocol: string | undefined;
+    try {
+      protocol = new URL(url).protocol;
+    } catch {
+      protocol = undefined;
+    }
+    // The value is not repeated: it may hold a password.
+    if (protocol !== 'redis:' && protocol !== 'rediss:') {
+      throw new UserError(`${flags.redis !== undefined ? '--redis' : 'SLUICE_REDIS_URL'}: expected redis://[[user]:password@]host[:port][/db] or rediss://… (TLS)`);
+    }
+  }
+  return { redisUrl: url, redisPrefix: flags.redisPrefix ?? env.SLUICE_REDIS_PREFIX ?? DEFAULT_REDIS_PREFIX };
 }
 
 /** `HOST:PORT`, `[v6]:PORT` or `:PORT`. */

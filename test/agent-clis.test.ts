@@ -124,8 +124,8 @@ describe('Claude Code through Sluice', () => {
       assert.ok(typeof output.result === 'string' && output.result.length > 0);
       const calls = upstreams[upstream].requests.filter((r) => r.method === 'POST');
       assert.ok(calls.length >= 1, 'the prompt reached the upstream');
-      const rows = await eventually(() => {
-        const found = sluice.ledger().filter((row) => row.operation === 'messages' && row.model === model);
+      const rows = await eventually(async () => {
+        const found = (await sluice.ledger()).filter((row) => row.operation === 'messages' && row.model === model);
         return found.length >= calls.length ? found : undefined;
       });
       assert.ok(rows.every((row) => row.status === 200 && row.stream === 1 && row.completion_tokens > 0), JSON.stringify(rows));
@@ -186,8 +186,8 @@ describe('Codex through Sluice', () => {
       assert.ok(text !== undefined && text.length > 0, result.stdout);
       const calls = upstreams[upstream].requests.filter((r) => r.method === 'POST');
       assert.ok(calls.length >= 1);
-      const rows = await eventually(() => {
-        const found = sluice.ledger().filter((row) => row.operation === 'responses' && row.model === model);
+      const rows = await eventually(async () => {
+        const found = (await sluice.ledger()).filter((row) => row.operation === 'responses' && row.model === model);
         return found.length >= calls.length ? found : undefined;
       });
       assert.ok(rows.every((row) => row.status === 200 && row.stream === 1), JSON.stringify(rows));
@@ -218,8 +218,8 @@ describe('the Gemini CLI through Sluice', () => {
       assert.ok(typeof output.response === 'string' && output.response.length > 0, result.stdout);
       const calls = upstreams[upstream].requests.filter((r) => r.method === 'POST');
       assert.ok(calls.length >= 1);
-      const rows = await eventually(() => {
-        const found = sluice.ledger().filter((row) => row.operation === 'generate_content' && row.model === model);
+      const rows = await eventually(async () => {
+        const found = (await sluice.ledger()).filter((row) => row.operation === 'generate_content' && row.model === model);
         return found.length >= calls.length ? found : undefined;
       });
       assert.ok(rows.every((row) => row.status === 200 && row.stream === 1), JSON.stringify(rows));

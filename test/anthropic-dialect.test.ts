@@ -83,7 +83,7 @@ for (const upstream of UPSTREAMS) {
       const sent = upstream.fake().requests.at(-1)!;
       assert.equal(upstream.sentMaxTokens(sent), 5);
       assert.doesNotMatch(JSON.stringify(sent.headers), new RegExp(key), "the caller's key never goes upstream");
-      const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'messages' && r.model === model && r.stream === 0));
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'messages' && r.model === model && r.stream === 0));
       assert.equal(row.status, 200);
       assert.equal(row.completion_tokens, 5);
       assert.equal(row.tokens_counted, 0);
@@ -107,7 +107,7 @@ for (const upstream of UPSTREAMS) {
       const start = JSON.parse(/^event: message_start\ndata: (.*)$/m.exec(raw.text)![1]!);
       assert.equal(start.message.model, model);
       assert.ok(start.message.usage.input_tokens > 0, 'message_start carries the input usage, which the SDKs require and LangChain reads only there');
-      const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'messages' && r.model === model && r.stream === 1 && r.completion_tokens === 4));
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'messages' && r.model === model && r.stream === 1 && r.completion_tokens === 4));
       assert.equal(row.status, 200);
     });
 
@@ -185,7 +185,7 @@ for (const upstream of UPSTREAMS) {
         assert.ok(error instanceof Anthropic.APIError, String(error));
         return true;
       });
-      const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'messages' && r.model === model && r.status >= 500));
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'messages' && r.model === model && r.status >= 500));
       assert.ok(row.error_kind?.startsWith('upstream_'));
     });
   });
@@ -211,8 +211,8 @@ describe('Anthropic Messages: what goes to an Anthropic upstream untouched', () 
     assert.equal(sent.body.messages[1].content[0].signature, thinking.signature);
     assert.equal(sent.headers['anthropic-version'], '2026-10-21', "the caller's API version goes upstream with its body");
 
-    const rows = await eventually(() => {
-      const found = sluice.ledger().filter((r) => r.operation === 'messages' && r.model === 'claude' && r.cached_input_tokens > 0);
+    const rows = await eventually(async () => {
+      const found = (await sluice.ledger()).filter((r) => r.operation === 'messages' && r.model === 'claude' && r.cached_input_tokens > 0);
       return found.length > 0 ? found : undefined;
     });
     const row = rows.at(-1)!;

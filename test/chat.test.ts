@@ -123,8 +123,8 @@ for (const upstream of UPSTREAMS) {
           assert.equal(usageChunks, 0);
         }
       }
-      const rows = await eventually(() => {
-        const chat = sluice.ledger().filter((row) => row.operation === 'chat' && row.model === model && row.stream === 1);
+      const rows = await eventually(async () => {
+        const chat = (await sluice.ledger()).filter((row) => row.operation === 'chat' && row.model === model && row.stream === 1);
         return chat.length >= 2 ? chat : undefined;
       });
       assert.ok(rows.every((row) => row.status === 200 && row.completion_tokens === 4 && row.tokens_counted === 0), 'usage is always obtained for the ledger');
@@ -208,7 +208,7 @@ describe('chat completions: what each upstream cannot do', () => {
 
   test('the ledger prices cached input and records the operation', async () => {
     const completion = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'one two three' }], max_tokens: 2 });
-    const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'chat' && r.model === 'claude' && r.stream === 0 && r.completion_tokens === 2));
+    const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'chat' && r.model === 'claude' && r.stream === 0 && r.completion_tokens === 2));
     assert.equal(row.prompt_tokens, completion.usage!.prompt_tokens);
     assert.equal(row.provider_id, 'anthropic');
     assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * 3 + 2 * 15) / 1e6) < 1e-12);
@@ -279,7 +279,7 @@ describe('chat usage details', () => {
       const completion = await client.chat.completions.create({ model, messages: [{ role: 'user', content: LONG_PROMPT }], max_tokens: 2 });
       const cached = completion.usage!.prompt_tokens_details!.cached_tokens!;
       assert.ok(cached > 0, model);
-      const row = await eventually(() => sluice.ledger().find((r) => r.model === model && r.cached_input_tokens === cached));
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.model === model && r.cached_input_tokens === cached));
       assert.equal(row.prompt_tokens, completion.usage!.prompt_tokens);
       if (model === 'llama-chat') {
         const expected = ((row.prompt_tokens - cached) * 1 + cached * 0.1 + row.completion_tokens * 2) / 1e6;

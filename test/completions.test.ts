@@ -171,7 +171,7 @@ describe('relaying to an OpenAI-compatible upstream', () => {
     assert.ok(completion.usage!.completion_tokens > 0);
     const requestId = (completion as { _request_id?: string | null })._request_id;
     assert.ok(requestId, 'x-request-id reaches the SDK');
-    const row = await eventually(() => sluice.ledger().find((r) => r.request_id === requestId), 3000, 'counted row');
+    const row = await eventually(async () => (await sluice.ledger()).find((r) => r.request_id === requestId), 3000, 'counted row');
     assert.equal(row.tokens_counted, 1);
     assert.equal(row.model, 'llama-8b');
     assert.equal(row.completion_tokens, completion.usage!.completion_tokens);
@@ -401,7 +401,7 @@ models:
     req.destroy();
     await eventually(() => (upstream.aborted.includes(upstreamRequest) ? true : undefined), 1000, 'the upstream request to be cancelled');
     assert.ok(Date.now() - closedAt < 1000);
-    const row = await eventually(() => sluice.ledger().find((r) => r.status === 499), 2000, 'a client-closed ledger row');
+    const row = await eventually(async () => (await sluice.ledger()).find((r) => r.status === 499), 2000, 'a client-closed ledger row');
     assert.equal(row.error_kind, 'client_closed');
     assert.ok(row.prompt_tokens > 0 && row.completion_tokens > 0, 'what was generated before the hang-up is billed');
     assert.equal(row.tokens_counted, 1);
@@ -418,8 +418,8 @@ describe('usage ledger', () => {
     const failure = await c.completions.create({ model: 'nope', prompt: 'x' }).catch((e: InstanceType<typeof OpenAI.APIError>) => e);
     assert.ok(failure instanceof OpenAI.NotFoundError);
     // Rows are matched by request id: with several workers they are written in flush order.
-    const rows = await eventually(() => {
-      const byId = new Map(sluice.ledger().filter((r) => r.key_id === ledgerKey.id).map((r) => [r.request_id, r]));
+    const rows = await eventually(async () => {
+      const byId = new Map((await sluice.ledger()).filter((r) => r.key_id === ledgerKey.id).map((r) => [r.request_id, r]));
       const found = [wholeId, streamId, failure.requestID].map((id) => byId.get(id!));
       return byId.size === 3 && found.every(Boolean) ? found : undefined;
     }, 3000, 'three ledger rows');

@@ -221,11 +221,11 @@ describe('the console in a real browser', () => {
     const { key } = await createKey(sluice.dataDir, 'browser-acct');
     const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
     await openai.completions.create({ model: 'other-model', prompt: 'hi', max_tokens: 1 });
-    const ofFake = () => sluice.ledger().filter((row) => row.provider_id === 'fake-vllm');
-    await eventually(() => (ofFake().some((row) => row.model === 'other-model') ? true : undefined), 3000, 'the ledger row');
+    const ofFake = async () => (await sluice.ledger()).filter((row) => row.provider_id === 'fake-vllm');
+    await eventually(async () => ((await ofFake()).some((row) => row.model === 'other-model') ? true : undefined), 3000, 'the ledger row');
     // More failures than the successes so far (their number varies: the disabled key above kept
     // working for a few requests inside its one second), so the provider must show as down.
-    const successes = ofFake().length;
+    const successes = (await ofFake()).length;
     const failures = successes + 1;
     fake.behaviour = { fail: { status: 503, body: '{"error":{"message":"overloaded","type":"ServiceUnavailableError","param":null,"code":503}}' } };
     try {
@@ -246,6 +246,42 @@ describe('the console in a real browser', () => {
     assert.equal(await section.locator('tr[data-model="llama-8b"] .pill').innerText(), 'Down');
     assert.equal(await page.locator('section[data-provider="gpu-box"] .provider-head .pill').innerText(), 'Up');
     await shot('12-status');
+  });
+
+  test('limits: set a key’s and its account’s through the labelled forms, see them with their use on the keys page, no sideways scrolling on a phone', async () => {
+    await page.goto(`${sluice.url}/app/keys`);
+    await page.locator('tr', { hasText: 'browser key' }).getByRole('link', { name: 'Limits of browser key' }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Limits of the key “browser key”');
+    const limits = page.getByRole('group', { name: 'Limits of this key' });
+    await limits.getByLabel('Requests per minute').fill('60');
+    await limits.getByLabel('Budget (USD)').fill('5');
+    await limits.getByLabel('Budget period').selectOption('day');
+    await shot('12b-key-limits-form');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Limits of the key “browser key” saved: rpm 60, \$5\/day/);
+    const row = page.locator('tr', { hasText: 'browser key' });
+    assert.match(await row.locator('td.limits').innerText(), /^Key: rpm 0\/60 · \S+ of \$5\.00 today \(renews 00:00 UTC\)$/);
+
+    await page.locator('tr[data-account="admin"]').getByRole('link', { name: 'Limits of the account admin' }).click();
+    await page.getByLabel('Requests in flight').fill('2');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Limits of the account “admin” saved: concurrency 2/);
+    assert.match(await page.locator('tr[data-account="admin"] td.limits').innerText(), /^in flight 0\/2$/);
+    assert.match(await row.locator('td.limits').innerText(), /Account: in flight 0\/2/);
+    await shot('12c-keys-limits');
+
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    for (const path of ['/app/keys', (await row.getByRole('link', { name: 'Limits of browser key' }).getAttribute('href'))!]) {
+      await phone.goto(sluice.url + path);
+      const { scrollWidth, innerWidth } = await phone.evaluate(() => {
+        const w = globalThis as unknown as { innerWidth: number; document: { documentElement: { scrollWidth: number } } };
+        return { scrollWidth: w.document.documentElement.scrollWidth, innerWidth: w.innerWidth };
+      });
+      assert.ok(scrollWidth <= innerWidth + 1, `no sideways scrolling of ${path} on a phone (${scrollWidth} > ${innerWidth})`);
+    }
+    await shot('12d-key-limits-phone', phone);
+    await phone.close();
   });
 
   test('keyboard: the sign-out button is reachable and signs out', async () => {

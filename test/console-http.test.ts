@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
 import { cliWithInput, ConsoleClient, createAccount } from './support/console.js';
 import { cli, configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+import { queryStore, storeContains } from './support/store.js';
 
 const ADMIN_PASSWORD = 'admin-password-1';
 const MEMBER_PASSWORD = 'member-password-1';
@@ -14,13 +14,8 @@ const MEMBER_PASSWORD = 'member-password-1';
 let fake: FakeUpstream;
 let sluice: RunningSluice;
 
-function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
-  const db = new Database(join(dataDir, 'sluice.db'), { readonly: true });
-  try {
-    return db.prepare(sql).all(...params) as T[];
-  } finally {
-    db.close();
-  }
+function query<T>(dataDir: string, sql: string, ...params: unknown[]): Promise<T[]> {
+  return queryStore<T>(dataDir, sql, params);
 }
 
 async function keysOf(dataDir: string, account: string): Promise<{ id: string; name: string; status: string }[]> {
@@ -46,7 +41,7 @@ after(async () => {
 
 describe('console accounts (CLI)', () => {
   test('create stores a salted scrypt hash, never the password; a second create and short passwords are refused', async () => {
-    const rows = query<{ name: string; password_hash: string; is_admin: number }>(sluice.dataDir, "SELECT name, password_hash, is_admin FROM accounts WHERE name IN ('alice','bob') ORDER BY name");
+    const rows = await query<{ name: string; password_hash: string; is_admin: number }>(sluice.dataDir, "SELECT name, password_hash, is_admin FROM accounts WHERE name IN ('alice','bob') ORDER BY name");
     assert.deepEqual(rows.map((r) => [r.name, r.is_admin]), [['alice', 1], ['bob', 0]]);
     for (const row of rows) {
       assert.match(row.password_hash, /^scrypt\$32768\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
@@ -59,7 +54,7 @@ describe('console accounts (CLI)', () => {
     const short = await cliWithInput(['accounts', 'create', 'carol', '--password-stdin', '--data', sluice.dataDir], 'short\n');
     assert.equal(short.code, 1);
     assert.match(short.stderr, /at least 8 characters/);
-    assert.equal(query(sluice.dataDir, "SELECT 1 FROM accounts WHERE name = 'carol'").length, 0);
+    assert.equal((await query(sluice.dataDir, "SELECT 1 FROM accounts WHERE name = 'carol'")).length, 0);
     const noStdinFlag = await cliWithInput(['accounts', 'create', 'dave', '--data', sluice.dataDir], 'whatever-password\n');
     assert.notEqual(noStdinFlag.code, 0);
     assert.match(noStdinFlag.stderr, /--password-stdin/);
@@ -89,10 +84,10 @@ describe('sessions', () => {
     assert.match(setCookie, /; SameSite=Lax/);
     assert.doesNotMatch(setCookie, /Secure/);
     const token = client.cookies.get('sluice_session')!;
-    const stored = query<{ token_hash: string }>(sluice.dataDir, 'SELECT token_hash FROM console_sessions');
+    const stored = await query<{ token_hash: string }>(sluice.dataDir, 'SELECT token_hash FROM console_sessions');
     assert.ok(stored.length > 0);
     assert.ok(stored.every((row) => row.token_hash !== token));
-    assert.ok(!readFileSync(join(sluice.dataDir, 'sluice.db')).includes(token), 'the token is nowhere in the database file');
+    assert.equal(await storeContains(sluice.dataDir, token), false, 'the token is nowhere in the store');
 
     const behindProxy = new ConsoleClient(sluice.url);
     const form = await behindProxy.get('/app/login', { 'x-forwarded-proto': 'https' });
@@ -216,12 +211,7 @@ describe('keys', () => {
     assert.match(created.text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
     assert.doesNotMatch(created.text, /<script>alert/);
     // The account-name rule keeps markup out of new names; an account made before the rule may have it.
-    const legacy = new Database(join(sluice.dataDir, 'sluice.db'));
-    try {
-      legacy.prepare("INSERT INTO accounts (id, name, created_at) VALUES ('acct_hostile', ?, 0)").run('"><img src=x onerror=alert(2)>');
-    } finally {
-      legacy.close();
-    }
+    await queryStore(sluice.dataDir, "INSERT INTO accounts (id, name, created_at) VALUES ('acct_hostile', ?, 0)", ['"><img src=x onerror=alert(2)>']);
     await createKey(sluice.dataDir, '"><img src=x onerror=alert(2)>', ['--name', "it's <b>bold</b>"]);
     const page = (await client.get('/app/keys')).text;
     assert.doesNotMatch(page, /<script>alert|<img src=x|<b>bold/);
@@ -313,7 +303,7 @@ describe('login throttling', () => {
     assert.match(fourth.text, /wait 2 s/, 'the delay doubles');
     await new Promise((r) => setTimeout(r, 2100));
     assert.equal((await client.login('grace', 'grace-password')).status, 303);
-    assert.equal(query(sluice.dataDir, "SELECT 1 FROM login_throttle WHERE subject LIKE 'grace|%'").length, 0, 'success clears the count');
+    assert.equal((await query(sluice.dataDir, "SELECT 1 FROM login_throttle WHERE subject LIKE 'grace|%'")).length, 0, 'success clears the count');
   });
 
   test('an unknown username fails like a wrong password', async () => {
@@ -340,7 +330,7 @@ describe('catalogue administration', () => {
       const bad = await client.post('/app/catalogue/providers/new', { csrf, id: 'gpu-box', kind: 'openai', base_url: 'not a url' });
       assert.equal(bad.status, 400);
       assert.match(bad.text, /must be an http:\/\/ or https:\/\/ URL/);
-      assert.equal(query(sluice.dataDir, 'SELECT 1 FROM console_providers').length, 0, 'nothing saved');
+      assert.equal((await query(sluice.dataDir, 'SELECT 1 FROM console_providers')).length, 0, 'nothing saved');
       const clash = await client.post('/app/catalogue/providers/new', { csrf, id: 'fake-vllm', kind: 'openai', base_url: guarded.url });
       assert.equal(clash.status, 400);
       assert.match(clash.text, /configuration file already declares a provider/);
@@ -364,10 +354,10 @@ describe('catalogue administration', () => {
       assert.ok(Date.now() - registeredAt < 3000);
       assert.equal(guarded.requests.at(-1)!.headers.authorization, 'Bearer console-upstream-credential', 'the decrypted credential goes upstream');
 
-      const stored = query<{ config: string; secrets: string }>(sluice.dataDir, "SELECT config, secrets FROM console_providers WHERE id = 'gpu-box'")[0]!;
+      const stored = (await query<{ config: string; secrets: string }>(sluice.dataDir, "SELECT config, secrets FROM console_providers WHERE id = 'gpu-box'"))[0]!;
       assert.match(stored.secrets, /^v1\./);
       assert.ok(!stored.config.includes('console-upstream-credential') && !stored.secrets.includes('console-upstream-credential'));
-      assert.ok(!readFileSync(join(sluice.dataDir, 'sluice.db')).includes('console-upstream-credential'));
+      assert.equal(await storeContains(sluice.dataDir, 'console-upstream-credential'), false, 'the credential is nowhere in the store');
       const catalogue = (await client.get('/app/catalogue')).text;
       assert.doesNotMatch(catalogue, /console-upstream-credential/);
       const edit = (await client.get('/app/catalogue/providers/gpu-box/edit')).text;
@@ -437,11 +427,11 @@ describe('public pages', () => {
   test('/status shows a failing upstream as down, with error rate and latency from real traffic; probes are recorded but never billed', async () => {
     const { key } = await createKey(sluice.dataDir, 'acme');
     const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
-    await eventually(() => (query(sluice.dataDir, "SELECT 1 FROM status_probes WHERE provider_id = 'fake-vllm' AND ok = 1").length > 0 ? true : undefined), 5000, 'a probe');
+    await eventually(async () => ((await query(sluice.dataDir, "SELECT 1 FROM status_probes WHERE provider_id = 'fake-vllm' AND ok = 1")).length > 0 ? true : undefined), 5000, 'a probe');
     fake.behaviour = { fail: { status: 500, body: JSON.stringify({ error: { message: 'engine dead', type: 'InternalServerError', param: null, code: 500 } }) } };
     try {
       // More failures than successes so far (a disabled key keeps working for part of a second, so their number varies).
-      const successes = sluice.ledger().filter((row) => row.provider_id === 'fake-vllm' && row.status === 200).length;
+      const successes = (await sluice.ledger()).filter((row) => row.provider_id === 'fake-vllm' && row.status === 200).length;
       for (let i = 0; i < Math.max(4, successes + 1); i++) await assert.rejects(openai.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 1 }), OpenAI.InternalServerError);
       const status = await eventually(async () => {
         const body = (await (await fetch(`${sluice.url}/status.json`)).json()) as any;
@@ -463,7 +453,7 @@ describe('public pages', () => {
     }
     const probes = fake.requests.filter((r) => r.body?.model === 'upstream-model' && r.body?.prompt === 'ping');
     assert.ok(probes.length > 0, 'the probe reached the upstream');
-    const ledger = sluice.ledger();
+    const ledger = (await sluice.ledger());
     assert.ok(ledger.every((row) => !row.request_id.startsWith('probe-')), 'no probe is in the ledger');
   });
 
@@ -517,7 +507,7 @@ describe('catalogue: deployments and fallbacks in the console', () => {
       csrf, id: 'routed-70b', provider: 'route-a', upstream_model: 'a-upstream', deployments: 'route-b b-upstream weight=3 priority=1\n', fallbacks: 'llama-8b', endpoints: 'completions',
     });
     assert.equal(saved.status, 303, saved.text);
-    const [row] = storedModel('routed-70b');
+    const [row] = (await storedModel('routed-70b'));
     assert.equal(row!.provider_id, 'route-a', 'the provider column is the first deployment’s');
     const config = JSON.parse(row!.config);
     assert.deepEqual(config.deployments, [
@@ -600,7 +590,7 @@ describe('catalogue: deployments and fallbacks in the console', () => {
       // What was typed comes back, in an open section.
       if (fields.deployments !== undefined) assert.equal(ConsoleClient.formFields(refused.text, '/app/catalogue/models/new').deployments, fields.deployments, label);
       assert.match(refused.text, /<details open>\s*<summary>More deployments and fallbacks/, label);
-      assert.equal(storedModel('refused-model').length, 0, `${label}: nothing saved`);
+      assert.equal((await storedModel('refused-model')).length, 0, `${label}: nothing saved`);
     }
   });
 
@@ -618,14 +608,14 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     const more = 'route-b b-upstream weight=3 priority=1\nroute-a spare-upstream weight=1 priority=2 upstream_api=chat\nroute-b weight=0.5 priority=0';
     const changed = await client.post(action, { ...fields, display_name: 'Routed 70B', deployments: more, fallbacks: 'llama-8b other-model' });
     assert.equal(changed.status, 303, changed.text);
-    const before = JSON.parse(storedModel('routed-70b')[0]!.config);
+    const before = JSON.parse((await storedModel('routed-70b'))[0]!.config);
     assert.equal(before.display_name, 'Routed 70B');
     assert.deepEqual(before.fallbacks, ['llama-8b', 'other-model']);
     const refilled = ConsoleClient.formFields((await client.get(action)).text, action);
     assert.equal(refilled.deployments, 'route-b b-upstream weight=3 priority=1\nroute-a spare-upstream priority=2 upstream_api=chat\nroute-b weight=0.5', 'only attributes that are not the defaults');
     assert.equal(refilled.fallbacks, 'llama-8b, other-model');
     assert.equal((await client.post(action, refilled)).status, 303);
-    const afterSave = JSON.parse(storedModel('routed-70b')[0]!.config);
+    const afterSave = JSON.parse((await storedModel('routed-70b'))[0]!.config);
     assert.deepEqual(afterSave, before, 'saving the form as filled changes nothing');
     assert.deepEqual(afterSave.deployments.map((d: any) => [d.provider, d.upstream_model, d.weight, d.priority, d.upstream_api]), [
       ['route-a', 'a-upstream', 1, 0, undefined],
@@ -637,14 +627,14 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     // Emptying the lines returns the model to the one-deployment short form.
     const single = await client.post(action, { ...refilled, deployments: '', fallbacks: '' });
     assert.equal(single.status, 303, single.text);
-    const short = JSON.parse(storedModel('routed-70b')[0]!.config);
+    const short = JSON.parse((await storedModel('routed-70b'))[0]!.config);
     assert.equal(short.deployments, undefined);
     assert.equal(short.upstream_model, 'a-upstream');
     assert.equal(short.fallbacks, undefined);
-    assert.equal(storedModel('routed-70b')[0]!.provider_id, 'route-a');
+    assert.equal((await storedModel('routed-70b'))[0]!.provider_id, 'route-a');
     // And back, through the same form.
     assert.equal((await client.post(action, refilled)).status, 303);
-    assert.deepEqual(JSON.parse(storedModel('routed-70b')[0]!.config), before);
+    assert.deepEqual(JSON.parse((await storedModel('routed-70b'))[0]!.config), before);
   });
 
   test('a provider that only a second deployment uses cannot be removed, and the page says which model holds it', async () => {
@@ -655,11 +645,11 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     const refused = await client.post('/app/catalogue/providers/route-b/delete', { csrf });
     assert.equal(refused.status, 409);
     assert.match(refused.text, /role="alert">Not removed: Models still use provider &#39;route-b&#39; \(routed-70b\)/);
-    assert.equal(query(gateway.dataDir, "SELECT 1 FROM console_providers WHERE id = 'route-b'").length, 1, 'still there');
+    assert.equal((await query(gateway.dataDir, "SELECT 1 FROM console_providers WHERE id = 'route-b'")).length, 1, 'still there');
 
     assert.equal((await client.post('/app/catalogue/models/routed-70b/delete', { csrf })).status, 303);
     assert.match((await client.get('/app/catalogue/providers/route-b/delete')).text, /<button type="submit" class="btn btn-danger">Remove provider/);
     assert.equal((await client.post('/app/catalogue/providers/route-b/delete', { csrf })).status, 303);
-    assert.equal(query(gateway.dataDir, "SELECT 1 FROM console_providers WHERE id = 'route-b'").length, 0);
+    assert.equal((await query(gateway.dataDir, "SELECT 1 FROM console_providers WHERE id = 'route-b'")).length, 0);
   });
 });

@@ -109,8 +109,8 @@ async function call(path: string, body: unknown, headers: Record<string, string>
 }
 
 async function ledgerRows(count: number, filter: (row: LedgerRow) => boolean): Promise<LedgerRow[]> {
-  return eventually(() => {
-    const rows = sluice.ledger().filter(filter);
+  return eventually(async () => {
+    const rows = (await sluice.ledger()).filter(filter);
     return rows.length >= count ? rows : undefined;
   });
 }
@@ -295,7 +295,7 @@ for (const upstream of UPSTREAMS) {
       } else {
         assert.equal(upstream.fake().requests.length, 0, 'Sluice counts for an upstream that cannot');
       }
-      assert.equal(sluice.ledger().filter((r) => r.model === model && r.operation === 'count_tokens').length, 0);
+      assert.equal((await sluice.ledger()).filter((r) => r.model === model && r.operation === 'count_tokens').length, 0);
     });
 
     test('a non-SSE stream is one JSON array, as Google serves it', async () => {
@@ -479,8 +479,8 @@ describe('generateContent: validation and what an upstream cannot do', () => {
     assert.match(badAlt.body.error.message, /'alt'/);
     assert.equal(upstreams.gemini.requests.length + upstreams.anthropic.requests.length + upstreams.vllm.requests.length, 0);
     // The refused requests' ledger rows name the model of the path, where Gemini callers name it.
-    const refused = await eventually(() => {
-      const rows = sluice.ledger().filter((row) => row.operation === 'generate_content' && row.status === 400 && row.model === 'claude');
+    const refused = await eventually(async () => {
+      const rows = (await sluice.ledger()).filter((row) => row.operation === 'generate_content' && row.status === 400 && row.model === 'claude');
       return rows.length >= cases.length ? rows : undefined;
     });
     assert.ok(refused.every((row) => row.error_kind === 'invalid_request' || row.error_kind === 'unsupported_parameter'));

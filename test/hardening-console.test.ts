@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
 import { cliWithInput, ConsoleClient, createAccount, type PageResponse } from './support/console.js';
 import { cli, configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+import { PG_ADMIN_URL, pgQuery, queryStore, STORE_MODE } from './support/store.js';
 
 const ADMIN_PASSWORD = 'admin-password-1';
 /** Names every plain object inherits (or, for __proto__, has an accessor for). */
@@ -126,26 +126,39 @@ describe('request values that name inherited object properties', () => {
 /** Sign-ins checked before the first lock-out: the throttle's two free failures and the one that locks. */
 const ALLOWANCE = 3;
 
-/** Wrong passwords posted all at once, each with the sign-in form's valid CSRF token. */
-async function guessInParallel(url: string, username: string, count: number): Promise<PageResponse[]> {
+/**
+ * Wrong passwords posted all at once, each with the sign-in form's valid CSRF token; `whileLocked`
+ * runs as soon as the first is refused, while the lock-out is surely on (the checked guesses' slow
+ * password hashing may outlast its first second).
+ */
+async function guessInParallel<T>(url: string, username: string, count: number, whileLocked: () => Promise<T>): Promise<{ answers: PageResponse[]; locked: T | undefined }> {
   const client = new ConsoleClient(url);
   const csrf = ConsoleClient.csrfOf((await client.get('/app/login')).text);
-  return Promise.all(Array.from({ length: count }, (_, i) => client.post('/app/login', { csrf, username, password: `wrong-guess-${i}`, next: '/app/keys' })));
+  let refused!: () => void;
+  const firstRefusal = new Promise<'refused'>((resolve) => (refused = () => resolve('refused')));
+  const guesses = Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const answer = await client.post('/app/login', { csrf, username, password: `wrong-guess-${i}`, next: '/app/keys' });
+      if (answer.status === 429) refused();
+      return answer;
+    }),
+  );
+  const locked = (await Promise.race([firstRefusal, guesses])) === 'refused' ? await whileLocked() : undefined;
+  return { answers: await guesses, locked };
 }
 
 async function expectParallelGuessesThrottled(url: string, username: string, password: string): Promise<void> {
-  const answers = await guessInParallel(url, username, 30);
+  const { answers, locked } = await guessInParallel(url, username, 30, () => new ConsoleClient(url).login(username, password));
   const checked = answers.filter((answer) => answer.status === 401);
   const refused = answers.filter((answer) => answer.status === 429);
   assert.ok(checked.length >= 1 && checked.length <= ALLOWANCE, `${checked.length} of 30 parallel wrong passwords were checked`);
   assert.equal(refused.length, answers.length - checked.length, 'every other guess is refused by the throttle');
   for (const answer of refused) {
     assert.match(answer.text, /Too many failed sign-ins/);
-    assert.ok(Number(answer.headers.get('retry-after')) >= 1);
+    assert.ok(Number(answer.headers.get('retry-after')) >= 1, 'a refusal says when to try again');
   }
-  const locked = await new ConsoleClient(url).login(username, password);
-  assert.equal(locked.status, 429, 'while locked out the right password is refused too');
-  await new Promise((resolve) => setTimeout(resolve, Number(locked.headers.get('retry-after')) * 1000 + 100));
+  assert.equal(locked?.status, 429, 'while locked out the right password is refused too');
+  await new Promise((resolve) => setTimeout(resolve, Number(locked!.headers.get('retry-after')) * 1000 + 100));
   assert.equal((await new ConsoleClient(url).login(username, password)).status, 303, 'after the lock-out the right password works');
 }
 
@@ -168,14 +181,7 @@ describe('sign-in throttle under parallel guesses', () => {
 });
 
 describe('one rule for account names', () => {
-  const accountNames = (dataDir: string) => {
-    const db = new Database(join(dataDir, 'sluice.db'), { readonly: true });
-    try {
-      return (db.prepare('SELECT name FROM accounts ORDER BY name').all() as { name: string }[]).map((row) => row.name);
-    } finally {
-      db.close();
-    }
-  };
+  const accountNames = async (dataDir: string) => (await queryStore<{ name: string }>(dataDir, 'SELECT name FROM accounts ORDER BY name')).map((row) => row.name);
 
   test('keys create refuses every name accounts create refuses, with the same message, and both take the same names', async () => {
     const dataDir = tempDir();
@@ -188,24 +194,19 @@ describe('one rule for account names', () => {
       assert.match(viaKeys.stderr, /An account name is 1-100 letters, digits or \._@- and starts with a letter or digit/);
       assert.equal(viaKeys.stderr, viaAccounts.stderr);
     }
-    assert.deepEqual(accountNames(dataDir), [], 'no account was made');
+    assert.deepEqual(await accountNames(dataDir), [], 'no account was made');
 
     for (const name of ['team.a_b@c-d', 'x'.repeat(100)]) {
       assert.equal((await cli(['keys', 'create', '--account', name, '--data', dataDir])).code, 0);
       assert.equal((await cliWithInput(['accounts', 'create', name, '--password-stdin', '--data', dataDir], 'long-enough-password\n')).code, 0);
     }
-    assert.deepEqual(accountNames(dataDir), ['team.a_b@c-d', 'x'.repeat(100)]);
+    assert.deepEqual(await accountNames(dataDir), ['team.a_b@c-d', 'x'.repeat(100)]);
   });
 
   test('an account made before the rule keeps getting keys', async () => {
     const dataDir = tempDir();
     await createKey(dataDir, 'acme'); // creates and migrates the store
-    const db = new Database(join(dataDir, 'sluice.db'));
-    try {
-      db.prepare("INSERT INTO accounts (id, name, created_at) VALUES ('acct_legacy', 'legacy team', 0)").run();
-    } finally {
-      db.close();
-    }
+    await queryStore(dataDir, "INSERT INTO accounts (id, name, created_at) VALUES ('acct_legacy', 'legacy team', 0)");
     const created = await cli(['keys', 'create', '--account', 'legacy team', '--json', '--data', dataDir]);
     assert.equal(created.code, 0, created.stderr);
     assert.equal(JSON.parse(created.stdout).account, 'legacy team');
@@ -213,16 +214,22 @@ describe('one rule for account names', () => {
 });
 
 describe('test support', () => {
-  test('what tempDir made (a gateway’s data and configuration included) is gone when the test process ends', async () => {
+  test('what tempDir made (a gateway’s data and configuration included, and its database in postgres mode) is gone when the test process ends', async () => {
     const support = pathToFileURL(resolve(import.meta.dirname, 'support/sluice.ts')).href;
+    const store = pathToFileURL(resolve(import.meta.dirname, 'support/store.ts')).href;
     const script = `
       import { startSluice, tempDir } from ${JSON.stringify(support)};
+      import { STORE_MODE, databaseUrlFor } from ${JSON.stringify(store)};
       const sluice = await startSluice({ config: 'providers: []\\n' });
       await sluice.stop();
-      console.log(JSON.stringify([sluice.dataDir, tempDir('sluice-other-')]));`;
+      const database = STORE_MODE === 'postgres' ? new URL(await databaseUrlFor(sluice.dataDir)).pathname.slice(1) : null;
+      console.log(JSON.stringify([sluice.dataDir, tempDir('sluice-other-'), database]));`;
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script]);
-    const made = JSON.parse(stdout) as string[];
-    assert.equal(made.length, 2);
-    for (const dir of made) assert.equal(existsSync(dir), false, `${dir} is left behind`);
+    const [dataDir, otherDir, database] = JSON.parse(stdout) as [string, string, string | null];
+    for (const dir of [dataDir, otherDir]) assert.equal(existsSync(dir), false, `${dir} is left behind`);
+    if (STORE_MODE === 'postgres') {
+      assert.match(database ?? '', /^sluice_t_/, 'the gateway had a database of its own');
+      assert.deepEqual(await pgQuery(PG_ADMIN_URL, 'SELECT datname FROM pg_database WHERE datname = $1', [database]), [], `${database} is left behind`);
+    }
   });
 });

@@ -42,7 +42,7 @@ describe('hostile input', () => {
       assert.equal(fine.object, 'text_completion');
       assert.equal(upstream.requests.length, 1, 'only the acceptable request reached the upstream');
 
-      const rows = await eventually(() => (sluice.ledger().length === 5 ? sluice.ledger() : undefined));
+      const rows = await eventually(async () => ((await sluice.ledger()).length === 5 ? (await sluice.ledger()) : undefined));
       assert.deepEqual(rows.map((row) => row.status).sort(), [200, 400, 400, 400, 400]);
       const status = (await (await fetch(`${sluice.url}/status.json`)).json()) as any;
       const provider = status.providers.find((p: any) => p.id === 'fake-vllm');

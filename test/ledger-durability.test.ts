@@ -2,22 +2,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
 import OpenAI from 'openai';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
 import { configFor, createKey, eventually, startSluice } from './support/sluice.js';
-
-/** Holds the database's write lock from this process, as a backup, a `sqlite3` shell or a CLI command would. */
-function lockStore(dataDir: string): { release(): void } {
-  const db = new SQLite(join(dataDir, 'sluice.db'));
-  db.exec('BEGIN IMMEDIATE');
-  return {
-    release() {
-      db.exec('ROLLBACK');
-      db.close();
-    },
-  };
-}
+import { lockLedger, queryStore } from './support/store.js';
 
 function journals(dataDir: string): string[] {
   try {
@@ -43,9 +31,9 @@ describe('ledger and store under faults', () => {
       const { key } = await createKey(sluice.dataDir, 'acme');
       const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
       await client.completions.create({ model: 'llama-8b', prompt: 'warm the key cache', max_tokens: 2 });
-      await eventually(() => (sluice.ledger().length === 1 ? true : undefined));
+      await eventually(async () => ((await sluice.ledger()).length === 1 ? true : undefined));
 
-      const lock = lockStore(sluice.dataDir);
+      const lock = await lockLedger(sluice.dataDir);
       let served = 0;
       try {
         // Before the store ran in its own thread, each ledger flush held the event loop for the
@@ -58,11 +46,11 @@ describe('ledger and store under faults', () => {
           served++;
         }
         assert.ok(served >= 30, `only ${served} requests were answered while the store was locked`);
-        assert.equal(sluice.ledger().length, 1, 'nothing can be written while the lock is held');
+        assert.equal((await sluice.ledger()).length, 1, 'nothing can be written while the lock is held');
       } finally {
-        lock.release();
+        await lock.release();
       }
-      const rows = await eventually(() => (sluice.ledger().length === served + 1 ? sluice.ledger() : undefined), 15_000, 'the ledger to catch up');
+      const rows = await eventually(async () => ((await sluice.ledger()).length === served + 1 ? (await sluice.ledger()) : undefined), 15_000, 'the ledger to catch up');
       assert.ok(rows.every((row) => row.status === 200));
       assert.equal(new Set(rows.map((row) => row.entry_id)).size, rows.length, 'each row once');
     } finally {
@@ -77,23 +65,23 @@ describe('ledger and store under faults', () => {
     const { dataDir } = first;
     const { key } = await createKey(dataDir, 'acme');
     const client = new OpenAI({ apiKey: key, baseURL: `${first.url}/v1`, maxRetries: 0 });
-    const lock = lockStore(dataDir);
+    const lock = await lockLedger(dataDir);
     let second: Awaited<ReturnType<typeof startSluice>> | undefined;
     try {
       for (let i = 0; i < 10; i++) await client.completions.create({ model: 'llama-8b', prompt: `request ${i}`, max_tokens: 2 });
       assert.equal(await first.stop('SIGTERM'), 0, 'every row was kept, so the stop succeeded');
       assert.match(first.stderr(), /kept in the journal and imported at the next start/);
-      assert.equal(first.ledger().length, 0);
+      assert.equal((await first.ledger()).length, 0);
       assert.ok(journals(dataDir).length >= 1, 'the journals (one a worker) are left for the next start');
 
-      lock.release();
+      await lock.release();
       second = await startSluice({ config: configFor(upstream.url), dataDir });
-      const rows = second.ledger();
+      const rows = (await second.ledger());
       assert.equal(rows.length, 10, 'imported before the gateway listens');
       assert.ok(rows.every((row) => row.status === 200 && row.key_id !== '' && row.prompt_tokens > 0));
       assert.equal(journals(dataDir).length, 2, 'the imported journals are removed; each running worker has its own');
     } finally {
-      if (second === undefined) lock.release();
+      if (second === undefined) await lock.release();
       if (second !== undefined) assert.equal(await second.stop(), 0);
       await upstream.close();
     }
@@ -120,7 +108,7 @@ describe('ledger and store under faults', () => {
     await Promise.all(Array.from({ length: 64 }, worker));
     // Every row was written to the journal and the store, and the journals closed and went away.
     assert.equal(await sluice.stop(), 0);
-    const rows = sluice.ledger();
+    const rows = (await sluice.ledger());
     assert.equal(rows.length, total);
     assert.equal(new Set(rows.map((row) => row.entry_id)).size, total);
     assert.deepEqual(journals(sluice.dataDir), [], 'a clean stop leaves no journal');
@@ -151,9 +139,9 @@ describe('ledger and store under faults', () => {
       upstream.behaviour = {};
 
       // The primary starts new workers, and they import what the killed ones left.
-      const rows = await eventually(() => (sluice.ledger().length >= 6 ? sluice.ledger() : undefined), 15_000, 'the journals to be imported');
+      const rows = await eventually(async () => ((await sluice.ledger()).length >= 6 ? (await sluice.ledger()) : undefined), 15_000, 'the journals to be imported');
       await new Promise((resolve) => setTimeout(resolve, 500));
-      assert.equal(sluice.ledger().length, 6, 'no row twice');
+      assert.equal((await sluice.ledger()).length, 6, 'no row twice');
       assert.equal(rows.filter((row) => row.status === 200).length, 5);
       const interrupted = rows.find((row) => row.status !== 200)!;
       assert.equal(interrupted.status, 500);
@@ -163,9 +151,7 @@ describe('ledger and store under faults', () => {
       assert.equal(interrupted.stream, 1);
 
       // A failure inside Sluice says nothing about the provider's health.
-      const db = new SQLite(join(sluice.dataDir, 'sluice.db'), { readonly: true });
-      const daily = db.prepare('SELECT sum(requests) AS requests, sum(failures) AS failures FROM status_daily').get() as { requests: number; failures: number };
-      db.close();
+      const [daily] = await queryStore<{ requests: number; failures: number }>(sluice.dataDir, 'SELECT sum(requests) AS requests, sum(failures) AS failures FROM status_daily');
       assert.deepEqual(daily, { requests: 6, failures: 0 });
       assert.ok(workerPids(sluice.child.pid!).every((pid) => !killed.includes(pid)));
     } finally {

@@ -35,7 +35,7 @@ describe('serve', () => {
     while (!(await iterator.next()).done) chunks++;
     assert.equal(chunks, 8, 'the stream in flight completes');
     assert.equal(await exited, 0);
-    const rows = sluice.ledger();
+    const rows = (await sluice.ledger());
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.status, 200);
     assert.equal(rows[0]!.completion_tokens, 8);
@@ -55,7 +55,7 @@ describe('serve', () => {
     await eventually(() => (upstream.requests.length === 1 ? true : undefined), 3000, 'the request to reach the upstream');
     assert.equal(await sluice.stop('SIGTERM'), 0);
     await pending;
-    const row = sluice.ledger().find((r) => r.request_id === 'cut-at-drain');
+    const row = (await sluice.ledger()).find((r) => r.request_id === 'cut-at-drain');
     assert.ok(row, 'the cut request has its ledger row');
     assert.equal(row.status, 499);
     assert.ok(row.prompt_tokens > 0, 'the prompt the upstream received is billed');

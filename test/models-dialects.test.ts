@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApiError, GoogleGenAI } from '@google/genai';
-import Database from 'better-sqlite3';
 import { cli, createKey, startSluice, type RunningSluice } from './support/sluice.js';
+import { queryStore } from './support/store.js';
 
 /** 45 models over 7 distinct dates, so dates tie and every SDK needs several pages. */
 const MODELS = Array.from({ length: 45 }, (_, i) => ({
@@ -266,9 +265,7 @@ describe('key carriers', () => {
 describe('a model-table failure is a 500 in every dialect, with nothing internal in the message', () => {
   test('an unreadable key row', async () => {
     const broken = await createKey(sluice.dataDir, 'broken', ['--models', 'm-01']);
-    const db = new Database(join(sluice.dataDir, 'sluice.db'));
-    db.prepare('UPDATE api_keys SET models = ? WHERE id = ?').run('{not json', broken.id);
-    db.close();
+    await queryStore(sluice.dataDir, 'UPDATE api_keys SET models = ? WHERE id = ?', ['{not json', broken.id]);
     const openai = await get('/v1/models', { authorization: `Bearer ${broken.key}` });
     assert.equal(openai.status, 500);
     assert.equal(openai.body.error.type, 'server_error');

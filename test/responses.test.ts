@@ -115,7 +115,7 @@ for (const upstream of UPSTREAMS) {
       const sent = lastSent(upstream.fake());
       assert.match(sent, /Be brief\./);
       assert.match(sent, /Answer in English\./);
-      const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'responses' && r.model === model && r.stream === 0 && r.status === 200), 3000, 'the ledger row');
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'responses' && r.model === model && r.stream === 0 && r.status === 200), 3000, 'the ledger row');
       assert.ok(row.prompt_tokens > 0);
       assert.ok(row.completion_tokens > 0);
     });
@@ -141,7 +141,7 @@ for (const upstream of UPSTREAMS) {
       assert.equal(final.status, 'completed');
       assert.equal(final.model, model);
       assert.ok(final.usage!.output_tokens > 0);
-      const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'responses' && r.model === model && r.stream === 1 && r.status === 200), 3000, 'the ledger row');
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'responses' && r.model === model && r.stream === 1 && r.status === 200), 3000, 'the ledger row');
       assert.ok(row.completion_tokens > 0);
     });
 
@@ -239,7 +239,7 @@ for (const upstream of UPSTREAMS) {
       assert.equal(typeof events.at(-1).message, 'string');
       const numbers = events.map((e) => e.sequence_number);
       assert.deepEqual(numbers, numbers.map((_, i) => numbers[0] + i));
-      const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'responses' && r.model === model && r.stream === 1 && r.status >= 500), 3000, 'the failed row');
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'responses' && r.model === model && r.stream === 1 && r.status >= 500), 3000, 'the failed row');
       assert.ok(row.error_kind);
     });
 
@@ -416,8 +416,8 @@ describe('Responses across upstreams and models', () => {
     const wrongModel = await post({ model: 'legacy-only', input: 'hi' });
     assert.equal(wrongModel.status, 400);
     assert.match(wrongModel.json.error.message, /\/v1\/responses/);
-    const rows = await eventually(() => {
-      const found = sluice.ledger().filter((r) => r.operation === 'responses' && r.status === 400);
+    const rows = await eventually(async () => {
+      const found = (await sluice.ledger()).filter((r) => r.operation === 'responses' && r.status === 400);
       return found.length >= 4 ? found : undefined;
     });
     assert.ok(rows.length >= 4);
@@ -486,7 +486,7 @@ describe('Responses across upstreams and models', () => {
 
   test('the ledger prices a native response from its usage', async () => {
     await client().responses.create({ model: 'gpt-native', input: 'price me' });
-    const row = await eventually(() => sluice.ledger().find((r) => r.operation === 'responses' && r.model === 'gpt-native' && r.cost_usd > 0), 3000, 'a priced row');
+    const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'responses' && r.model === 'gpt-native' && r.cost_usd > 0), 3000, 'a priced row');
     assert.equal(row.provider_id, 'vllm');
     assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * 1 + row.completion_tokens * 4) / 1e6) < 1e-12);
   });

@@ -180,8 +180,8 @@ const CHAT_ANSWER = '[hello] The quick';
 
 /** The ledger rows of one public model, once the ledger has written them. */
 async function rowsOf(model: string, count: number): Promise<LedgerRow[]> {
-  return eventually(() => {
-    const rows = sluice.ledger().filter((row) => row.model === model);
+  return eventually(async () => {
+    const rows = (await sluice.ledger()).filter((row) => row.model === model);
     return rows.length >= count ? rows : undefined;
   }, 5000, `${count} ledger rows of ${model}`);
 }
@@ -606,17 +606,17 @@ test("the ledger and the upstreams' records agree on every attempt", async () =>
   }
   upstreamCounts.set('a/m-reset', upstreamCounts.get('a/m-reset')! - poolResends);
   const total = [...upstreamCounts.values()].reduce((sum, n) => sum + n, 0);
-  const ledgerCounts = () => {
+  const ledgerCounts = async () => {
     const counts = new Map<string, number>();
-    for (const row of sluice.ledger()) {
+    for (const row of (await sluice.ledger())) {
       const log = attemptLog(row);
       if (log.length > 0) for (const entry of log) counts.set(entry.deployment, (counts.get(entry.deployment) ?? 0) + 1);
       else if (row.attempts === 1) counts.set(row.deployment!, (counts.get(row.deployment!) ?? 0) + 1);
     }
     return new Map([...counts].sort());
   };
-  await eventually(() => ([...ledgerCounts().values()].reduce((sum, n) => sum + n, 0) >= total ? true : undefined)).catch(() => undefined);
-  assert.deepEqual(ledgerCounts(), new Map([...upstreamCounts].sort()));
+  await eventually(async () => ([...(await ledgerCounts()).values()].reduce((sum, n) => sum + n, 0) >= total ? true : undefined)).catch(() => undefined);
+  assert.deepEqual(await ledgerCounts(), new Map([...upstreamCounts].sort()));
 });
 
 describe('routing configuration', () => {

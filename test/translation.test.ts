@@ -257,7 +257,7 @@ for (const adapter of ADAPTERS) {
     test('each request writes one ledger row with the provider and the upstream usage', async () => {
       const completion = await client.completions.create({ model, prompt: 'ledger please', max_tokens: 2 });
       const requestId = (completion as { _request_id?: string | null })._request_id!;
-      const row = await eventually(() => sluice.ledger().find((r) => r.request_id === requestId), 3000, 'ledger row');
+      const row = await eventually(async () => (await sluice.ledger()).find((r) => r.request_id === requestId), 3000, 'ledger row');
       assert.equal(row.model, model);
       assert.equal(row.status, 200);
       assert.equal(row.prompt_tokens, 2);

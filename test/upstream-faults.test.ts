@@ -283,12 +283,16 @@ describe('time limits', () => {
       return { status: response.status, text: await response.text(), seconds: (Date.now() - startedAt) / 1000 };
     };
 
+    // undici times headers and bodies with its coarse timers (about 1 s resolution), so a 300 ms
+    // limit fires after about a second; well before the upstream's 5 s is what shows it was applied.
+    const GIVEN_UP_WITHIN_S = 3;
+
     test('no response headers within response_timeout_ms: a 504', async () => {
       upstream.behaviour = { headerDelayMs: 5000 };
       const { status, text, seconds } = await ask(false);
       assert.equal(status, 504);
       assert.equal(JSON.parse(text).error.code, 'upstream_timeout');
-      assert.ok(seconds < 2, `answered after ${seconds} s`);
+      assert.ok(seconds < GIVEN_UP_WITHIN_S, `answered after ${seconds} s`);
     });
 
     test('a stream silent for idle_timeout_ms: an error event after what came', async () => {
@@ -297,7 +301,7 @@ describe('time limits', () => {
       assert.equal(status, 200);
       assert.match(text, /^data: \{"id":"cmpl-/, 'the first chunk was passed on');
       assert.match(text, /data: \{"error":\{[^\n]*"code":"upstream_timeout"/);
-      assert.ok(seconds < 2, `ended after ${seconds} s`);
+      assert.ok(seconds < GIVEN_UP_WITHIN_S, `ended after ${seconds} s`);
     });
   });
 });

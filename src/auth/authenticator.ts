@@ -1,4 +1,7 @@
+import type { Logger } from 'pino';
+import type { ChangeFeed } from '../changes/change-feed.js';
 import { GatewayError } from '../errors.js';
+import type { Limits } from '../limits/limits.js';
 import type { KeyRecord, KeysRepository } from '../store/store.js';
 import type { SecretHasher } from './key-secret.js';
 
@@ -9,6 +12,9 @@ export interface Principal {
   readonly accountName: string;
   /** Model ids the key may use; null means every model. */
   readonly allowedModels: ReadonlySet<string> | null;
+  /** The key's own limits and its account's (null: none), for the admit stage. */
+  readonly keyLimits: Limits | null;
+  readonly accountLimits: Limits | null;
 }
 
 interface CachedKey {
@@ -17,16 +23,20 @@ interface CachedKey {
   readonly expiresAt: number | null;
 }
 
-/** How often the key version is polled: a change made by another process is seen within this. */
+/** How often the key version is polled: a change made by another process is seen within this, notification or not. */
 const VERSION_POLL_MS = 250;
+/** A store that keeps failing the poll is reported at most this often. */
+const POLL_WARNING_EVERY_MS = 30_000;
 /** Unknown secrets remembered, so a flood of bad keys does not reach the store each time. */
 const MAX_NEGATIVE_ENTRIES = 10_000;
 
 /**
  * Turns a presented secret into a Principal. Keys are cached in memory by their keyed hash; every
- * write to any key bumps a version in the store, and a poll of that version clears the cache, so
- * a key created, disabled or revoked by the CLI or another instance takes effect within the poll
- * interval. Expiry is checked on every request against the cached expiry time.
+ * write to any key bumps a version in the store, and reading a changed version clears the cache.
+ * The version is read when the change feed announces a key change (a key created, disabled or
+ * revoked by the CLI or another instance takes effect at once) and polled as well, which bounds
+ * the delay by the poll interval when a notification is lost. Expiry is checked on every request
+ * against the cached expiry time. While the store cannot be read, cached keys go on being served.
  */
 export class Authenticator {
   private readonly known = new Map<string, CachedKey>();
@@ -34,21 +44,49 @@ export class Authenticator {
   private readonly lastUsed = new Map<string, number>();
   private version = -1;
   private poller: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  /** The version read under way, and the one queued behind it (a notification arrived meanwhile). */
+  private reading: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | undefined;
+  private lastPollWarning = -Infinity;
 
   constructor(
     private readonly keys: KeysRepository,
     private readonly hasher: SecretHasher,
+    private readonly logger: Logger,
+    /** Named in the warning when the store cannot be polled (`sqlite`, `postgres`). */
+    private readonly storeName: string,
     private readonly now: () => number = Date.now,
   ) {}
 
-  async start(): Promise<void> {
-    await this.refreshVersion();
-    this.poller = setInterval(() => void this.refreshVersion().catch(() => undefined), VERSION_POLL_MS);
+  async start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
+    await this.refresh();
+    this.unsubscribe = changes?.subscribe((topic) => {
+      if (topic === 'keys') this.poll();
+    });
+    this.poller = setInterval(() => this.poll(), VERSION_POLL_MS);
     this.poller.unref();
   }
 
   stop(): void {
     clearInterval(this.poller);
+    this.unsubscribe?.();
+  }
+
+  /**
+   * Reads the key version now; the cache empties if it moved. Reads do not overlap: a call while
+   * one is under way is served by one more read after it (which sees any change committed before
+   * the call), shared by every call made meanwhile.
+   */
+  refresh(): Promise<void> {
+    if (this.queued !== undefined) return this.queued;
+    const next = this.reading.then(() => {
+      this.queued = undefined;
+      return this.readVersion();
+    });
+    this.queued = next;
+    this.reading = next.catch(() => undefined);
+    return next;
   }
 
   async authenticate(secret: string | undefined): Promise<Principal> {
@@ -104,6 +142,8 @@ export class Authenticator {
         accountId: record.accountId,
         accountName: record.accountName,
         allowedModels: record.models === null ? null : new Set(record.models),
+        keyLimits: record.limits,
+        accountLimits: record.accountLimits,
       },
       status: record.status,
       expiresAt: record.expiresAt,
@@ -112,7 +152,20 @@ export class Authenticator {
     return entry;
   }
 
-  private async refreshVersion(): Promise<void> {
+  /** A refresh from the poll or a notification: a failure is reported (now and then), and the cache serves on. */
+  private poll(): void {
+    this.refresh().catch((error: unknown) => {
+      const now = Date.now();
+      if (now - this.lastPollWarning < POLL_WARNING_EVERY_MS) return;
+      this.lastPollWarning = now;
+      this.logger.warn(
+        { store: this.storeName, err: error instanceof Error ? error.message : String(error) },
+        `cannot read the key version from the ${this.storeName} store: key changes are not seen meanwhile, cached keys go on being served (reported at most every 30 s)`,
+      );
+    });
+  }
+
+  private async readVersion(): Promise<void> {
     const version = await this.keys.version();
     if (version !== this.version) {
       this.version = version;

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { randomBase62 } from '../ids.js';
-import { readOrCreateDataSecret } from './data-dir-secret.js';
+import { sharedSecret } from './data-dir-secret.js';
 
 export const SECRET_PREFIX = 'sk-';
 const SECRET_BODY_LENGTH = 48;
@@ -21,16 +21,15 @@ export function secretParts(secret: string): { prefix: string; lastFour: string 
 
 /**
  * Keys are stored as an HMAC-SHA256 under a server-side pepper, so a copy of the database alone
- * cannot be used to test guesses. The pepper lives outside the database: `SLUICE_KEY_PEPPER`, or a
- * file created once in the data directory (mode 0600). Losing it invalidates every key.
+ * cannot be used to test guesses. The pepper lives outside the database: `SLUICE_KEY_PEPPER`, the
+ * file named by `SLUICE_KEY_PEPPER_FILE`, or a file created once in the data directory (mode 0600).
+ * Losing it invalidates every key; replicas on one database must all have the same.
  */
 export class SecretHasher {
   private constructor(private readonly pepper: Buffer) {}
 
   static forDataDir(dataDir: string, env: NodeJS.ProcessEnv = process.env): SecretHasher {
-    const fromEnv = env.SLUICE_KEY_PEPPER;
-    if (fromEnv !== undefined && fromEnv !== '') return new SecretHasher(Buffer.from(fromEnv, 'utf8'));
-    return new SecretHasher(readOrCreateDataSecret(dataDir, PEPPER_FILE));
+    return new SecretHasher(sharedSecret('SLUICE_KEY_PEPPER', dataDir, PEPPER_FILE, env));
   }
 
   hash(secret: string): string {

@@ -1,4 +1,5 @@
 import { randomId } from '../ids.js';
+import { normaliseLimits, type Limits } from '../limits/limits.js';
 import { UserError } from '../user-error.js';
 import type { AccountRecord, KeyRecord, KeyStatus, Store } from '../store/store.js';
 import { accountNameProblem } from './account-name.js';
@@ -9,6 +10,7 @@ export interface CreateKeyInput {
   readonly name?: string | undefined;
   readonly models?: readonly string[] | undefined;
   readonly expiresAt?: number | undefined;
+  readonly limits?: Limits | undefined;
 }
 
 export class KeyManagementError extends UserError {
@@ -34,6 +36,7 @@ export async function createKey(store: Store, hasher: SecretHasher, input: Creat
     models,
     expiresAt: input.expiresAt ?? null,
     createdAt: Date.now(),
+    limits: input.limits === undefined ? null : normaliseLimits(input.limits),
   });
   return { key, secret };
 }
@@ -57,4 +60,18 @@ export async function changeKeyStatus(store: Store, id: string, status: KeyStatu
   if (key.status === 'revoked' && status !== 'revoked') throw new KeyManagementError(`Key '${id}' is revoked; a revoked key cannot be ${status === 'active' ? 'enabled' : 'disabled'}.`);
   if (key.status === status) return key;
   return (await store.keys.setStatus(id, status))!;
+}
+
+/** Replaces a key's limits; null (or limits with nothing set) removes them. */
+export async function setKeyLimits(store: Store, id: string, limits: Limits | null): Promise<KeyRecord> {
+  const key = await store.keys.setLimits(id, limits === null ? null : normaliseLimits(limits));
+  if (key === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
+  return key;
+}
+
+/** Replaces the limits every key of an account shares; null (or limits with nothing set) removes them. */
+export async function setAccountLimits(store: Store, name: string, limits: Limits | null): Promise<AccountRecord> {
+  const account = await store.accounts.setLimits(name, limits === null ? null : normaliseLimits(limits));
+  if (account === undefined) throw new KeyManagementError(`No account is named '${name}'.`);
+  return account;
 }

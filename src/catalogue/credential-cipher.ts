@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { readOrCreateDataSecret } from '../auth/data-dir-secret.js';
+import { sharedSecret } from '../auth/data-dir-secret.js';
 
 const KEY_FILE = 'credential-key';
 const VERSION = 'v1';
@@ -9,15 +9,15 @@ const TAG_BYTES = 16;
 /**
  * Seals upstream credentials entered in the console (provider api_key and headers) with
  * AES-256-GCM before they reach the store. The key is derived (HKDF-SHA256) from a secret kept
- * outside the database: `SLUICE_CREDENTIAL_KEY`, or the file `DATA/credential-key` (mode 0600).
+ * outside the database: `SLUICE_CREDENTIAL_KEY`, the file named by `SLUICE_CREDENTIAL_KEY_FILE`, or
+ * the file `DATA/credential-key` (mode 0600); replicas on one database must all have the same.
  * The provider id is bound in as associated data, so a sealed value copied to another row fails.
  */
 export class CredentialCipher {
   private constructor(private readonly key: Buffer) {}
 
   static forDataDir(dataDir: string, env: NodeJS.ProcessEnv = process.env): CredentialCipher {
-    const fromEnv = env.SLUICE_CREDENTIAL_KEY;
-    const secret = fromEnv !== undefined && fromEnv !== '' ? Buffer.from(fromEnv, 'utf8') : readOrCreateDataSecret(dataDir, KEY_FILE);
+    const secret = sharedSecret('SLUICE_CREDENTIAL_KEY', dataDir, KEY_FILE, env);
     return new CredentialCipher(Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'sluice provider credentials v1', 32)));
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ChangeFeed } from '../changes/change-feed.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { Catalogue, modelFromConfig, routingBlocksOf } from './catalogue.js';
@@ -23,21 +24,23 @@ export interface ProviderSecrets {
   headers?: Record<string, string>;
 }
 
-/** How often the catalogue version is polled: a change made by another process is seen within this. */
+/** How often the catalogue version is polled: a change made by another process is seen within this, notification or not. */
 const VERSION_POLL_MS = 250;
 
 /**
  * The catalogue and the provider adapters, merged from the configuration file (fixed for the
  * life of the process) and the console's entries in the store (which change). Every console write
- * bumps `catalogue_version`; each process polls it and rebuilds its snapshot, so a model
- * registered in any process reaches `/v1/models` in all of them within the poll interval.
- * Configuration-file entries win any clash of ids.
+ * bumps `catalogue_version`; each process reads it when the change feed announces a catalogue
+ * change, and polls it as well, and rebuilds its snapshot when it moved: a model registered in any
+ * process reaches `/v1/models` in all of them at once, or within the poll interval when a
+ * notification is lost. Configuration-file entries win any clash of ids.
  */
 export class LiveCatalogue {
   private snapshot: Catalogue;
   private entries: readonly ProviderEntry[];
   private version = -1;
   private poller: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
   private reloading: Promise<void> = Promise.resolve();
 
   constructor(
@@ -53,9 +56,12 @@ export class LiveCatalogue {
     onProviders(config.providers.map((provider) => ({ config: provider, stamp: 'config' })));
   }
 
-  async start(): Promise<void> {
+  async start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
     await this.refresh();
-    this.poller = setInterval(() => void this.refresh().catch((error: unknown) => this.logger.warn({ err: error }, 'catalogue reload failed')), VERSION_POLL_MS);
+    this.unsubscribe = changes?.subscribe((topic) => {
+      if (topic === 'catalogue') this.poll();
+    });
+    this.poller = setInterval(() => this.poll(), VERSION_POLL_MS);
     this.poller.unref();
   }
 
@@ -86,7 +92,13 @@ export class LiveCatalogue {
 
   async close(): Promise<void> {
     clearInterval(this.poller);
+    this.unsubscribe?.();
     await this.reloading.catch(() => undefined);
+  }
+
+  /** A refresh from the poll or a notification. */
+  private poll(): void {
+    this.refresh().catch((error: unknown) => this.logger.warn({ err: error }, 'catalogue reload failed'));
   }
 
   private async reloadIfChanged(): Promise<void> {

@@ -229,11 +229,22 @@ const responsesSchema = z.strictObject({
   retention_days: z.number().positive().default(RESPONSES_DEFAULTS.retention_days),
 });
 
+/** Defaults of the `limits:` section, which the README states. */
+export const LIMITS_DEFAULTS = { lease_ms: 30_000, default_max_output_tokens: 4_096 } as const;
+
+const limitsSectionSchema = z.strictObject({
+  /** How long a request's in-flight slot outlives a crashed process. */
+  lease_ms: z.number().int().min(100).default(LIMITS_DEFAULTS.lease_ms),
+  /** Tokens reserved for an answer when neither the request nor the model caps it. */
+  default_max_output_tokens: z.number().int().positive().default(LIMITS_DEFAULTS.default_max_output_tokens),
+});
+
 const configSchema = z.strictObject({
   providers: z.array(providerSchema).default([]),
   models: z.array(modelSchema).default([]),
   responses: responsesSchema.default({ retention_days: RESPONSES_DEFAULTS.retention_days }),
   routing: routingSchema.optional(),
+  limits: limitsSectionSchema.default(LIMITS_DEFAULTS),
 });
 
 /** A provider entry with its base URL settled (explicit, or the kind's default). */
@@ -247,7 +258,11 @@ export interface GatewayConfig {
   readonly responses: { readonly retentionDays: number };
   /** The top-level `routing:` block, beneath providers' and models' own. */
   readonly routing: RoutingBlock | undefined;
+  /** How per-key and per-account limits are counted. */
+  readonly limits: { readonly leaseMs: number; readonly defaultMaxOutputTokens: number };
 }
+
+const limitsOf = (section: { lease_ms: number; default_max_output_tokens: number }) => ({ leaseMs: section.lease_ms, defaultMaxOutputTokens: section.default_max_output_tokens });
 
 export class ConfigError extends UserError {
   override name = 'ConfigError';
@@ -255,7 +270,7 @@ export class ConfigError extends UserError {
 
 /** An empty configuration, for a gateway started without a file. */
 export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
-  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined };
+  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS) };
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -286,7 +301,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
     ...provider,
     base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
   }));
-  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing };
+  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits) };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {

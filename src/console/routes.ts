@@ -45,6 +45,7 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
     ],
     prefixes: [
       { methods: ['GET', 'POST'], prefix: '/app/keys/', handler: keys.action },
+      { methods: ['GET', 'POST'], prefix: '/app/accounts/', handler: keys.accountLimits },
       { methods: ['GET', 'POST'], prefix: '/app/catalogue/', handler: catalogue },
       { methods: ['GET'], prefix: '/models/', handler: models.detail },
     ],

@@ -1,17 +1,30 @@
 import type { Principal } from '../auth/authenticator.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 
-/**
- * The admit stage: whether a request may go ahead (rate limits, budgets). It throws a GatewayError
- * to refuse; the function it returns is called once the request has ended, with what it used.
- */
-export interface Admission {
-  admit(principal: Principal, model: CatalogueModel): Promise<(costUsd: number) => void>;
+/** What a request may consume, as the admit stage reserves it. */
+export interface Demand {
+  /** The prompt's tokens; counted only when a limit needs them. */
+  promptTokens(): Promise<number>;
+  /** The request's output cap, or undefined for the model's. */
+  readonly maxOutputTokens: number | undefined;
+  readonly choices: number;
 }
 
-const settleNothing = (): void => undefined;
+/** An admitted request: headers for its answer, and the call that ends its reservation. */
+export interface Admitted {
+  /** `x-ratelimit-*` for a limited key; empty otherwise. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Called exactly once, however the request ended, with what it really used. */
+  settle(used: { readonly tokens: number; readonly costUsd: number }): void;
+}
 
-/** Admits everything: the embedded default has no limits configured. */
-export const admitAll: Admission = {
-  admit: async () => settleNothing,
-};
+/**
+ * The admit stage: whether a request may go ahead (rate limits, budgets). It throws a GatewayError
+ * (with the refusal's headers) to refuse.
+ */
+export interface Admission {
+  admit(principal: Principal, model: CatalogueModel, demand: Demand): Promise<Admitted>;
+}
+
+/** A request nothing limits. */
+export const UNLIMITED: Admitted = { headers: {}, settle: () => undefined };

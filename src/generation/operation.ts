@@ -26,6 +26,8 @@ export interface GenerationOperation<Request> {
   /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
   modelNamed?(wire: WireRequest): string | undefined;
   isStream(request: Request): boolean;
+  /** The most the answer may hold, for reserving tokens and spend at admission: the request's output cap (undefined: the model's) and its number of choices. */
+  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number };
   /** Invokes the provider through `exchange.invoke` and writes the answer; reports usage on `exchange.meter`. */
   serve(exchange: Exchange<Request>): Promise<void>;
   /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */

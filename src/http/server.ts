@@ -175,7 +175,7 @@ export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger):
     return;
   }
   const { status, body } = ctx.dialect.renderError(error, ctx.requestId);
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const headers: Record<string, string> = { ...error.headers, 'content-type': 'application/json' };
   if (error.retryAfter !== undefined) headers['retry-after'] = error.retryAfter;
   res.writeHead(status, headers).end(body);
 }

@@ -1,5 +1,6 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
+import type { Degradation } from '../limits/failover-counter.js';
 import type { DeploymentStatus } from '../routing/router.js';
 import type { DailyStatusRow, ProbeResult, Store, TrafficSample } from '../store/store.js';
 import { figuresOf, healthOf, type Figures, type Health } from './health.js';
@@ -45,6 +46,8 @@ export interface StatusSnapshot {
   readonly generatedAt: number;
   readonly overall: Health;
   readonly providers: readonly ProviderStatus[];
+  /** What the gateway itself runs degraded on now (Redis unreachable, say), as this process sees it. */
+  readonly degraded: readonly Degradation[];
 }
 
 /** What is computed from the store and cached: everything but the live deployment states. */
@@ -66,6 +69,7 @@ export class StatusMonitor {
     private readonly store: Store,
     private readonly catalogue: LiveCatalogue,
     private readonly deployments: (model: CatalogueModel) => DeploymentStatus[],
+    private readonly degradations: () => Degradation[] = () => [],
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -79,8 +83,11 @@ export class StatusMonitor {
     }
     const stored = await this.cached.snapshot;
     const catalogue = this.catalogue.current();
+    const degraded = this.degradations();
     return {
       ...stored,
+      overall: degraded.length > 0 && stored.overall !== 'down' ? 'degraded' : stored.overall,
+      degraded,
       providers: stored.providers.map((provider) => ({
         ...provider,
         models: provider.models.map((model) => {

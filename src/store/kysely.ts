@@ -9,6 +9,6 @@ import type * as KyselyModule from 'kysely';
  */
 const kysely = createRequire(import.meta.url)('kysely') as typeof KyselyModule;
 
-export const { CompiledQuery, Kysely, Migrator, SelectQueryNode, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql } = kysely;
+export const { CompiledQuery, Kysely, Migrator, PostgresDialect, SelectQueryNode, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql } = kysely;
 export type Kysely<DB> = KyselyModule.Kysely<DB>;
 export type CompiledQuery = KyselyModule.CompiledQuery;

@@ -183,6 +183,15 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.alterTable('usage_ledger').addColumn('attempt_log', 'text').execute();
       },
     },
+    '0007_limits': {
+      async up(db: Kysely<any>) {
+        // JSON (see limits/limits.ts); null: no limits.
+        await db.schema.alterTable('api_keys').addColumn('limits', 'text').execute();
+        await db.schema.alterTable('accounts').addColumn('limits', 'text').execute();
+        // An account's budget is seeded from its spend in the period.
+        await db.schema.createIndex('usage_ledger_account_at').on('usage_ledger').columns(['account_id', 'at']).execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

@@ -10,6 +10,8 @@ export interface Database {
     /** Console sign-in: an encoded scrypt hash (see console/passwords.ts); null for accounts without console access. */
     password_hash: Generated<string | null>;
     is_admin: Generated<number>;
+    /** JSON limits (limits/limits.ts), null for none. */
+    limits: Generated<string | null>;
   };
   /** Console sessions; only a SHA-256 of the session token is kept. */
   console_sessions: { token_hash: string; account_id: string; created_at: number; expires_at: number };
@@ -59,6 +61,8 @@ export interface Database {
     created_at: number;
     updated_at: number;
     last_used_at: number | null;
+    /** JSON limits (limits/limits.ts), null for none. */
+    limits: Generated<string | null>;
   };
   usage_ledger: {
     id: Generated<number>;

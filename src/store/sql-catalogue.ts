@@ -1,13 +1,19 @@
-import { sql, type Kysely } from './kysely.js';
+import type { Kysely } from './kysely.js';
+import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from './store.js';
+import { byBytes } from './text-order.js';
 
-/** Console-registered providers and models; every change bumps `catalogue_version` in the same transaction. */
+/** Console-registered providers and models; every change bumps `catalogue_version` in the same transaction (ChangeCounters). */
 export class SqlCatalogue implements CatalogueRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly counters: ChangeCounters,
+    private readonly dialect: 'sqlite' | 'postgres',
+  ) {}
 
   async providers(): Promise<StoredProvider[]> {
-    const rows = await this.db.selectFrom('console_providers').selectAll().orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db.selectFrom('console_providers').selectAll().orderBy('created_at').orderBy(byBytes('id', this.dialect)).execute();
     return rows.map((row) => ({
       id: row.id,
       config: JSON.parse(row.config) as Record<string, unknown>,
@@ -18,7 +24,7 @@ export class SqlCatalogue implements CatalogueRepository {
   }
 
   async models(): Promise<StoredModel[]> {
-    const rows = await this.db.selectFrom('console_models').selectAll().orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db.selectFrom('console_models').selectAll().orderBy('created_at').orderBy(byBytes('id', this.dialect)).execute();
     return rows.map((row) => ({
       id: row.id,
       providerId: row.provider_id,
@@ -30,7 +36,7 @@ export class SqlCatalogue implements CatalogueRepository {
 
   async putProvider(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {
     const now = Date.now();
-    return this.db.transaction().execute(async (tx) => {
+    return this.counters.write(this.db, async (tx, bump) => {
       if (mode === 'create') {
         const result = await tx
           .insertInto('console_providers')
@@ -46,25 +52,25 @@ export class SqlCatalogue implements CatalogueRepository {
           .executeTakeFirst();
         if (result.numUpdatedRows === 0n) return false;
       }
-      await bumpCatalogueVersion(tx);
+      await bump('catalogue');
       return true;
     });
   }
 
   async deleteProvider(id: string): Promise<'deleted' | 'missing' | 'in_use'> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.counters.write(this.db, async (tx, bump) => {
       const user = await tx.selectFrom('console_models').select('id').where('provider_id', '=', id).executeTakeFirst();
       if (user !== undefined) return 'in_use';
       const result = await tx.deleteFrom('console_providers').where('id', '=', id).executeTakeFirst();
       if (result.numDeletedRows === 0n) return 'missing';
-      await bumpCatalogueVersion(tx);
+      await bump('catalogue');
       return 'deleted';
     });
   }
 
   async putModel(entry: { id: string; providerId: string; config: object }, mode: 'create' | 'update'): Promise<boolean> {
     const now = Date.now();
-    return this.db.transaction().execute(async (tx) => {
+    return this.counters.write(this.db, async (tx, bump) => {
       if (mode === 'create') {
         const result = await tx
           .insertInto('console_models')
@@ -80,16 +86,16 @@ export class SqlCatalogue implements CatalogueRepository {
           .executeTakeFirst();
         if (result.numUpdatedRows === 0n) return false;
       }
-      await bumpCatalogueVersion(tx);
+      await bump('catalogue');
       return true;
     });
   }
 
   async deleteModel(id: string): Promise<boolean> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.counters.write(this.db, async (tx, bump) => {
       const result = await tx.deleteFrom('console_models').where('id', '=', id).executeTakeFirst();
       if (result.numDeletedRows === 0n) return false;
-      await bumpCatalogueVersion(tx);
+      await bump('catalogue');
       return true;
     });
   }
@@ -98,12 +104,4 @@ export class SqlCatalogue implements CatalogueRepository {
     const row = await this.db.selectFrom('meta').select('value').where('name', '=', 'catalogue_version').executeTakeFirstOrThrow();
     return Number(row.value);
   }
-}
-
-async function bumpCatalogueVersion(db: Kysely<Database>): Promise<void> {
-  await db
-    .updateTable('meta')
-    .set({ value: sql`value + 1` })
-    .where('name', '=', 'catalogue_version')
-    .execute();
 }

@@ -14,7 +14,10 @@ export function dayOf(at: number): number {
  * busy day held the event loop for tens of milliseconds).
  */
 export async function addToDailyStatus(db: Kysely<Database>, increments: readonly DailyStatusRow[]): Promise<void> {
-  for (const i of increments) {
+  // Always in one order, so that two processes adding to the same rows (PostgreSQL replicas, each
+  // locking the rows it upserts until it commits) wait for each other instead of deadlocking.
+  const ordered = [...increments].sort((a, b) => a.day - b.day || compare(a.providerId, b.providerId) || compare(a.model, b.model));
+  for (const i of ordered) {
     await db
       .insertInto('status_daily')
       .values({ day: i.day, provider_id: i.providerId, model: i.model, requests: i.requests, failures: i.failures, probes: i.probes, probe_failures: i.probeFailures })
@@ -28,6 +31,10 @@ export async function addToDailyStatus(db: Kysely<Database>, increments: readonl
       )
       .execute();
   }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Probe results and the daily counters behind the status page's uptime history. */

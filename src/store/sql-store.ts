@@ -1,6 +1,9 @@
 import type { Selectable } from 'kysely';
-import { Kysely, Migrator, sql } from './kysely.js';
+import { Kysely, Migrator } from './kysely.js';
+import type { ChangeHook } from '../changes/change-feed.js';
 import { randomId } from '../ids.js';
+import { parseStoredLimits, storedLimits, type Limits } from '../limits/limits.js';
+import { ChangeCounters } from './change-counters.js';
 import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';
 import { SqlCatalogue } from './sql-catalogue.js';
@@ -8,6 +11,7 @@ import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
 import { SqlResponses } from './sql-responses.js';
 import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
 import { countsAgainstProvider } from './store.js';
+import { byBytes } from './text-order.js';
 import type {
   AccountRecord,
   DailyStatusRow,
@@ -31,6 +35,16 @@ import type {
 /** Rows per INSERT: stays far below either dialect's limit on bound parameters. */
 const USAGE_INSERT_CHUNK = 500;
 
+export interface StoreOptions {
+  /** Called after each committed change to keys or the catalogue, to tell other processes (see ChangeCounters); default: nobody. */
+  readonly onChange?: ChangeHook;
+  /**
+   * How long close() waits for statements still running (PostgreSQL: one stuck on a lock held
+   * elsewhere would otherwise hold a stopping gateway); undefined: as long as they take.
+   */
+  readonly closeWaitMs?: number;
+}
+
 /** The Store written once in Kysely's SQL builder; the dialect is chosen by whoever opens it. */
 export class SqlStore implements Store {
   readonly accounts: AccountsRepository;
@@ -41,17 +55,26 @@ export class SqlStore implements Store {
   readonly catalogue: CatalogueRepository;
   readonly status: StatusRepository;
   readonly responses: ResponsesRepository;
+  private readonly closeWaitMs: number | undefined;
 
+  /**
+   * @param db also used directly by maintenance commands (`sluice store copy`), never by handlers.
+   * @param location where the store is, for logs (a PostgreSQL URL's password masked).
+   */
   constructor(
-    private readonly db: Kysely<Database>,
+    readonly db: Kysely<Database>,
     readonly dialect: 'sqlite' | 'postgres',
+    readonly location: string,
+    options: StoreOptions = {},
   ) {
-    this.accounts = new SqlAccounts(db);
-    this.keys = new SqlKeys(db);
+    this.closeWaitMs = options.closeWaitMs;
+    const counters = new ChangeCounters(dialect, options.onChange ?? (async () => undefined));
+    this.accounts = new SqlAccounts(db, counters, dialect);
+    this.keys = new SqlKeys(db, counters, dialect);
     this.usage = new SqlUsage(db);
     this.sessions = new SqlSessions(db);
     this.loginThrottle = new SqlLoginThrottle(db);
-    this.catalogue = new SqlCatalogue(db);
+    this.catalogue = new SqlCatalogue(db, counters, dialect);
     this.status = new SqlStatus(db);
     this.responses = new SqlResponses(db);
   }
@@ -63,12 +86,21 @@ export class SqlStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.db.destroy();
+    const destroyed = this.db.destroy();
+    if (this.closeWaitMs === undefined) return destroyed;
+    // What such a statement was writing is still in the ledger's journal, for the next start.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([destroyed, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.closeWaitMs).unref()))]);
+    clearTimeout(timer);
   }
 }
 
 class SqlAccounts implements AccountsRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly counters: ChangeCounters,
+    private readonly dialect: 'sqlite' | 'postgres',
+  ) {}
 
   async ensure(name: string): Promise<AccountRecord> {
     await this.db
@@ -90,7 +122,7 @@ class SqlAccounts implements AccountsRepository {
   }
 
   async list(): Promise<AccountRecord[]> {
-    return (await this.db.selectFrom('accounts').selectAll().orderBy('name').execute()).map(toAccountRecord);
+    return (await this.db.selectFrom('accounts').selectAll().orderBy(byBytes('name', this.dialect)).execute()).map(toAccountRecord);
   }
 
   async passwordHash(name: string): Promise<{ account: AccountRecord; passwordHash: string } | undefined> {
@@ -107,6 +139,17 @@ class SqlAccounts implements AccountsRepository {
       .execute();
     return this.byName(name);
   }
+
+  async setLimits(name: string, limits: Limits | null): Promise<AccountRecord | undefined> {
+    const changed = await this.counters.write(this.db, async (tx, bump) => {
+      const result = await tx.updateTable('accounts').set({ limits: storedLimits(limits) }).where('name', '=', name).executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      // Cached keys carry their account's limits.
+      await bump('keys');
+      return true;
+    });
+    return changed ? this.byName(name) : undefined;
+  }
 }
 
 function toAccountRecord(row: Selectable<Database['accounts']>): AccountRecord {
@@ -116,6 +159,7 @@ function toAccountRecord(row: Selectable<Database['accounts']>): AccountRecord {
     createdAt: Number(row.created_at),
     isAdmin: Number(row.is_admin) === 1,
     hasPassword: row.password_hash !== null,
+    limits: parseStoredLimits(row.limits),
   };
 }
 
@@ -131,9 +175,11 @@ const keyColumns = [
   'api_keys.expires_at',
   'api_keys.created_at',
   'api_keys.last_used_at',
+  'api_keys.limits',
+  'accounts.limits as account_limits',
 ] as const;
 
-type KeyRow = Omit<Selectable<Database['api_keys']>, 'secret_hash' | 'updated_at'> & { account_name: string };
+type KeyRow = Omit<Selectable<Database['api_keys']>, 'secret_hash' | 'updated_at'> & { account_name: string; account_limits: string | null };
 
 function toKeyRecord(row: KeyRow): KeyRecord {
   return {
@@ -148,18 +194,24 @@ function toKeyRecord(row: KeyRow): KeyRecord {
     expiresAt: row.expires_at === null ? null : Number(row.expires_at),
     createdAt: Number(row.created_at),
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
+    limits: parseStoredLimits(row.limits),
+    accountLimits: parseStoredLimits(row.account_limits),
   };
 }
 
 class SqlKeys implements KeysRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly counters: ChangeCounters,
+    private readonly dialect: 'sqlite' | 'postgres',
+  ) {}
 
   private selectKeys() {
     return this.db.selectFrom('api_keys').innerJoin('accounts', 'accounts.id', 'api_keys.account_id').select(keyColumns);
   }
 
   async create(key: NewKey): Promise<KeyRecord> {
-    await this.db.transaction().execute(async (tx) => {
+    await this.counters.write(this.db, async (tx, bump) => {
       await tx
         .insertInto('api_keys')
         .values({
@@ -175,9 +227,10 @@ class SqlKeys implements KeysRepository {
           created_at: key.createdAt,
           updated_at: key.createdAt,
           last_used_at: null,
+          limits: storedLimits(key.limits),
         })
         .execute();
-      await bumpKeysVersion(tx);
+      await bump('keys');
     });
     return (await this.get(key.id))!;
   }
@@ -188,7 +241,7 @@ class SqlKeys implements KeysRepository {
   }
 
   async list(filter: { accountName?: string } = {}): Promise<KeyRecord[]> {
-    let query = this.selectKeys().orderBy('api_keys.created_at').orderBy('api_keys.id');
+    let query = this.selectKeys().orderBy('api_keys.created_at').orderBy(byBytes('api_keys.id', this.dialect));
     if (filter.accountName !== undefined) query = query.where('accounts.name', '=', filter.accountName);
     return (await query.execute()).map(toKeyRecord);
   }
@@ -199,14 +252,28 @@ class SqlKeys implements KeysRepository {
   }
 
   async setStatus(id: string, status: KeyStatus): Promise<KeyRecord | undefined> {
-    const changed = await this.db.transaction().execute(async (tx) => {
+    const changed = await this.counters.write(this.db, async (tx, bump) => {
       const result = await tx
         .updateTable('api_keys')
         .set({ status, updated_at: Date.now() })
         .where('id', '=', id)
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
-      await bumpKeysVersion(tx);
+      await bump('keys');
+      return true;
+    });
+    return changed ? this.get(id) : undefined;
+  }
+
+  async setLimits(id: string, limits: Limits | null): Promise<KeyRecord | undefined> {
+    const changed = await this.counters.write(this.db, async (tx, bump) => {
+      const result = await tx
+        .updateTable('api_keys')
+        .set({ limits: storedLimits(limits), updated_at: Date.now() })
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      await bump('keys');
       return true;
     });
     return changed ? this.get(id) : undefined;
@@ -215,8 +282,10 @@ class SqlKeys implements KeysRepository {
   async recordUse(lastUsed: ReadonlyMap<string, number>): Promise<void> {
     if (lastUsed.size === 0) return;
     // Not a key change for caches: last-used time does not decide whether a key is accepted.
+    // Keys in id order, so that two processes updating the same keys wait for each other rather than deadlock.
+    const ordered = [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     await this.db.transaction().execute(async (tx) => {
-      for (const [id, at] of lastUsed) {
+      for (const [id, at] of ordered) {
         await tx
           .updateTable('api_keys')
           .set({ last_used_at: at })
@@ -231,14 +300,6 @@ class SqlKeys implements KeysRepository {
     const row = await this.db.selectFrom('meta').select('value').where('name', '=', 'keys_version').executeTakeFirstOrThrow();
     return Number(row.value);
   }
-}
-
-async function bumpKeysVersion(db: Kysely<Database>): Promise<void> {
-  await db
-    .updateTable('meta')
-    .set({ value: sql`value + 1` })
-    .where('name', '=', 'keys_version')
-    .execute();
 }
 
 class SqlUsage implements UsageRepository {
@@ -307,6 +368,15 @@ class SqlUsage implements UsageRepository {
         },
       ]),
     );
+  }
+
+  async spendSince(scope: { keyId: string } | { accountId: string }, since: number): Promise<number> {
+    const query = this.db
+      .selectFrom('usage_ledger')
+      .select((eb) => eb.fn.sum<number>('cost_usd').as('spent'))
+      .where('at', '>=', since);
+    const row = await ('keyId' in scope ? query.where('key_id', '=', scope.keyId) : query.where('account_id', '=', scope.accountId)).executeTakeFirst();
+    return Number(row?.spent ?? 0);
   }
 
   async traffic(since: number, limit: number): Promise<TrafficSample[]> {

@@ -1,6 +1,8 @@
+import type { Limits } from '../limits/limits.js';
+
 /**
  * The data layer's contract. Handlers and services see only this interface; the SQL behind it is
- * written once with Kysely and runs on SQLite today and PostgreSQL when a later dialect is added.
+ * written once with Kysely and runs on SQLite (embedded) and PostgreSQL (shared by replicas).
  * Times are Unix milliseconds throughout.
  */
 export type KeyStatus = 'active' | 'disabled' | 'revoked';
@@ -13,6 +15,8 @@ export interface AccountRecord {
   readonly isAdmin: boolean;
   /** False for accounts made only to own keys (e.g. by `sluice keys create`): they cannot sign in. */
   readonly hasPassword: boolean;
+  /** Limits shared by every key of the account; null for none. */
+  readonly limits: Limits | null;
 }
 
 export interface KeyRecord {
@@ -29,6 +33,9 @@ export interface KeyRecord {
   readonly expiresAt: number | null;
   readonly createdAt: number;
   readonly lastUsedAt: number | null;
+  /** The key's own limits and its account's; null for none. */
+  readonly limits: Limits | null;
+  readonly accountLimits: Limits | null;
 }
 
 export interface NewKey {
@@ -41,6 +48,7 @@ export interface NewKey {
   readonly models: readonly string[] | null;
   readonly expiresAt: number | null;
   readonly createdAt: number;
+  readonly limits: Limits | null;
 }
 
 export interface UsageRow {
@@ -99,6 +107,8 @@ export interface AccountsRepository {
   passwordHash(name: string): Promise<{ account: AccountRecord; passwordHash: string } | undefined>;
   /** Sets the password hash (and, when given, the admin flag) of an existing account. */
   setConsoleAccess(name: string, access: { passwordHash: string; isAdmin?: boolean }): Promise<AccountRecord | undefined>;
+  /** Replaces the account's limits (a key change for caches, which hold them); undefined for an unknown name. */
+  setLimits(name: string, limits: Limits | null): Promise<AccountRecord | undefined>;
 }
 
 export interface SessionRecord {
@@ -219,6 +229,7 @@ export interface KeysRepository {
   list(filter?: { accountName?: string }): Promise<KeyRecord[]>;
   findBySecretHash(secretHash: string): Promise<KeyRecord | undefined>;
   setStatus(id: string, status: KeyStatus): Promise<KeyRecord | undefined>;
+  setLimits(id: string, limits: Limits | null): Promise<KeyRecord | undefined>;
   recordUse(lastUsed: ReadonlyMap<string, number>): Promise<void>;
   /** A counter bumped by every change to any key, so caches in any process can tell they are stale. */
   version(): Promise<number>;
@@ -232,6 +243,8 @@ export interface UsageRepository {
   count(): Promise<number>;
   /** Usage per key since a time, for every key or one account's. */
   byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>>;
+  /** USD spent since a time by one key or one account, to seed a budget's counter. */
+  spendSince(scope: { keyId: string } | { accountId: string }, since: number): Promise<number>;
   /** Requests that reached a provider since a time (newest first, at most `limit`). */
   traffic(since: number, limit: number): Promise<TrafficSample[]>;
 }
@@ -269,6 +282,8 @@ export interface ResponsesRepository {
 
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
+  /** Where the store is, for logs and messages: the SQLite file, or the PostgreSQL URL with its password masked. */
+  readonly location: string;
   readonly responses: ResponsesRepository;
   readonly accounts: AccountsRepository;
   readonly keys: KeysRepository;

@@ -200,6 +200,18 @@ export async function importOrphanedJournals(dataDir: string, store: Store, logg
   return imported;
 }
 
+/** The ids of running processes that own a journal in the data directory: gateways still writing to it. */
+export function runningJournalOwners(dataDir: string): number[] {
+  let names: string[];
+  try {
+    names = readdirSync(join(dataDir, JOURNAL_DIR));
+  } catch {
+    return [];
+  }
+  const owners = names.map((name) => FILE_PATTERN.exec(name)).filter((match) => match !== null).map((match) => Number(match[1]));
+  return [...new Set(owners)].filter(isRunning);
+}
+
 /**
  * Each entry's row: its finished row, or a provisional `interrupted` one for a request that never
  * ended. A torn last line (a kill mid-write) is skipped.

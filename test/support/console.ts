@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { SLUICE_BIN, type CliResult } from './sluice.js';
+import { cliEnv, SLUICE_BIN, type CliResult } from './sluice.js';
 
 /** Runs the real `sluice` command with text on its standard input. */
-export function cliWithInput(args: string[], input: string): Promise<CliResult> {
+export async function cliWithInput(args: string[], input: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const env = await cliEnv(args, extraEnv);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SLUICE_BIN, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SLUICE_BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

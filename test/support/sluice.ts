@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import SQLite from 'better-sqlite3';
 import type { Selectable } from 'kysely';
 import type { Database } from '../../src/store/schema.js';
+import { queryStore, STORE_MODE, storeEnv } from './store.js';
 
 const run = promisify(execFile);
 export const SLUICE_BIN = resolve(import.meta.dirname, '../../bin/sluice.js');
@@ -30,12 +30,23 @@ export interface CliResult {
 }
 
 /**
+ * The environment for a `sluice` command with these arguments: in postgres mode, the store of the
+ * data directory it names (`--data DIR`, else SLUICE_DATA), unless the test gives a database itself.
+ */
+export async function cliEnv(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
+  if (STORE_MODE === 'sqlite' || env.SLUICE_DATABASE_URL !== undefined || args.includes('--database')) return { ...process.env, ...env };
+  const flag = args.findIndex((arg) => arg === '--data' || arg.startsWith('--data='));
+  const dataDir = flag === -1 ? (env.SLUICE_DATA ?? process.env.SLUICE_DATA) : args[flag] === '--data' ? args[flag + 1] : args[flag]!.slice('--data='.length);
+  return { ...process.env, ...(dataDir === undefined ? {} : await storeEnv(dataDir)), ...env };
+}
+
+/**
  * Runs the real `sluice` command. One still running after 30 s (a `serve` that should have refused
  * to start) gets SIGTERM, so the test fails instead of hanging. Not execFile's own `timeout`: it
  * closes the output pipes before the signal, and a `serve --workers N` left without them does not stop.
  */
 export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  const running = run(process.execPath, [SLUICE_BIN, ...args], { env: { ...process.env, ...env } });
+  const running = run(process.execPath, [SLUICE_BIN, ...args], { env: await cliEnv(args, env) });
   const timer = setTimeout(() => running.child.kill('SIGTERM'), 30_000);
   try {
     const { stdout, stderr } = await running;
@@ -66,8 +77,8 @@ export interface RunningSluice {
   stderr(): string;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
-  /** Reads the usage ledger from the real SQLite file. */
-  ledger(): LedgerRow[];
+  /** Reads the usage ledger from the gateway's real store (SQLite file or PostgreSQL database). */
+  ledger(): Promise<LedgerRow[]>;
 }
 
 /** A ledger row as stored (the schema's own type). */
@@ -82,7 +93,10 @@ export async function startSluice(options: { config?: string; dataDir?: string; 
     writeFileSync(file, options.config);
     args.push('--config', file);
   }
-  const child = spawn(process.execPath, args, { env: { ...process.env, SLUICE_LOG_LEVEL: 'warn', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A test that names a database itself (or '' for SQLite whatever the mode) keeps it.
+  const ownStore = options.env?.SLUICE_DATABASE_URL !== undefined || options.args?.includes('--database') === true;
+  const env = { ...process.env, SLUICE_LOG_LEVEL: 'warn', ...(ownStore ? {} : await storeEnv(dataDir)), ...options.env };
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolvePromise, reject) => {
@@ -105,12 +119,7 @@ export async function startSluice(options: { config?: string; dataDir?: string; 
       return exited;
     },
     ledger() {
-      const db = new SQLite(join(dataDir, 'sluice.db'), { readonly: true });
-      try {
-        return db.prepare('SELECT * FROM usage_ledger ORDER BY id').all() as LedgerRow[];
-      } finally {
-        db.close();
-      }
+      return queryStore<LedgerRow>(dataDir, 'SELECT * FROM usage_ledger ORDER BY id');
     },
   };
 }

@@ -47,7 +47,7 @@ h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .section-head, .provider-head { display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .provider-head h2 { margin: 0; }
 .table-scroll + .table-scroll { margin-top: .75rem; }
-.table-scroll { overflow-x: auto; border: 1px solid var(--border); border-radius: var(--radius); background: var(--surface); }
+.table-scroll { position: relative; overflow-x: auto; border: 1px solid var(--border); border-radius: var(--radius); background: var(--surface); }
 table.data { width: 100%; border-collapse: collapse; font-size: .92rem; }
 table.data th, table.data td { text-align: left; padding: .55rem .75rem; border-bottom: 1px solid var(--border); vertical-align: top; }
 table.data thead th { font-size: .8rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; background: var(--bg); }
@@ -61,6 +61,12 @@ table.data code, table.data time { white-space: nowrap; }
 .num { text-align: right !important; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .empty { color: var(--muted); text-align: center !important; padding: 1.5rem !important; }
 .actions { white-space: nowrap; }
+td.limits { min-width: 15rem; }
+td.limits li + li { margin-top: .2rem; }
+.limit { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.limit-full { color: var(--danger); font-weight: 600; }
+.limit-scope { color: var(--muted); font-size: .8rem; }
+.limit-fields { display: grid; grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); gap: .75rem 1rem; }
 .pill { display: inline-block; padding: .05rem .55rem; border-radius: 999px; font-size: .8rem; font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
 .pill-active, .pill-up { color: var(--ok); }
 .pill-disabled, .pill-degraded, .pill-expired { color: var(--warn); }

@@ -1,9 +1,24 @@
 import { maskSecret } from '../../auth/key-secret.js';
-import { changeKeyStatus, createKey, KeyManagementError } from '../../auth/keys-service.js';
+import { changeKeyStatus, createKey, KeyManagementError, setAccountLimits, setKeyLimits } from '../../auth/keys-service.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
-import type { KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
+import { describeLimits, hasLimits, type Limits } from '../../limits/limits.js';
+import type { AccountRecord, KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
 import { checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
+import {
+  anyLimitTyped,
+  describeUse,
+  emptyLimitValues,
+  LIMIT_FIELDS,
+  limitsFieldset,
+  limitValuesFromForm,
+  limitValuesOf,
+  parseLimitValues,
+  readUses,
+  type LimitValues,
+  type Uses,
+  type UseOrUnavailable,
+} from '../limits-view.js';
 import { FormError, redirect, sendHtml } from '../http.js';
 import type { Session } from '../sessions.js';
 
@@ -23,6 +38,8 @@ interface CreateValues {
   account: string;
   models: string[];
   expires: string;
+  /** Admins only: the new key's limits as typed. */
+  limits: LimitValues;
 }
 
 type Notice = { kind: 'ok' | 'error'; text: string };
@@ -47,16 +64,31 @@ async function keyFor(deps: ConsoleDeps, session: Session, id: string): Promise<
   return key;
 }
 
-function keyRow(key: KeyRecord, usage: KeyUsage | undefined, showAccount: boolean, now: number): Html {
+/** A scope's limits and use in a list item, or a muted "none". */
+function scopeItem(scope: 'key' | 'account', label: string, limits: Limits | null, use: UseOrUnavailable | undefined, now: number): Html {
+  return html`<li data-scope="${scope}"><span class="limit-scope">${label}:</span> ${hasLimits(limits) ? describeUse(limits, use, now) : html`<span class="muted">none</span>`}</li>`;
+}
+
+/** The limits cell of a key's row: its own limits and use, and its account's (shared by all the account's keys) where it has any. */
+function limitsCell(key: KeyRecord, uses: Uses, now: number): Html {
+  if (!hasLimits(key.limits) && !hasLimits(key.accountLimits)) return html`<td class="limits"><span class="muted">none</span></td>`;
+  return html`<td class="limits"><ul class="plain">
+    ${scopeItem('key', 'Key', key.limits, uses.keys.get(key.id), now)}
+    ${hasLimits(key.accountLimits) ? scopeItem('account', 'Account', key.accountLimits, uses.accounts.get(key.accountId), now) : ''}
+  </ul></td>`;
+}
+
+function keyRow(key: KeyRecord, usage: KeyUsage | undefined, uses: Uses, isAdmin: boolean, now: number): Html {
   const status = displayStatus(key, now);
   const tokens = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
   const actions: Html[] = [];
+  if (isAdmin && key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/limits">Limits<span class="visually-hidden"> of ${key.name}</span></a>`);
   if (key.status === 'active') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/disable">Disable<span class="visually-hidden"> ${key.name}</span></a>`);
   if (key.status === 'disabled') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/enable">Enable<span class="visually-hidden"> ${key.name}</span></a>`);
   if (key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-danger" href="/app/keys/${encodeURIComponent(key.id)}/revoke">Revoke<span class="visually-hidden"> ${key.name}</span></a>`);
   return html`<tr data-key-id="${key.id}">
   <th scope="row">${key.name}</th>
-  ${showAccount ? html`<td>${key.accountName}</td>` : ''}
+  ${isAdmin ? html`<td>${key.accountName}</td>` : ''}
   <td><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></td>
   <td><span class="pill pill-${status}">${status}</span></td>
   <td>${key.models === null ? html`<span class="muted">all models</span>` : key.models.map((m, i) => html`${i > 0 ? ', ' : ''}<code>${m}</code>`)}</td>
@@ -66,6 +98,7 @@ function keyRow(key: KeyRecord, usage: KeyUsage | undefined, showAccount: boolea
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
   <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
+  ${limitsCell(key, uses, now)}
   <td class="actions">${actions.length > 0 ? actions : html`<span class="muted">—</span>`}</td>
 </tr>`;
 }
@@ -85,17 +118,21 @@ async function keysPage(
     deps.store.usage.byKey(now - USAGE_WINDOW_MS, isAdmin ? undefined : session.account.id),
     isAdmin ? deps.store.accounts.list() : Promise.resolve([session.account]),
   ]);
+  // The accounts whose limits are listed: an admin's all (or the one shown), a member's own.
+  const listed = accountFilter ? accounts.filter((a) => a.name === accountFilter) : accounts;
+  const uses = await readUses(deps, keys, listed);
   const errors = options.errors ?? {};
-  const values: CreateValues = options.values ?? { name: '', account: session.account.name, models: [], expires: '' };
+  const values: CreateValues = options.values ?? { name: '', account: session.account.name, models: [], expires: '', limits: emptyLimitValues() };
   const models = deps.catalogue.current().models;
-  const notice = options.notice ?? noticeFromQuery(query, keys);
+  const notice = options.notice ?? noticeFromQuery(query, keys, accounts);
+  const limitErrors = Object.fromEntries(Object.entries(errors).filter(([field]) => (LIMIT_FIELDS as readonly string[]).includes(field)));
   const fieldError = (field: string) => (errors[field] ? html`<p class="field-error" id="err-${field}">${errors[field]}</p>` : '');
   const describedBy = (field: string) => (errors[field] ? html` aria-invalid="true" aria-describedby="err-${field}"` : '');
   const minDate = new Date(now + 86_400_000).toISOString().slice(0, 10);
 
   const body = html`<div class="page-head">
   <h1>API keys</h1>
-  <p class="lead">${isAdmin ? 'Every account’s keys (you are an admin).' : html`Keys of the account <strong>${session.account.name}</strong>.`} Changes take effect on the API within a second. Usage covers the last 30 days.</p>
+  <p class="lead">${isAdmin ? 'Every account’s keys (you are an admin).' : html`Keys of the account <strong>${session.account.name}</strong>.`} Changes take effect on the API within a second. Usage covers the last 30 days; limits show what is used now (requests and tokens in the rolling minute, requests in flight, spend in the budget period).</p>
 </div>
 ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
 ${
@@ -116,13 +153,16 @@ ${
     <th scope="col">Name</th>${isAdmin ? html`<th scope="col">Account</th>` : ''}<th scope="col">Key</th><th scope="col">Status</th><th scope="col">Models</th>
     <th scope="col">Expires</th><th scope="col">Created</th><th scope="col">Last used</th>
     <th scope="col" class="num">Requests <span class="muted">30 d</span></th><th scope="col" class="num">Tokens <span class="muted">30 d</span></th><th scope="col" class="num">Cost <span class="muted">30 d</span></th>
+    <th scope="col">Limits <span class="muted">used now</span></th>
     <th scope="col">Actions</th>
   </tr></thead>
   <tbody>
-  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 12 : 11}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), isAdmin, now))}
+  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 13 : 12}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
   </tbody>
 </table>
 </div>
+
+${accountLimitsSection(listed, uses, isAdmin, now)}
 
 <section class="card" aria-labelledby="create-heading">
   <h2 id="create-heading">Create a key</h2>
@@ -160,17 +200,64 @@ ${
       <input id="key-expires" name="expires" type="date" min="${minDate}" value="${values.expires}"${describedBy('expires')}>
       ${fieldError('expires')}
     </div>
+    ${
+      isAdmin
+        ? html`<details${anyLimitTyped(values.limits) || Object.keys(limitErrors).length > 0 ? html` open` : ''}>
+      <summary>Limits <span class="muted">(optional)</span></summary>
+      ${limitsFieldset(values.limits, limitErrors, { prefix: 'new-limits', legend: 'Limits of the new key' })}
+    </details>`
+        : ''
+    }
     <button type="submit" class="btn">Create key</button>
   </form>
 </section>`;
   sendHtml(ctx.res, options.status ?? 200, layout({ title: 'API keys', nav: 'keys', user: userOf(session), body }));
 }
 
-function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord[]): Notice | undefined {
+/** The accounts' limits and use: what every key of an account shares. Admins get a link to change them. */
+function accountLimitsSection(accounts: readonly AccountRecord[], uses: Uses, isAdmin: boolean, now: number): Html {
+  if (!isAdmin && !accounts.some((a) => hasLimits(a.limits))) return html``;
+  return html`<section aria-labelledby="account-limits-heading">
+  <h2 id="account-limits-heading">Account limits</h2>
+  <p class="lead small">An account’s limits apply to all its keys together, on top of each key’s own.</p>
+  <div class="table-scroll" role="region" aria-label="Account limits" tabindex="0">
+  <table class="data">
+    <thead><tr><th scope="col">Account</th><th scope="col">Limits <span class="muted">used now</span></th>${isAdmin ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+    <tbody>
+    ${
+      accounts.length === 0
+        ? html`<tr><td colspan="${isAdmin ? 3 : 2}" class="empty">No accounts.</td></tr>`
+        : accounts.map(
+            (account) => html`<tr data-account="${account.name}">
+      <th scope="row">${account.name}</th>
+      <td class="limits">${hasLimits(account.limits) ? describeUse(account.limits, uses.accounts.get(account.id), now) : html`<span class="muted">none</span>`}</td>
+      ${isAdmin ? html`<td class="actions"><a class="btn btn-small btn-secondary" href="/app/accounts/${encodeURIComponent(account.name)}/limits">Limits<span class="visually-hidden"> of the account ${account.name}</span></a></td>` : ''}
+    </tr>`,
+          )
+    }
+    </tbody>
+  </table>
+  </div>
+</section>`;
+}
+
+function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord[], accounts: readonly AccountRecord[]): Notice | undefined {
   const changed = query.get('changed');
-  if (changed === null) return undefined;
-  const key = keys.find((k) => k.id === changed);
-  return key && { kind: 'ok', text: `Key “${key.name}” is now ${key.status}.` };
+  if (changed !== null) {
+    const key = keys.find((k) => k.id === changed);
+    return key && { kind: 'ok', text: `Key “${key.name}” is now ${key.status}.` };
+  }
+  const limited = query.get('limits');
+  if (limited !== null) {
+    const key = keys.find((k) => k.id === limited);
+    return key && { kind: 'ok', text: `Limits of the key “${key.name}” saved: ${describeLimits(key.limits)}. They apply within a second.` };
+  }
+  const accountName = query.get('account_limits');
+  if (accountName !== null) {
+    const account = accounts.find((a) => a.name === accountName);
+    return account && { kind: 'ok', text: `Limits of the account “${account.name}” saved: ${describeLimits(account.limits)}. They apply to all its keys together, within a second.` };
+  }
+  return undefined;
 }
 
 function createdPage(session: Session, key: KeyRecord, secret: string) {
@@ -191,6 +278,7 @@ function createdPage(session: Session, key: KeyRecord, secret: string) {
     <dt>Account</dt><dd>${key.accountName}</dd>
     <dt>Models</dt><dd>${key.models === null ? 'all models' : key.models.join(', ')}</dd>
     <dt>Expires</dt><dd>${key.expiresAt === null ? 'never' : formatDate(key.expiresAt, true)}</dd>
+    ${key.limits === null ? '' : html`<dt>Limits</dt><dd>${describeLimits(key.limits)}</dd>`}
   </dl>
   <details>
     <summary>How to use it</summary>
@@ -236,7 +324,7 @@ function parseExpiry(value: string): number | string {
   return end;
 }
 
-export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler; action: Handler } {
+export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler; action: Handler; accountLimits: Handler } {
   const list = page(deps, async (ctx) => {
     const session = await requireSession(deps, ctx);
     if (session) await keysPage(deps, ctx, session);
@@ -251,8 +339,11 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
       account: session.account.isAdmin ? (form.get('account') ?? session.account.name).trim() : session.account.name,
       models: [...new Set(form.getAll('models'))],
       expires: (form.get('expires') ?? '').trim(),
+      // Limits are the admins' to set; a member's form has none, and fields added to it are ignored.
+      limits: session.account.isAdmin ? limitValuesFromForm(form) : emptyLimitValues(),
     };
-    const errors: Record<string, string> = {};
+    const parsedLimits = parseLimitValues(values.limits);
+    const errors: Record<string, string> = { ...parsedLimits.errors };
     if (values.name.length > MAX_KEY_NAME) errors.name = `must be at most ${MAX_KEY_NAME} characters`;
     if (/[\u0000-\u001f\u007f]/.test(values.name)) errors.name = 'must not contain control characters';
     const catalogue = deps.catalogue.current();
@@ -269,7 +360,13 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
       return keysPage(deps, ctx, session, { status: 400, errors, values, notice: { kind: 'error', text: 'The key was not created: see below.' } });
     }
     try {
-      const { key, secret } = await createKey(deps.store, deps.hasher, { accountName: values.account, name: values.name, models: values.models, expiresAt });
+      const { key, secret } = await createKey(deps.store, deps.hasher, {
+        accountName: values.account,
+        name: values.name,
+        models: values.models,
+        expiresAt,
+        limits: parsedLimits.limits ?? undefined,
+      });
       sendHtml(ctx.res, 200, createdPage(session, key, secret));
     } catch (error) {
       if (!(error instanceof KeyManagementError)) throw error;
@@ -278,9 +375,10 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
   });
 
   const action = page(deps, async (ctx) => {
-    const match = /^\/app\/keys\/([^/]+)\/(disable|enable|revoke)$/.exec(ctx.path);
+    const match = /^\/app\/keys\/([^/]+)\/(disable|enable|revoke|limits)$/.exec(ctx.path);
     if (match === null) throw new FormError(404, 'There is no such page.');
-    const session = await requireSession(deps, ctx);
+    // Limits are set by admins only: a member is refused before anything about the key is looked up.
+    const session = await requireSession(deps, ctx, { admin: match[2] === 'limits' });
     if (!session) return;
     let id: string;
     try {
@@ -288,6 +386,7 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
     } catch {
       throw new FormError(404, 'There is no such key in your account.');
     }
+    if (match[2] === 'limits') return keyLimits(ctx, session, id);
     const verb = match[2] as Action;
     if (ctx.req.method === 'GET') {
       const key = await keyFor(deps, session, id);
@@ -305,5 +404,136 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
     redirect(ctx.res, `/app/keys?changed=${encodeURIComponent(key.id)}`);
   });
 
-  return { list, create, action };
+  /** GET: the key's limits form with its use now; POST: replaces its limits (an empty form removes them). */
+  async function keyLimits(ctx: RequestContext, session: Session, id: string): Promise<void> {
+    if (ctx.req.method === 'GET') {
+      const key = await keyFor(deps, session, id);
+      return sendHtml(ctx.res, 200, await keyLimitsPage(deps, session, key, limitValuesOf(key.limits), {}));
+    }
+    if (ctx.req.method !== 'POST') throw new FormError(405, 'Use GET or POST here.');
+    const form = await checkedForm(ctx, session);
+    const key = await keyFor(deps, session, id);
+    const values = limitValuesFromForm(form);
+    const { limits, errors } = parseLimitValues(values);
+    if (Object.keys(errors).length > 0) return sendHtml(ctx.res, 400, await keyLimitsPage(deps, session, key, values, errors));
+    try {
+      await setKeyLimits(deps.store, key.id, limits);
+    } catch (error) {
+      if (!(error instanceof KeyManagementError)) throw error;
+      return sendHtml(ctx.res, 409, errorPage('Cannot change the limits', error.message, userOf(session)));
+    }
+    redirect(ctx.res, `/app/keys?limits=${encodeURIComponent(key.id)}`);
+  }
+
+  /** `/app/accounts/<name>/limits`, admins only. GET: the account's limits form; POST: replaces them. */
+  const accountLimits = page(deps, async (ctx) => {
+    const match = /^\/app\/accounts\/([^/]+)\/limits$/.exec(ctx.path);
+    if (match === null) throw new FormError(404, 'There is no such page.');
+    const session = await requireSession(deps, ctx, { admin: true });
+    if (!session) return;
+    let name: string;
+    try {
+      name = decodeURIComponent(match[1]!);
+    } catch {
+      throw new FormError(404, 'There is no such account.');
+    }
+    const find = async () => {
+      const account = await deps.store.accounts.byName(name);
+      if (account === undefined) throw new FormError(404, 'There is no such account.');
+      return account;
+    };
+    if (ctx.req.method === 'GET') {
+      const account = await find();
+      return sendHtml(ctx.res, 200, await accountLimitsPage(deps, session, account, limitValuesOf(account.limits), {}));
+    }
+    if (ctx.req.method !== 'POST') throw new FormError(405, 'Use GET or POST here.');
+    const form = await checkedForm(ctx, session);
+    const account = await find();
+    const values = limitValuesFromForm(form);
+    const { limits, errors } = parseLimitValues(values);
+    if (Object.keys(errors).length > 0) return sendHtml(ctx.res, 400, await accountLimitsPage(deps, session, account, values, errors));
+    try {
+      await setAccountLimits(deps.store, account.name, limits);
+    } catch (error) {
+      if (!(error instanceof KeyManagementError)) throw error;
+      return sendHtml(ctx.res, 409, errorPage('Cannot change the limits', error.message, userOf(session)));
+    }
+    redirect(ctx.res, `/app/keys?account_limits=${encodeURIComponent(account.name)}`);
+  });
+
+  return { list, create, action, accountLimits };
+}
+
+const FIELD_LABELS: Record<string, string> = {
+  rpm: 'Requests per minute',
+  tpm: 'Tokens per minute',
+  concurrency: 'Requests in flight',
+  budget_usd: 'Budget (USD)',
+  budget_period: 'Budget period',
+};
+
+/** Every refused field, each linked to its input. */
+function limitErrorSummary(errors: Record<string, string>, prefix: string): Html {
+  const entries = Object.entries(errors);
+  if (entries.length === 0) return html``;
+  return html`<div class="notice notice-error" role="alert"><p>Nothing was saved:</p><ul>${entries.map(
+    ([field, message]) => html`<li>${FIELD_LABELS[field] ? html`<a href="#${prefix}-${field}">${FIELD_LABELS[field]}</a>: ` : ''}${message}</li>`,
+  )}</ul></div>`;
+}
+
+function limitsForm(session: Session, action: string, values: LimitValues, errors: Record<string, string>, legend: string, prefix: string): Html {
+  return html`<form method="post" action="${action}" class="stack">
+    <input type="hidden" name="csrf" value="${session.csrf}">
+    ${limitsFieldset(values, errors, { prefix, legend })}
+    <div class="row">
+      <button type="submit" class="btn">Save limits</button>
+      <a class="btn btn-secondary" href="/app/keys">Cancel</a>
+    </div>
+  </form>`;
+}
+
+async function keyLimitsPage(deps: ConsoleDeps, session: Session, key: KeyRecord, values: LimitValues, errors: Record<string, string>): Promise<Html> {
+  const now = Date.now();
+  const uses = await readUses(deps, [key], []);
+  return layout({
+    title: `Limits of ${key.name}`,
+    nav: 'keys',
+    user: userOf(session),
+    body: html`<p class="crumbs"><a href="/app/keys">API keys</a> / ${key.name}</p>
+<section class="card narrow">
+  <h1>Limits of the key “${key.name}”</h1>
+  ${limitErrorSummary(errors, 'key-limits')}
+  <dl class="facts">
+    <dt>Key</dt><dd><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></dd>
+    <dt>Account</dt><dd>${key.accountName}</dd>
+    <dt>Status</dt><dd>${displayStatus(key, now)}</dd>
+    <dt>Limits now</dt><dd>${hasLimits(key.limits) ? describeUse(key.limits, uses.keys.get(key.id), now) : html`<span class="muted">none</span>`}</dd>
+    <dt>Account’s limits</dt><dd>${hasLimits(key.accountLimits) ? describeUse(key.accountLimits, uses.accounts.get(key.accountId), now) : html`<span class="muted">none</span>`} <a href="/app/accounts/${encodeURIComponent(key.accountName)}/limits">change<span class="visually-hidden"> the account’s limits</span></a></dd>
+  </dl>
+  <p>The key’s own limits apply to it alone; its account’s apply to all the account’s keys together. A request must be within both. Changes apply within a second.</p>
+  ${limitsForm(session, `/app/keys/${encodeURIComponent(key.id)}/limits`, values, errors, 'Limits of this key', 'key-limits')}
+</section>`,
+  });
+}
+
+async function accountLimitsPage(deps: ConsoleDeps, session: Session, account: AccountRecord, values: LimitValues, errors: Record<string, string>): Promise<Html> {
+  const now = Date.now();
+  const [uses, keys] = await Promise.all([readUses(deps, [], [account]), deps.store.keys.list({ accountName: account.name })]);
+  const usable = keys.filter((key) => displayStatus(key, now) === 'active').length;
+  return layout({
+    title: `Limits of ${account.name}`,
+    nav: 'keys',
+    user: userOf(session),
+    body: html`<p class="crumbs"><a href="/app/keys">API keys</a> / account ${account.name}</p>
+<section class="card narrow">
+  <h1>Limits of the account “${account.name}”</h1>
+  ${limitErrorSummary(errors, 'account-limits')}
+  <dl class="facts">
+    <dt>Keys</dt><dd>${formatInt(usable)} active of ${formatInt(keys.length)} <a href="/app/keys?account=${encodeURIComponent(account.name)}">show<span class="visually-hidden"> the account’s keys</span></a></dd>
+    <dt>Limits now</dt><dd>${hasLimits(account.limits) ? describeUse(account.limits, uses.accounts.get(account.id), now) : html`<span class="muted">none</span>`}</dd>
+  </dl>
+  <p>These limits apply to all the account’s keys together, on top of each key’s own. Changes apply within a second.</p>
+  ${limitsForm(session, `/app/accounts/${encodeURIComponent(account.name)}/limits`, values, errors, 'Limits of this account', 'account-limits')}
+</section>`,
+  });
 }

@@ -43,6 +43,7 @@ export function statusJson(snapshot: StatusSnapshot) {
     status: snapshot.overall,
     description: HEADLINES[snapshot.overall],
     generated_at: new Date(snapshot.generatedAt).toISOString(),
+    degraded: snapshot.degraded.map((d) => ({ component: d.component, since: new Date(d.since).toISOString(), message: d.message })),
     providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map((m) => ({ ...componentJson(m), deployments: m.deployments })) })),
   };
 }
@@ -92,6 +93,7 @@ function statusPage(snapshot: StatusSnapshot) {
   <h1>Service status</h1>
 </div>
 <p class="banner banner-${snapshot.overall}" id="overall" role="status"><strong>${HEADLINES[snapshot.overall]}</strong> <span class="muted small">as of ${formatDate(snapshot.generatedAt, true)}</span></p>
+${snapshot.degraded.map((d) => html`<p class="banner banner-degraded" data-degraded="${d.component}">${d.message} <span class="muted small">since ${formatDate(d.since, true)}</span></p>`)}
 <p class="muted small">From real traffic through this gateway over the last hour (and active probes where configured). Error rate counts upstream and gateway failures, not callers’ mistakes. Latency is p50 / p95 / p99 of whole requests.</p>
 <p class="muted small">Each model’s deployments are the upstreams its requests are routed to, as the gateway process answering this page sees them: up; degraded (failures in the last circuit window); cooling down (the upstream asked for a pause with <code>Retry-After</code>); circuit open (too many failures: no requests until its cooldown ends, then one trial). Live latency is a recent average of the time until the upstream answered (a stream’s first content; a failure counts as a slow answer); “—” when it has had no request in the last minute. A model is listed under the provider of its first deployment.</p>
 ${snapshot.providers.length === 0 ? html`<p class="empty card">No providers are configured.</p>` : ''}

@@ -8,6 +8,9 @@ const TYPE_BY_KIND: Partial<Record<ErrorKind, string>> = {
   model_not_permitted: 'permission_error',
   no_model_permission: 'permission_error',
   upstream_rate_limited: 'rate_limit_error',
+  // OpenAI's own: `requests` or `tokens` for a rate limit (set per refusal), `insufficient_quota` for spend.
+  rate_limited: 'requests',
+  budget_exhausted: 'insufficient_quota',
 };
 
 /** OpenAI's `code`, where it differs from the kind's own name. */
@@ -15,6 +18,8 @@ const CODE_BY_KIND: Partial<Record<ErrorKind, string | null>> = {
   missing_api_key: 'invalid_api_key',
   conflicting_api_keys: 'invalid_api_key',
   upstream_rate_limited: 'rate_limit_exceeded',
+  rate_limited: 'rate_limit_exceeded',
+  budget_exhausted: 'insufficient_quota',
   invalid_request: null,
 };
 

@@ -3,6 +3,7 @@ import type { Principal } from '../../auth/authenticator.js';
 import { modelForOperation } from '../../catalogue/access.js';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
+import type { Admitted } from '../../generation/admission.js';
 import { directInvoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
 import { CLIENT_CLOSED_REQUEST, newProgress, type RouteProgress } from '../../routing/router.js';
@@ -30,7 +31,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     let entryId: string | undefined;
     let status = 200;
     let errorKind: string | null = null;
-    let settle: ((costUsd: number) => void) | undefined;
+    let settle: Admitted['settle'] | undefined;
     let clientLeft = false;
     const onClose = () => {
       if (ctx.res.writableFinished) return;
@@ -45,7 +46,12 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       request = parsed;
       const asked = modelForOperation(deps.catalogue(), operation.modelOf(parsed), principal, operation.endpoint);
       model = asked;
-      settle = await deps.admission.admit(principal, asked);
+      let promptTokens: Promise<number> | undefined;
+      const countPrompt = () => (promptTokens ??= operation.countUsage(parsed, []).then((usage) => usage.input));
+      const { maxTokens, choices } = operation.outputBound(parsed);
+      const admitted = await deps.admission.admit(principal, asked, { promptTokens: countPrompt, maxOutputTokens: maxTokens, choices });
+      settle = admitted.settle;
+      for (const [name, value] of Object.entries(admitted.headers)) ctx.res.setHeader(name, value);
       entryId = deps.ledger.begin({
         at: Date.now(),
         requestId: ctx.requestId,
@@ -62,7 +68,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
           fallback: (id) => usableFallback(deps, id, principal, operation.endpoint),
           gone: () => clientLeft,
           res: ctx.res,
-          promptTokens: async () => (await operation.countUsage(parsed, [])).input,
+          promptTokens: countPrompt,
           attempt: (attempt) =>
             operation.serve({
               request: parsed,
@@ -148,7 +154,7 @@ interface Outcome {
   readonly progress: RouteProgress;
   readonly stream: boolean;
   readonly entryId: string | undefined;
-  readonly settle: ((costUsd: number) => void) | undefined;
+  readonly settle: Admitted['settle'] | undefined;
 }
 
 /** The meter stage: usage, cost and the ledger row, billed for the attempt that answered (or ended the request). */
@@ -157,7 +163,7 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
   const usage = meter.usage;
   const model = served ?? outcome.model;
   const cost = usage === null ? 0 : costUsd(model, usage);
-  outcome.settle?.(cost);
+  outcome.settle?.({ tokens: (usage?.input ?? 0) + (usage?.output ?? 0), costUsd: cost });
   deps.ledger.record({
     entryId: outcome.entryId ?? deps.ledger.nextEntryId(),
     at: Date.now(),

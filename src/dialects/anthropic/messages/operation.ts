@@ -31,6 +31,7 @@ export const anthropicMessages: GenerationOperation<MessagesRequest> = {
   parse: parseMessagesRequest,
   modelOf: (request) => request.model,
   isStream: (request) => request.stream,
+  outputBound: (request) => ({ maxTokens: request.maxTokens, choices: 1 }),
   countUsage: (request, generated) => countUsage(inputTexts(request.body), generated),
   async serve(x) {
     if (x.provider.relays('anthropic.messages', x.model)) return x.request.stream ? relayStream(x) : relayWhole(x);

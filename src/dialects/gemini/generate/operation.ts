@@ -45,6 +45,7 @@ export const geminiGenerateContent: GenerationOperation<GenerateRequest> = {
     }
   },
   isStream: (request) => request.stream,
+  outputBound: (request) => ({ maxTokens: request.body.generationConfig?.maxOutputTokens, choices: request.body.generationConfig?.candidateCount ?? 1 }),
   countUsage: (request, generated) => countUsage(inputTexts(request.body), generated),
   async serve(x) {
     if (x.provider.relays('gemini.generateContent', x.model)) return x.request.stream ? relayStream(x) : relayWhole(x);

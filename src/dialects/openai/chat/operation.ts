@@ -25,6 +25,7 @@ export const chatCompletions: GenerationOperation<ChatRequest> = {
   parse: parseChatRequest,
   modelOf: (request) => request.model,
   isStream: (request) => request.stream,
+  outputBound: (request) => ({ maxTokens: request.body.max_completion_tokens ?? request.body.max_tokens ?? undefined, choices: request.body.n ?? 1 }),
   countUsage: (request, generated) => countUsage(inputTexts(request), generated),
   async serve(x) {
     if (x.provider.relays('openai.chat', x.model)) return x.request.stream ? relayStream(x) : relayWhole(x);

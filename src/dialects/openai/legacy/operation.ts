@@ -39,6 +39,7 @@ export const legacyCompletions: GenerationOperation<CompletionRequest> = {
   parse: parseCompletionRequest,
   modelOf: (request) => request.model,
   isStream: (request) => request.stream,
+  outputBound: (request) => ({ maxTokens: request.maxTokens ?? DEFAULT_MAX_TOKENS, choices: Math.max(request.n, request.bestOf ?? 1) }),
   countUsage: (request, generated) => countUsage(promptsOf(request), generated),
   async serve(exchange) {
     const { provider, model, request } = exchange;

@@ -37,6 +37,7 @@ export function responsesOperation(conversations: Conversations): GenerationOper
     parse: (body) => parseResponsesRequest(body),
     modelOf: (request) => request.model,
     isStream: (request) => request.stream,
+    outputBound: (request) => ({ maxTokens: request.body.max_output_tokens ?? undefined, choices: 1 }),
     countUsage: (request, generated) => countUsage(inputTexts(request.body.instructions, request.input), generated),
     async serve(x) {
       const turn = await conversations.resolve(x.principal, x.request.previousResponseId, x.request.input);

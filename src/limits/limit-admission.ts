@@ -1,0 +1,205 @@
+import type { Logger } from 'pino';
+import type { Principal } from '../auth/authenticator.js';
+import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { GatewayConfig } from '../config/config-file.js';
+import { GatewayError } from '../errors.js';
+import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
+import { randomBase62 } from '../ids.js';
+import type { UsageRepository } from '../store/store.js';
+import { costUsd } from '../usage/pricing.js';
+import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
+import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from './limits.js';
+
+/** A scope's use of its limits, for the keys page. */
+export interface LimitUse {
+  /** In the rolling minute. */
+  readonly requests: number;
+  readonly tokens: number;
+  readonly inFlight: number;
+  /** Spent (and reserved) in the budget period; null without a budget. */
+  readonly spentUsd: number | null;
+  /** When the budget period ends (Infinity for a total budget); null without a budget. */
+  readonly budgetResetsAt: number | null;
+}
+
+/** The configuration's `limits:` section. */
+export type LimitSettings = GatewayConfig['limits'];
+
+/**
+ * The admit stage over limit counters. A request is admitted against its key's and its account's
+ * limits at once, holding a reservation (the prompt's tokens plus its output cap, and their cost)
+ * that is settled to the real usage when it ends; in-flight slots are leases this process renews
+ * while the request runs.
+ */
+export class LimitAdmission implements Admission {
+  /** Leases of requests in flight here that hold a concurrency slot. */
+  private readonly held = new Map<string, readonly ScopeLimits[]>();
+  private renewer: NodeJS.Timeout | undefined;
+  /** Leases: unique across replicas by a random prefix, cheap within a process by a counter. */
+  private readonly leasePrefix = `${randomBase62(10)}.`;
+  private leases = 0;
+
+  constructor(
+    private readonly counter: LimitCounter,
+    private readonly usage: Pick<UsageRepository, 'spendSince'>,
+    private readonly logger: Logger,
+    private readonly settings: LimitSettings,
+  ) {}
+
+  start(): void {
+    this.renewer = setInterval(() => this.renew(), Math.max(50, this.settings.leaseMs / 3));
+    this.renewer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.renewer);
+  }
+
+  async admit(principal: Principal, model: CatalogueModel, demand: Demand): Promise<Admitted> {
+    const now = Date.now();
+    const scopes = [scopeOf(`key:${principal.keyId}`, principal.keyLimits, now), scopeOf(`account:${principal.accountId}`, principal.accountLimits, now)].filter(
+      (scope): scope is ScopeLimits => scope !== null,
+    );
+    if (scopes.length === 0) return UNLIMITED;
+    const reservation = await this.reservationFor(scopes, model, demand);
+    let result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+    for (let seeded = 0; 'unseeded' in result; seeded++) {
+      // Seeded, then lost again at once (Redis restarting): the request is not worth more tries.
+      if (seeded === 2) throw new GatewayError('internal_error', 'The spend counters could not be prepared; try again shortly.');
+      const unseeded = result.unseeded;
+      await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
+      result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+    }
+    if (!result.admitted) throw refusal(result);
+    if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
+    let settled = false;
+    return {
+      headers: rateLimitHeaders(result.requests, result.tokens),
+      settle: (used) => {
+        if (settled) return;
+        settled = true;
+        this.held.delete(reservation.lease);
+        this.counter.settle(scopes, reservation, used).catch((error: unknown) => this.logger.warn({ err: error }, 'settling a request against its limits failed'));
+      },
+    };
+  }
+
+  /**
+   * What a key and its account have used against their limits now: requests and tokens in the
+   * rolling minute, requests in flight, and the budget period's spend (from the ledger when no
+   * request has started the period's counter yet). Null for a scope without limits.
+   */
+  async used(key: { readonly id: string; readonly accountId: string; readonly limits: Limits | null; readonly accountLimits: Limits | null }): Promise<{ key: LimitUse | null; account: LimitUse | null }> {
+    const now = Date.now();
+    const scopes = [scopeOf(`key:${key.id}`, key.limits, now), scopeOf(`account:${key.accountId}`, key.accountLimits, now)];
+    const present = scopes.filter((scope): scope is ScopeLimits => scope !== null);
+    const usage = await this.counter.usage(present);
+    const [keyUse, accountUse] = await Promise.all(
+      scopes.map(async (scope) => {
+        if (scope === null) return null;
+        const use = usage[present.indexOf(scope)]!;
+        let spentUsd = use.spentUsd;
+        if (scope.budget !== null && spentUsd === null) {
+          const [kind, id] = splitScope(scope.scope);
+          spentUsd = await this.usage.spendSince(kind === 'key' ? { keyId: id } : { accountId: id }, scope.budget.periodStart);
+        }
+        return { requests: use.requests, tokens: use.tokens, inFlight: use.inFlight, spentUsd: scope.budget === null ? null : spentUsd, budgetResetsAt: scope.budget?.periodEnd ?? null };
+      }),
+    );
+    return { key: keyUse ?? null, account: accountUse ?? null };
+  }
+
+  private async reservationFor(scopes: readonly ScopeLimits[], model: CatalogueModel, demand: Demand): Promise<Reservation> {
+    const lease = `${this.leasePrefix}${this.leases++}`;
+    if (!scopes.some((scope) => scope.tpm > 0 || scope.budget !== null)) return { lease, tokens: 0, costUsd: 0 };
+    const cap = demand.maxOutputTokens ?? model.maxOutputTokens ?? this.settings.defaultMaxOutputTokens;
+    const output = Math.min(cap, model.maxOutputTokens ?? cap) * demand.choices;
+    const input = await demand.promptTokens();
+    return { lease, tokens: input + output, costUsd: costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, reasoning: 0 }) };
+  }
+
+  /** A budget's first use in a period (or after the counters were lost) starts from the ledger's spend. */
+  private async seed(scopes: readonly ScopeLimits[]): Promise<void> {
+    for (const scope of scopes) {
+      const [kind, id] = splitScope(scope.scope);
+      let spent: number;
+      try {
+        spent = await this.usage.spendSince(kind === 'key' ? { keyId: id } : { accountId: id }, scope.budget!.periodStart);
+      } catch (error) {
+        // Without the ledger a budget cannot be told: refuse rather than spend blind.
+        throw new GatewayError('store_failure', 'The spend budget cannot be checked while the store is unavailable; try again shortly.', { cause: error });
+      }
+      await this.counter.seedSpend(scope, spent);
+    }
+  }
+
+  private renew(): void {
+    if (this.held.size === 0) return;
+    const leases = [...this.held].map(([lease, scopes]) => ({ lease, scopes }));
+    this.counter.renew(leases, this.settings.leaseMs).catch((error: unknown) => this.logger.warn({ err: error }, 'renewing in-flight leases failed'));
+  }
+}
+
+function scopeOf(scope: string, limits: Limits | null, now: number): ScopeLimits | null {
+  if (!hasLimits(limits)) return null;
+  const period = limits.budgetUsd === undefined ? undefined : budgetWindow(limits.budgetPeriod ?? DEFAULT_BUDGET_PERIOD, now);
+  const budget = period === undefined ? null : { usd: limits.budgetUsd!, periodStart: period.start, periodEnd: period.end };
+  return { scope, rpm: limits.rpm ?? 0, tpm: limits.tpm ?? 0, concurrency: limits.concurrency ?? 0, budget };
+}
+
+function splitScope(scope: string): [string, string] {
+  const colon = scope.indexOf(':');
+  return [scope.slice(0, colon), scope.slice(colon + 1)];
+}
+
+const REFUSALS = {
+  rpm: 'requests per minute',
+  tpm: 'tokens per minute',
+  concurrency: 'requests in flight',
+} as const;
+
+function refusal(result: Extract<AdmitResult, { reason: unknown }>): GatewayError {
+  const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
+  const headers = rateLimitHeaders(result.requests, result.tokens);
+  const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+  if (result.reason === 'budget') {
+    return new GatewayError('budget_exhausted', `${owner} has used its spend budget for this period.${retryAfter === undefined ? '' : ` It renews in ${retryAfter} s.`} Check /app/keys.`, {
+      headers,
+      ...(retryAfter === undefined ? {} : { retryAfter }),
+    });
+  }
+  const never = result.reason === 'tpm' && result.retryAfterMs === null;
+  const message = never
+    ? `${owner}'s tokens-per-minute limit is smaller than this request's reservation (its prompt plus its output cap); lower max_tokens.`
+    : `Rate limit reached: ${owner.charAt(0).toLowerCase()}${owner.slice(1)} is limited in ${REFUSALS[result.reason]}.${retryAfter === undefined ? '' : ` Try again in ${retryAfter} s.`}`;
+  return new GatewayError('rate_limited', message, {
+    headers,
+    type: result.reason === 'tpm' ? 'tokens' : 'requests',
+    ...(retryAfter === undefined || never ? {} : { retryAfter }),
+  });
+}
+
+/** OpenAI's headers: the rolling-minute windows with the least room. */
+function rateLimitHeaders(requests: WindowState | null, tokens: WindowState | null): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (requests !== null) {
+    headers['x-ratelimit-limit-requests'] = String(requests.limit);
+    headers['x-ratelimit-remaining-requests'] = String(requests.remaining);
+    headers['x-ratelimit-reset-requests'] = duration(requests.resetMs);
+  }
+  if (tokens !== null) {
+    headers['x-ratelimit-limit-tokens'] = String(tokens.limit);
+    headers['x-ratelimit-remaining-tokens'] = String(tokens.remaining);
+    headers['x-ratelimit-reset-tokens'] = duration(tokens.resetMs);
+  }
+  return headers;
+}
+
+/** OpenAI's duration form: `20ms`, `1.5s`, `6m0s`. */
+function duration(ms: number): string {
+  const whole = Math.max(0, Math.ceil(ms));
+  if (whole < 1000) return `${whole}ms`;
+  if (whole < 60_000) return `${Number((whole / 1000).toFixed(3))}s`;
+  const minutes = Math.floor(whole / 60_000);
+  return `${minutes}m${Number(((whole - minutes * 60_000) / 1000).toFixed(3))}s`;
+}

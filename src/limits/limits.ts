@@ -1,0 +1,95 @@
+import { z } from 'zod';
+
+/** A spend budget's period: calendar (UTC) day, ISO week (from Monday), month, or no period at all. */
+export const BUDGET_PERIODS = ['day', 'week', 'month', 'total'] as const;
+export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+
+/** The limits of a key or an account; each one optional, an absent one does not limit. */
+export interface Limits {
+  /** Requests admitted in any rolling minute. */
+  readonly rpm?: number;
+  /** Tokens admitted in any rolling minute, counted on a reservation settled to the real usage. */
+  readonly tpm?: number;
+  /** Requests in flight at once. */
+  readonly concurrency?: number;
+  /** Spend in USD per `budgetPeriod`. */
+  readonly budgetUsd?: number;
+  readonly budgetPeriod?: BudgetPeriod;
+}
+
+/** The stored (JSON) and typed-in form; the one place a limit is validated. */
+export const limitsSchema = z
+  .object({
+    rpm: z.number().int().positive().optional(),
+    tpm: z.number().int().positive().optional(),
+    concurrency: z.number().int().positive().optional(),
+    budgetUsd: z.number().positive().finite().optional(),
+    budgetPeriod: z.enum(BUDGET_PERIODS).optional(),
+  })
+  .strict()
+  .refine((limits) => limits.budgetPeriod === undefined || limits.budgetUsd !== undefined, {
+    message: 'a budget period needs a budget (budgetUsd)',
+    path: ['budgetPeriod'],
+  });
+
+/** The budget period when a budget is given without one. */
+export const DEFAULT_BUDGET_PERIOD: BudgetPeriod = 'month';
+
+export function hasLimits(limits: Limits | null | undefined): limits is Limits {
+  return limits != null && (limits.rpm !== undefined || limits.tpm !== undefined || limits.concurrency !== undefined || limits.budgetUsd !== undefined);
+}
+
+/** Null for no limits, so that "none" is stored one way. */
+export function normaliseLimits(limits: Limits): Limits | null {
+  const budgetPeriod = limits.budgetUsd === undefined ? undefined : (limits.budgetPeriod ?? DEFAULT_BUDGET_PERIOD);
+  const normal: Limits = {
+    ...(limits.rpm === undefined ? {} : { rpm: limits.rpm }),
+    ...(limits.tpm === undefined ? {} : { tpm: limits.tpm }),
+    ...(limits.concurrency === undefined ? {} : { concurrency: limits.concurrency }),
+    ...(limits.budgetUsd === undefined ? {} : { budgetUsd: limits.budgetUsd, budgetPeriod }),
+  };
+  return hasLimits(normal) ? normal : null;
+}
+
+/** Stored limits: tolerant of a row written by a newer version (unknown fields are dropped, bad ones make no limit). */
+export function parseStoredLimits(json: string | null): Limits | null {
+  if (json === null) return null;
+  const parsed = limitsSchema.safeParse(JSON.parse(json));
+  return parsed.success ? normaliseLimits(parsed.data) : null;
+}
+
+export function storedLimits(limits: Limits | null): string | null {
+  const normal = limits === null ? null : normaliseLimits(limits);
+  return normal === null ? null : JSON.stringify(normal);
+}
+
+/** The period containing `now`, in UTC: its start and end (end is Infinity for `total`). */
+export function budgetWindow(period: BudgetPeriod, now: number): { start: number; end: number } {
+  const date = new Date(now);
+  const y = date.getUTCFullYear();
+  const m = date.getUTCMonth();
+  const d = date.getUTCDate();
+  switch (period) {
+    case 'day':
+      return { start: Date.UTC(y, m, d), end: Date.UTC(y, m, d + 1) };
+    case 'week': {
+      const sinceMonday = (date.getUTCDay() + 6) % 7;
+      return { start: Date.UTC(y, m, d - sinceMonday), end: Date.UTC(y, m, d - sinceMonday + 7) };
+    }
+    case 'month':
+      return { start: Date.UTC(y, m, 1), end: Date.UTC(y, m + 1, 1) };
+    case 'total':
+      return { start: 0, end: Number.POSITIVE_INFINITY };
+  }
+}
+
+/** One line for a CLI or a page: `rpm 100, tpm 50000, concurrency 4, $20.00/month`. */
+export function describeLimits(limits: Limits | null): string {
+  if (limits === null) return 'none';
+  const parts: string[] = [];
+  if (limits.rpm !== undefined) parts.push(`rpm ${limits.rpm}`);
+  if (limits.tpm !== undefined) parts.push(`tpm ${limits.tpm}`);
+  if (limits.concurrency !== undefined) parts.push(`concurrency ${limits.concurrency}`);
+  if (limits.budgetUsd !== undefined) parts.push(`$${limits.budgetUsd}${limits.budgetPeriod === 'total' ? ' in total' : `/${limits.budgetPeriod ?? DEFAULT_BUDGET_PERIOD}`}`);
+  return parts.join(', ');
+}

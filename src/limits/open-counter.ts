@@ -1,0 +1,38 @@
+import cluster from 'node:cluster';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { ClusterCounter } from './cluster-counter.js';
+import type { LimitCounter } from './counter.js';
+import { FailoverCounter, type Degradation } from './failover-counter.js';
+import { LocalCounter } from './local-counter.js';
+import { RedisCounter } from './redis-counter.js';
+import { maskUrl } from '../masked-url.js';
+
+export interface OpenCounter {
+  readonly counter: LimitCounter;
+  degradation(): Degradation | null;
+}
+
+/** How long start-up waits for Redis before serving on local counters (with the alarm raised). */
+const CONNECT_WAIT_MS = 2_000;
+
+/**
+ * The limit counters for this process: Redis's when configured (this machine's while it is
+ * unreachable), else this machine's: the cluster primary's for a worker, this process's own otherwise.
+ */
+export async function openLimitCounter(options: { redisUrl: string | undefined; redisPrefix: string; logger: Logger }): Promise<OpenCounter> {
+  const local = cluster.isWorker ? new ClusterCounter() : new LocalCounter();
+  if (options.redisUrl === undefined) return { counter: local, degradation: () => null };
+  const redis = new Redis(options.redisUrl, {
+    // Fail at once while disconnected, so a request falls back instead of waiting.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 1_000,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+    lazyConnect: true,
+  });
+  const failover = new FailoverCounter(new RedisCounter(redis, options.redisPrefix), local, redis, maskUrl(options.redisUrl), options.logger);
+  await Promise.race([redis.connect().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CONNECT_WAIT_MS).unref())]);
+  return { counter: failover, degradation: () => failover.degradation() };
+}
+

@@ -1,0 +1,266 @@
+import type { Redis } from 'ioredis';
+import type { AdmitResult, LimitCounter, RefusalReason, Reservation, ScopeLimits, ScopeUsage, WindowState } from './counter.js';
+import { WINDOW_MS } from './counter.js';
+import { tighter } from './local-counter.js';
+
+/*
+ * Each scope's counters, under `<prefix>limit:<scope>:`
+ *   req   sorted set: lease → admission time (ms)           rolling-minute requests
+ *   tok   sorted set: lease → admission time                rolling-minute token reservations…
+ *   tokv  hash: lease → tokens                               …their sizes (settled to the real usage)…
+ *   toks  string: the sum of tokv                           …and their total
+ *   fly   sorted set: lease → lease expiry                  requests in flight
+ *   spend:<period start>  string (float): USD spent and reserved in the budget period
+ * Every script reads Redis's own clock, so replicas with skewed clocks still share one window.
+ */
+
+const NOW = `local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/** Drops what left the window; returns the scope's token sum. */
+const EXPIRE = `
+local function expire(req, tok, tokv, toks, fly, now)
+  local cutoff = now - ${WINDOW_MS}
+  redis.call('ZREMRANGEBYSCORE', req, '-inf', cutoff)
+  local sum = tonumber(redis.call('GET', toks) or '0')
+  local old = redis.call('ZRANGEBYSCORE', tok, '-inf', cutoff)
+  if #old > 0 then
+    for _, lease in ipairs(old) do sum = sum - tonumber(redis.call('HGET', tokv, lease) or '0') end
+    for _, lease in ipairs(old) do redis.call('HDEL', tokv, lease) end
+    redis.call('ZREMRANGEBYSCORE', tok, '-inf', cutoff)
+    redis.call('SET', toks, sum, 'PX', ${WINDOW_MS * 2})
+  end
+  redis.call('ZREMRANGEBYSCORE', fly, '-inf', now)
+  return sum
+end
+local function oldest(zset, now)
+  local first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
+  if #first == 0 then return 0 end
+  return tonumber(first[2]) + ${WINDOW_MS} - now
+end
+local function windows(rpm, tpm, req, tok, sum, now)
+  local out = {-1, 0, 0, -1, 0, 0}
+  if rpm > 0 then out[1] = rpm; out[2] = math.max(0, rpm - redis.call('ZCARD', req)); out[3] = oldest(req, now) end
+  if tpm > 0 then out[4] = tpm; out[5] = math.max(0, tpm - sum); out[6] = oldest(tok, now) end
+  return out
+end
+`;
+
+/**
+ * KEYS: per scope req, tok, tokv, toks, fly, spend. ARGV: lease, tokens, cost, lease ms, then per
+ * scope rpm, tpm, concurrency, budget (0: none).
+ * Returns {1, windows per scope…}, {0, scope index, reason, retry ms or -1, windows}, or {2, unseeded indexes…}.
+ */
+const ADMIT = `${NOW}
+${EXPIRE}
+local lease, tokens, cost, leaseMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local n = #KEYS / 6
+local unseeded = {}
+for i = 0, n - 1 do
+  local budget = tonumber(ARGV[5 + i * 4 + 3])
+  if budget > 0 and redis.call('EXISTS', KEYS[i * 6 + 6]) == 0 then table.insert(unseeded, i) end
+end
+if #unseeded > 0 then return {2, unpack(unseeded)} end
+local sums = {}
+for i = 0, n - 1 do
+  local k, a = i * 6, 5 + i * 4
+  local rpm, tpm, conc, budget = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local sum = expire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], now)
+  sums[i] = sum
+  local reason, retry = nil, -1
+  if rpm > 0 and redis.call('ZCARD', KEYS[k + 1]) >= rpm then
+    local nth = redis.call('ZRANGE', KEYS[k + 1], -rpm, -rpm, 'WITHSCORES')
+    reason, retry = 'rpm', tonumber(nth[2]) + ${WINDOW_MS} - now
+  elseif tpm > 0 and sum + tokens > tpm then
+    reason = 'tpm'
+    if tokens <= tpm then
+      retry = ${WINDOW_MS}
+      local freed = 0
+      local entries = redis.call('ZRANGE', KEYS[k + 2], 0, -1, 'WITHSCORES')
+      for j = 1, #entries, 2 do
+        freed = freed + tonumber(redis.call('HGET', KEYS[k + 3], entries[j]) or '0')
+        if sum - freed + tokens <= tpm then retry = tonumber(entries[j + 1]) + ${WINDOW_MS} - now; break end
+      end
+    end
+  elseif conc > 0 and redis.call('ZCARD', KEYS[k + 5]) >= conc then
+    reason = 'concurrency'
+  elseif budget > 0 and tonumber(redis.call('GET', KEYS[k + 6])) >= budget then
+    reason = 'budget'
+  end
+  if reason then
+    local result = {0, i, reason, retry}
+    for _, v in ipairs(windows(rpm, tpm, KEYS[k + 1], KEYS[k + 2], sum, now)) do table.insert(result, v) end
+    return result
+  end
+end
+local result = {1}
+for i = 0, n - 1 do
+  local k, a = i * 6, 5 + i * 4
+  local rpm, tpm, conc, budget = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local sum = sums[i]
+  if rpm > 0 then
+    redis.call('ZADD', KEYS[k + 1], now, lease)
+    redis.call('PEXPIRE', KEYS[k + 1], ${WINDOW_MS * 2})
+  end
+  if tpm > 0 then
+    redis.call('ZADD', KEYS[k + 2], now, lease)
+    redis.call('HSET', KEYS[k + 3], lease, tokens)
+    sum = sum + tokens
+    redis.call('SET', KEYS[k + 4], sum, 'PX', ${WINDOW_MS * 2})
+    redis.call('PEXPIRE', KEYS[k + 2], ${WINDOW_MS * 2})
+    redis.call('PEXPIRE', KEYS[k + 3], ${WINDOW_MS * 2})
+  end
+  if conc > 0 then
+    redis.call('ZADD', KEYS[k + 5], now + leaseMs, lease)
+    redis.call('PEXPIRE', KEYS[k + 5], leaseMs * 2)
+  end
+  if budget > 0 then redis.call('INCRBYFLOAT', KEYS[k + 6], cost) end
+  for _, v in ipairs(windows(rpm, tpm, KEYS[k + 1], KEYS[k + 2], sum, now)) do table.insert(result, v) end
+end
+return result
+`;
+
+/** KEYS: per scope tokv, toks, fly, spend. ARGV: lease, tokens used, cost delta. */
+const SETTLE = `
+local lease, used, delta = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+for i = 0, #KEYS / 4 - 1 do
+  local k = i * 4
+  local reserved = redis.call('HGET', KEYS[k + 1], lease)
+  if reserved then
+    redis.call('HSET', KEYS[k + 1], lease, used)
+    if redis.call('EXISTS', KEYS[k + 2]) == 1 then redis.call('INCRBY', KEYS[k + 2], used - tonumber(reserved)) end
+  end
+  redis.call('ZREM', KEYS[k + 3], lease)
+  -- A counter lost meanwhile is seeded again from the ledger, which this request's row will be in.
+  if redis.call('EXISTS', KEYS[k + 4]) == 1 then redis.call('INCRBYFLOAT', KEYS[k + 4], delta) end
+end
+return 1
+`;
+
+/** KEYS: fly sets. ARGV: lease ms, then one lease per key. */
+const RENEW = `${NOW}
+local leaseMs = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], 'XX', now + leaseMs, ARGV[i + 1])
+  redis.call('PEXPIRE', KEYS[i], leaseMs * 2)
+end
+return 1
+`;
+
+/** KEYS: per scope req, tok, tokv, toks, fly, spend. Returns per scope: requests, tokens, in flight, spend or false. */
+const USAGE = `${NOW}
+${EXPIRE}
+local result = {}
+for i = 0, #KEYS / 6 - 1 do
+  local k = i * 6
+  local sum = expire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], now)
+  table.insert(result, redis.call('ZCARD', KEYS[k + 1]))
+  table.insert(result, sum)
+  table.insert(result, redis.call('ZCARD', KEYS[k + 5]))
+  table.insert(result, redis.call('GET', KEYS[k + 6]) or '')
+end
+return result
+`;
+
+type Reply = (number | string)[];
+
+interface LimitScripts {
+  sluiceAdmit(...args: (string | number)[]): Promise<Reply>;
+  sluiceSettle(...args: (string | number)[]): Promise<unknown>;
+  sluiceRenew(...args: (string | number)[]): Promise<unknown>;
+  sluiceUsage(...args: (string | number)[]): Promise<Reply>;
+}
+
+/** Limit counters shared by every replica and worker through Redis; each step is one Lua script, atomic. */
+export class RedisCounter implements LimitCounter {
+  private readonly redis: Redis & LimitScripts;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+  ) {
+    redis.defineCommand('sluiceAdmit', { lua: ADMIT });
+    redis.defineCommand('sluiceSettle', { lua: SETTLE });
+    redis.defineCommand('sluiceRenew', { lua: RENEW });
+    redis.defineCommand('sluiceUsage', { lua: USAGE });
+    this.redis = redis as Redis & LimitScripts;
+  }
+
+  async admit(scopes: readonly ScopeLimits[], reservation: Reservation, leaseMs: number): Promise<AdmitResult> {
+    const keys = scopes.flatMap((limits) => this.keysOf(limits));
+    const args = scopes.flatMap((limits) => [limits.rpm, limits.tpm, limits.concurrency, limits.budget?.usd ?? 0]);
+    const reply = await this.redis.sluiceAdmit(keys.length, ...keys, reservation.lease, reservation.tokens, reservation.costUsd, leaseMs, ...args);
+    const outcome = Number(reply[0]);
+    if (outcome === 2) return { admitted: false, unseeded: reply.slice(1).map((i) => scopes[Number(i)]!.scope) };
+    if (outcome === 0) {
+      const refusedBy = scopes[Number(reply[1])]!;
+      const reason = reply[2] as RefusalReason;
+      const retry = Number(reply[3]);
+      const periodEnd = refusedBy.budget?.periodEnd ?? Number.POSITIVE_INFINITY;
+      return {
+        admitted: false,
+        scope: refusedBy.scope,
+        reason,
+        retryAfterMs: reason === 'budget' ? (Number.isFinite(periodEnd) ? periodEnd - Date.now() : null) : retry < 0 ? null : retry,
+        requests: window(reply, 4),
+        tokens: window(reply, 7),
+      };
+    }
+    let requests: WindowState | null = null;
+    let tokens: WindowState | null = null;
+    for (let at = 1; at < reply.length; at += 6) {
+      requests = tighter(requests, window(reply, at));
+      tokens = tighter(tokens, window(reply, at + 3));
+    }
+    return { admitted: true, requests, tokens };
+  }
+
+  async settle(scopes: readonly ScopeLimits[], reservation: Reservation, used: { tokens: number; costUsd: number }): Promise<void> {
+    const keys = scopes.flatMap((limits) => {
+      const [, , tokv, toks, fly, spend] = this.keysOf(limits);
+      return [tokv!, toks!, fly!, spend!];
+    });
+    await this.redis.sluiceSettle(keys.length, ...keys, reservation.lease, used.tokens, used.costUsd - reservation.costUsd);
+  }
+
+  async renew(leases: readonly { scopes: readonly ScopeLimits[]; lease: string }[], leaseMs: number): Promise<void> {
+    const pairs = leases.flatMap(({ scopes, lease }) => scopes.filter((limits) => limits.concurrency > 0).map((limits) => [this.keysOf(limits)[4]!, lease] as const));
+    if (pairs.length === 0) return;
+    await this.redis.sluiceRenew(pairs.length, ...pairs.map(([key]) => key), leaseMs, ...pairs.map(([, lease]) => lease));
+  }
+
+  async seedSpend(limits: ScopeLimits, spentUsd: number): Promise<void> {
+    if (limits.budget === null) return;
+    const key = this.keysOf(limits)[5]!;
+    // NX: a replica seeding late must not overwrite (or add to) what others have counted since.
+    if (Number.isFinite(limits.budget.periodEnd)) {
+      const ttlMs = Math.max(1, Math.ceil(limits.budget.periodEnd - Date.now() + 86_400_000));
+      await this.redis.set(key, String(spentUsd), 'PX', ttlMs, 'NX');
+    } else {
+      await this.redis.set(key, String(spentUsd), 'NX');
+    }
+  }
+
+  async usage(scopes: readonly ScopeLimits[]): Promise<ScopeUsage[]> {
+    if (scopes.length === 0) return [];
+    const keys = scopes.flatMap((limits) => this.keysOf(limits));
+    const reply = await this.redis.sluiceUsage(keys.length, ...keys);
+    return scopes.map((_, i) => ({
+      requests: Number(reply[i * 4]),
+      tokens: Number(reply[i * 4 + 1]),
+      inFlight: Number(reply[i * 4 + 2]),
+      spentUsd: reply[i * 4 + 3] === '' ? null : Number(reply[i * 4 + 3]),
+    }));
+  }
+
+  async close(): Promise<void> {}
+
+  private keysOf(limits: ScopeLimits): string[] {
+    const base = `${this.prefix}limit:${limits.scope}:`;
+    return [`${base}req`, `${base}tok`, `${base}tokv`, `${base}toks`, `${base}fly`, `${base}spend:${limits.budget?.periodStart ?? 0}`];
+  }
+}
+
+function window(reply: Reply, at: number): WindowState | null {
+  const limit = Number(reply[at]);
+  return limit < 0 ? null : { limit, remaining: Number(reply[at + 1]), resetMs: Number(reply[at + 2]) };
+}

@@ -1,0 +1,15 @@
+/**
+ * A connection URL (PostgreSQL, Redis) fit for logs, pages and messages: its password, a lone
+ * user name (which Redis takes as a password) and any password-like query parameter become `***`.
+ */
+export function maskUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    else if (parsed.username !== '' && parsed.protocol.startsWith('redis')) parsed.username = '***';
+    for (const name of [...parsed.searchParams.keys()]) if (/pass/i.test(name)) parsed.searchParams.set(name, '***');
+    return parsed.toString();
+  } catch {
+    return '(an unparsable URL)';
+  }
+}

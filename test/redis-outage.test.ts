@@ -1,0 +1,153 @@
+/**
+ * Redis stopped and started again under a running gateway, and Redis missing when it starts: limits
+ * fall back to this machine's counters with an alarm (the log, /status.json), never silently, and
+ * go back to Redis when it returns. A private redis-server of this machine's, on a port of its own.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import OpenAI from 'openai';
+import { closedPort, uniqueRedisPrefix } from './support/redis.js';
+import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+
+let upstreams: ThreeUpstreams;
+const servers: ChildProcess[] = [];
+
+before(async () => {
+  upstreams = await startThreeUpstreams();
+});
+
+after(async () => {
+  for (const server of servers) server.kill('SIGKILL');
+  await upstreams.close();
+});
+
+/** A redis-server of its own, keeping nothing on disk; resolves once it answers. */
+async function startRedis(port: number, password?: string): Promise<ChildProcess> {
+  const auth = password === undefined ? [] : ['--requirepass', password];
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tempDir(), ...auth], { stdio: 'ignore' });
+  servers.push(server);
+  const client = new Redis({ port, password, lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: null });
+  client.on('error', () => undefined);
+  try {
+    await eventually(() => client.ping().then(() => true, () => undefined), 5000, 'redis-server to answer');
+  } finally {
+    client.disconnect();
+  }
+  return server;
+}
+
+async function stopRedis(server: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  server.kill('SIGTERM');
+  await exited;
+}
+
+/**
+ * One process: each watches its own Redis connection (and /status.json reports what the process
+ * answering sees), so with several workers which one answers would decide what a step observes.
+ */
+const ONE_PROCESS = ['--workers', '1'];
+
+const config = (providers: string) => `${providers}
+models:
+  - { id: llama, provider: vllm, upstream_model: upstream-model, endpoints: [chat] }
+`;
+
+interface Degraded {
+  component: string;
+  message: string;
+}
+
+async function status(sluice: RunningSluice): Promise<{ status: string; degraded: Degraded[] }> {
+  return (await fetch(`${sluice.url}/status.json`)).json() as Promise<{ status: string; degraded: Degraded[] }>;
+}
+
+function chat(sluice: RunningSluice, key: string) {
+  return new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 }).chat.completions
+    .create({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 })
+    .withResponse();
+}
+
+test('Redis stopped mid-run: requests go on with local counters and an alarm; limits go back to Redis when it returns', async () => {
+  const port = await closedPort();
+  let redis = await startRedis(port);
+  const prefix = uniqueRedisPrefix();
+  const sluice = await startSluice({ config: config(upstreams.providersYaml), args: [...ONE_PROCESS, '--redis', `redis://127.0.0.1:${port}`, '--redis-prefix', prefix] });
+  const inspector = new Redis({ port, lazyConnect: true, retryStrategy: () => 100, maxRetriesPerRequest: null });
+  inspector.on('error', () => undefined);
+  try {
+    const { key, id } = await createKey(sluice.dataDir, 'outage-co', ['--rpm', '1000']);
+    const first = await chat(sluice, key);
+    assert.equal(first.response.headers.get('x-ratelimit-remaining-requests'), '999');
+    assert.equal(await inspector.zcard(`${prefix}limit:key:${id}:req`), 1, 'the request is counted in Redis');
+    assert.deepEqual((await status(sluice)).degraded, [], 'nothing degraded while Redis answers');
+
+    await stopRedis(redis);
+    const during = await chat(sluice, key);
+    assert.equal(during.response.status, 200, 'requests are still served');
+    assert.equal(during.response.headers.get('x-ratelimit-remaining-requests'), '999', "counted on this machine's counters, which start afresh");
+    const degraded = await status(sluice);
+    assert.equal(degraded.status, 'degraded', 'the overall status says degraded');
+    assert.equal(degraded.degraded[0]?.component, 'redis', '/status.json names Redis');
+    assert.match(degraded.degraded[0]!.message, /Redis .* unreachable/);
+    assert.ok(!degraded.degraded[0]!.message.includes(prefix), 'the message names no key prefix');
+    assert.match(sluice.stderr(), /Redis is unreachable: rate limits and budgets fall back/, 'the log raises the alarm');
+
+    redis = await startRedis(port);
+    await eventually(async () => ((await status(sluice)).degraded.length === 0 ? true : undefined), 20_000, 'the alarm to clear');
+    assert.match(sluice.stderr(), /Redis is reachable again/, 'the log says so when it is back');
+    const back = await chat(sluice, key);
+    const inRedis = await inspector.zcard(`${prefix}limit:key:${id}:req`);
+    assert.equal(inRedis, 1, `counted in Redis again; the gateway's log:\n${sluice.stderr()}`);
+    assert.equal(back.response.headers.get('x-ratelimit-remaining-requests'), '999', "the headers are Redis's, whose count a restart started afresh");
+  } finally {
+    inspector.disconnect();
+    assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
+  }
+});
+
+test('Redis unreachable at start: the gateway serves on local counters, degraded, and switches to Redis once it appears', async () => {
+  const port = await closedPort();
+  const sluice = await startSluice({ config: config(upstreams.providersYaml), args: [...ONE_PROCESS, '--redis', `redis://:hunter2@127.0.0.1:${port}`, '--redis-prefix', uniqueRedisPrefix()] });
+  try {
+    const { key } = await createKey(sluice.dataDir, 'late-co', ['--rpm', '2']);
+    assert.equal((await chat(sluice, key)).response.status, 200, 'served from the start');
+    const degraded = await status(sluice);
+    assert.equal(degraded.degraded[0]?.component, 'redis', 'degraded from the start');
+    assert.ok(!JSON.stringify(degraded).includes('hunter2') && !sluice.stderr().includes('hunter2'), "the URL's password is nowhere");
+    await startRedis(port, 'hunter2');
+    await eventually(async () => ((await status(sluice)).degraded.length === 0 ? true : undefined), 20_000, 'Redis to be used once it appears');
+  } finally {
+    assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
+  }
+});
+
+test('Redis too slow to answer on a connection that stays up: the alarm is raised, and clears once Redis answers again', async () => {
+  const port = await closedPort();
+  await startRedis(port);
+  const prefix = uniqueRedisPrefix();
+  const sluice = await startSluice({ config: config(upstreams.providersYaml), args: [...ONE_PROCESS, '--redis', `redis://127.0.0.1:${port}`, '--redis-prefix', prefix] });
+  const admin = new Redis({ port });
+  try {
+    const { key, id } = await createKey(sluice.dataDir, 'slow-co', ['--rpm', '1000']);
+    assert.equal((await chat(sluice, key)).response.status, 200, 'served while Redis answers');
+    // Redis holds every command for 4 s: longer than the gateway waits for one (1 s).
+    await admin.call('CLIENT', 'PAUSE', '4000', 'ALL');
+    const slow = await chat(sluice, key);
+    assert.equal(slow.response.status, 200, 'a request Redis does not answer in time is still served');
+    assert.equal(slow.response.headers.get('x-ratelimit-remaining-requests'), '999', "counted on this machine's counters");
+    assert.equal((await status(sluice)).degraded[0]?.component, 'redis', '/status.json raises the alarm');
+    // No reconnection happens here, so nothing but the gateway's own probing can end the alarm.
+    await eventually(async () => ((await status(sluice)).degraded.length === 0 ? true : undefined), 10_000, 'the alarm to clear');
+    const back = await chat(sluice, key);
+    // The admission Redis held ran when the pause ended: a request that fell back is counted twice, never less.
+    assert.equal(back.response.headers.get('x-ratelimit-remaining-requests'), '997', 'counted in Redis again, after the first request and the held one');
+    assert.equal(await admin.zcard(`${prefix}limit:key:${id}:req`), 3, 'Redis holds all three');
+  } finally {
+    admin.disconnect();
+    assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
+  }
+});
