@@ -19,6 +19,9 @@ apt_install() {
 # The console's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then apt_install /usr/bin/chromium chromium; fi
 
+# The metrics tests are scraped by Debian's Prometheus server.
+if ! command -v prometheus >/dev/null; then apt_install Prometheus prometheus; fi
+
 # The PostgreSQL store's tests, and the suite's second pass, need a server on 127.0.0.1:5432 that
 # lets the user postgres in without a password.
 if ! command -v pg_ctlcluster >/dev/null || ! command -v psql >/dev/null; then
@@ -42,11 +45,12 @@ if ! psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'select 1' >/dev/null 2>&1;
   exit 1
 fi
 
-# Redis, for the change-notification tests.
+# Redis on 127.0.0.1:6379, for the limits and change-notification tests (each keeps to its own key
+# prefix; SLUICE_TEST_REDIS_URL names another), started without persistence when none answers.
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
   apt_install Redis redis-server
 fi
-if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+if [ -z "${SLUICE_TEST_REDIS_URL:-}" ] && ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   say "starting Redis"
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no >/dev/null
   for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.2; done
@@ -56,18 +60,3 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   fi
 fi
 
-# The change-notification tests use a real Redis on 127.0.0.1:6379 (SLUICE_TEST_REDIS_URL overrides);
-# each test keeps to its own key prefix. Started here, without persistence, when none answers.
-if [ -z "${SLUICE_TEST_REDIS_URL:-}" ] && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
-  if ! command -v redis-server >/dev/null; then
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "test prerequisites: no Redis on 127.0.0.1:6379 and no redis-server; install Debian's 'redis-server' package (needs root)" >&2
-      exit 1
-    fi
-    echo "test prerequisites: installing Debian's redis-server" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-  fi
-  echo "test prerequisites: starting redis-server on 127.0.0.1:6379" >&2
-  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no >/dev/null
-fi

@@ -162,8 +162,14 @@ export function buildCli(): Command {
     .addOption(new Option('--session-ttl <ms>', 'how long a console sign-in lasts').argParser(positiveInt).default(12 * 3_600_000))
     .addOption(redisOption('limit counters shared by every replica, and changes reaching every gateway process at once (without it: this machine\'s counters; changes polled every 250 ms)'))
     .addOption(redisPrefixOption())
-    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; redis?: string; redisPrefix?: string }) => {
+    .option('--metrics-token <token>', 'serve /metrics on the gateway port to a bearer of this token (env SLUICE_METRICS_TOKEN, which keeps it out of the process list)')
+    .option('--metrics-listen <host:port>', 'serve /metrics without a token on a port of its own (env SLUICE_METRICS_LISTEN)')
+    .option('--no-access-log', 'no JSON line per request on the log (env SLUICE_ACCESS_LOG=off)')
+    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; redis?: string; redisPrefix?: string; metricsToken?: string; metricsListen?: string; accessLog: boolean }) => {
       const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
+      const metricsListen = opts.metricsListen ?? process.env.SLUICE_METRICS_LISTEN;
+      const metricsToken = opts.metricsToken ?? process.env.SLUICE_METRICS_TOKEN;
+      if (metricsToken !== undefined && metricsToken.trim().length < 16) throw new UserError('The metrics token must be at least 16 characters.');
       const workers = opts.workers ?? (process.env.SLUICE_WORKERS ? positiveInt(process.env.SLUICE_WORKERS) : availableParallelism());
       await serve({
         ...resolveSettings(opts),
@@ -174,6 +180,9 @@ export function buildCli(): Command {
         drainTimeoutMs: opts.drainTimeout,
         workers,
         sessionTtlMs: opts.sessionTtl,
+        metricsToken: metricsToken?.trim(),
+        metricsListen: metricsListen === undefined || metricsListen === '' ? undefined : parseListen(metricsListen, '--metrics-listen'),
+        accessLog: opts.accessLog && process.env.SLUICE_ACCESS_LOG !== 'off',
       });
     });
 

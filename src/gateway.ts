@@ -1,3 +1,5 @@
+import cluster from 'node:cluster';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
@@ -22,6 +24,12 @@ import { Router } from './routing/router.js';
 import { StatusMonitor } from './status/status-monitor.js';
 import { openStore, storeLocation } from './store/open-store.js';
 import { UsageLedger } from './usage/ledger.js';
+import { metricsRoute } from './http/routes/metrics.js';
+import { joinWorkerMetrics } from './telemetry/cluster-metrics.js';
+import { GatewayTelemetry } from './telemetry/gateway-telemetry.js';
+import { listenForScrapes, METRICS_CONTENT_TYPE } from './telemetry/metrics-listener.js';
+import { GatewayMetrics } from './telemetry/metrics.js';
+import { Tracing } from './telemetry/tracing.js';
 import { importOrphanedJournals, LedgerJournal } from './usage/ledger-journal.js';
 
 export interface GatewayOptions {
@@ -40,6 +48,12 @@ export interface GatewayOptions {
   readonly redisUrl?: string | undefined;
   /** `--redis-prefix`: what every Redis key and channel of this deployment starts with (default `sluice:`). */
   readonly redisPrefix: string;
+  /** `--metrics-token`: `/metrics` on the gateway's port, for a bearer of this token. */
+  readonly metricsToken?: string | undefined;
+  /** `--metrics-listen`: `/metrics` without a token on a port of its own (the cluster primary's, with several workers). */
+  readonly metricsListen?: { readonly host: string; readonly port: number } | undefined;
+  /** One JSON line per request on the log (default on). */
+  readonly accessLog?: boolean;
 }
 
 
@@ -98,13 +112,52 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     (model) => router.deploymentStatus(model),
     () => [limits.degradation(), notificationsDown()].filter((d) => d !== null),
   );
+  const metrics = new GatewayMetrics({
+    inFlight: () => gateway.inFlight(),
+    ledger: () => ({ buffered: ledger.buffered, written: ledger.written.rows, writeFailures: ledger.written.failures }),
+    keyCache: () => authenticator.cache,
+    catalogueCache: () => catalogue.cache,
+    limitRefusals: function* () {
+      for (const [counted, count] of admission.refusals) {
+        const [scope, reason] = counted.split(' ') as [string, string];
+        yield [scope, reason, count] as const;
+      }
+    },
+    deployments: function* () {
+      for (const model of catalogue.current().models) {
+        for (const d of router.deploymentStatus(model)) yield { model: model.id, deployment: `${d.provider}/${d.upstream_model}`, state: d.state };
+      }
+    },
+    connections: function* () {
+      for (const provider of adapters.all()) {
+        const use = provider.connections();
+        if (use !== null) yield { provider: provider.id, use };
+      }
+    },
+  });
+  // In a worker, a scrape anywhere sees the whole machine: the primary adds up every worker's.
+  const scrape = cluster.isWorker ? joinWorkerMetrics(metrics.registry) : () => metrics.registry.metrics();
+  const tracing = await Tracing.fromEnv(process.env, logger);
+  const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger);
   const prober = new Prober(store, catalogue, adapters, logger);
   prober.start();
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();
 
+  const consolePages = consoleRoutes({
+    store,
+    hasher,
+    catalogue,
+    catalogueAdmin: new CatalogueAdmin(store.catalogue, catalogue, cipher),
+    status,
+    limits: admission,
+    sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
+    throttle: new LoginThrottle(store),
+    logger,
+  });
   const gateway = createServer({
     logger,
+    telemetry,
     authenticator,
     catalogue: () => catalogue.current(),
     providers: adapters,
@@ -113,17 +166,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ledger,
     conversations,
     maxBodyBytes: options.maxBodyBytes,
-    pages: consoleRoutes({
-      store,
-      hasher,
-      catalogue,
-      catalogueAdmin: new CatalogueAdmin(store.catalogue, catalogue, cipher),
-      status,
-      limits: admission,
-      sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
-      throttle: new LoginThrottle(store),
-      logger,
-    }),
+    pages: {
+      exact: options.metricsToken === undefined ? consolePages.exact : [...consolePages.exact, ['GET /metrics', metricsRoute(options.metricsToken, scrape, METRICS_CONTENT_TYPE)]],
+      prefixes: consolePages.prefixes,
+    },
   });
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);
@@ -134,6 +180,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       resolve();
     });
   });
+  let scrapes: Server | undefined;
+  if (options.metricsListen !== undefined && !cluster.isWorker) scrapes = await listenForScrapes(options.metricsListen.host, options.metricsListen.port, scrape, (error) => logger.warn({ err: error }, 'a metrics scrape failed'));
   const address = gateway.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
@@ -144,6 +192,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     async stop(graceMs: number) {
       const deadline = Date.now() + graceMs;
       await gateway.drain(graceMs);
+      scrapes?.close();
       prober.stop();
       conversations.stop();
       authenticator.stop();
@@ -154,6 +203,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       await limits.counter.close();
       await changes.close();
       await adapters.close();
+      await tracing?.close().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
       await store.close();
     },
   };

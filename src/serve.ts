@@ -54,6 +54,19 @@ async function supervise(options: ServeOptions): Promise<void> {
   // Without Redis (and while it is unreachable) the workers share this process's limit counters.
   cluster.setupPrimary({ serialization: 'advanced' });
   (await import('./limits/cluster-counter.js')).serveLimitsToWorkers();
+  // One scrape, one view of the whole machine: the primary adds up every worker's metrics.
+  const { aggregateWorkers } = await import('./telemetry/cluster-metrics.js');
+  const scrape = aggregateWorkers();
+  if (options.metricsListen !== undefined) {
+    const { listenForScrapes } = await import('./telemetry/metrics-listener.js');
+    const { host, port } = options.metricsListen;
+    try {
+      await listenForScrapes(host, port, scrape, (error) => process.stderr.write(`sluice: a metrics scrape failed: ${error.message}\n`));
+    } catch (error) {
+      process.stderr.write(`sluice: cannot listen for metrics scrapes on ${host}:${port}: ${(error as Error).message}\n`);
+      process.exit(1);
+    }
+  }
   let stopping = false;
   let announced = false;
   let failed = false;

@@ -49,9 +49,9 @@ export function resolveRedis(flags: { redis?: string; redisPrefix?: string }, en
 }
 
 /** `HOST:PORT`, `[v6]:PORT` or `:PORT`. */
-export function parseListen(value: string): { host: string; port: number } {
+export function parseListen(value: string, flag = '--listen'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65_535) throw new UserError(`--listen: expected HOST:PORT, got '${value}'`);
+  if (!match || port > 65_535) throw new UserError(`${flag}: expected HOST:PORT, got '${value}'`);
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }

@@ -49,6 +49,8 @@ export class Authenticator {
   private reading: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
   private lastPollWarning = -Infinity;
+  /** Lookups the cache answered (a known key, or a secret known to be no key) and those that read the store. */
+  readonly cache = { hits: 0, misses: 0 };
 
   constructor(
     private readonly keys: KeysRepository,
@@ -99,8 +101,14 @@ export class Authenticator {
     const hash = this.hasher.hash(secret);
     let entry = this.known.get(hash);
     if (entry === undefined) {
-      if (this.unknown.has(hash)) throw invalidKey();
+      if (this.unknown.has(hash)) {
+        this.cache.hits++;
+        throw invalidKey();
+      }
+      this.cache.misses++;
       entry = await this.load(hash);
+    } else {
+      this.cache.hits++;
     }
     const now = this.now();
     if (entry.status === 'disabled') throw new GatewayError('key_disabled', 'This API key is disabled. Check /app/keys.');

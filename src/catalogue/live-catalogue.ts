@@ -42,6 +42,8 @@ export class LiveCatalogue {
   private poller: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private reloading: Promise<void> = Promise.resolve();
+  /** Version checks that found the snapshot current, and those that reloaded it. */
+  readonly cache = { hits: 0, misses: 0 };
 
   constructor(
     private readonly config: GatewayConfig,
@@ -103,7 +105,11 @@ export class LiveCatalogue {
 
   private async reloadIfChanged(): Promise<void> {
     const version = await this.repository.version();
-    if (version === this.version) return;
+    if (version === this.version) {
+      this.cache.hits++;
+      return;
+    }
+    this.cache.misses++;
     const [storedProviders, storedModels] = await Promise.all([this.repository.providers(), this.repository.models()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
     const configModelIds = new Set(this.config.models.map((m) => m.id));

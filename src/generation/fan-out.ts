@@ -21,6 +21,8 @@ export interface CallTarget {
   readonly model: CatalogueModel;
   readonly requestId: string;
   readonly signal: AbortSignal;
+  /** Headers that carry the caller's trace context on to the upstream (W3C `traceparent`), when there is one. */
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** `request.n` choices in as few calls as the upstream's own `n` allows. */
@@ -37,7 +39,7 @@ export function newGenerationId(prefix: string): string {
 }
 
 function callOf(sub: SubCall, target: CallTarget, signal: AbortSignal): GenerationCall {
-  return { request: sub.request, model: target.model, requestId: target.requestId, signal, choices: sub.choices };
+  return { request: sub.request, model: target.model, requestId: target.requestId, signal, choices: sub.choices, traceHeaders: target.traceHeaders };
 }
 
 /** A child signal that also aborts when the parent does, so one failure stops every call. */

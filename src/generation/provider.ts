@@ -10,6 +10,8 @@ export interface GenerationCall {
   readonly signal: AbortSignal;
   /** Choices this call asks for: the invoke stage splits `request.n` over the upstream's own `n`. */
   readonly choices: number;
+  /** Headers that carry the caller's trace context on to the upstream (W3C `traceparent`), when there is one. */
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** What an upstream can honour, so that what it cannot is refused up front (see capabilities.ts). */
@@ -50,6 +52,8 @@ export interface RelayCall {
   readonly signal: AbortSignal;
   /** Caller headers the upstream's own API reads (Anthropic's `anthropic-beta`), passed on as they came. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Headers that carry the caller's trace context on to the upstream (W3C `traceparent`), when there is one. */
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** What a relay answers: the upstream's own JSON object, or its own stream events, each parsed once. */
@@ -62,9 +66,20 @@ export type RelayResponse =
  * which kind of provider it is talking to: an adapter owns its mapping, its connection pool and its
  * error translation, and throws GatewayErrors only.
  */
+/** An upstream connection pool's use, as undici counts it. */
+export interface ConnectionUse {
+  readonly connected: number;
+  readonly free: number;
+  readonly pending: number;
+  readonly running: number;
+  readonly queued: number;
+}
+
 export interface Provider {
   readonly id: string;
   readonly kind: string;
+  /** Where its upstream lives (`https://api.openai.com`), for telemetry. */
+  readonly origin: string;
   capabilities(model: CatalogueModel): Capabilities;
   /** One call answered whole. */
   generate(call: GenerationCall): Promise<GenerationResult>;
@@ -76,5 +91,7 @@ export interface Provider {
   /** Whether this upstream takes the caller's own wire body for `operation` on `model`. */
   relays(operation: WireOperation, model: CatalogueModel): boolean;
   relay(call: RelayCall): Promise<RelayResponse>;
+  /** Its connection pool's use; null before the first call opened the pool. */
+  connections(): ConnectionUse | null;
   close(): Promise<void>;
 }

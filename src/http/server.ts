@@ -17,6 +17,8 @@ import { countTokensRoute, generationRoute } from './routes/generation.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
+import { TimedResponse } from './timed-response.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 import { responsesOperation } from '../dialects/openai/responses/operation.js';
 import type { Conversations } from '../dialects/openai/responses/conversation.js';
 import { STORED_RESPONSES_PREFIX, storedResponsesRoute } from './routes/stored-responses.js';
@@ -38,15 +40,22 @@ export interface GatewayDeps {
   /** Stored Responses-API conversations. */
   readonly conversations: Conversations;
   readonly maxBodyBytes: number;
-  /** Further routes (the web console and the public /models and /status pages), mounted by the wiring. */
+  /** Further routes (the web console, the public /models and /status pages, /metrics), mounted by the wiring. */
   readonly pages: MountedRoutes;
+  /** The meter stage's readers: metrics, traces, the access log. */
+  readonly telemetry: Telemetry;
 }
 
 export interface GatewayServer {
-  readonly server: http.Server;
+  readonly server: http.Server<typeof IncomingMessage, typeof TimedResponse>;
+  /** Requests whose handlers are running. */
+  inFlight(): number;
   /** Stops accepting, waits up to `graceMs` for requests in flight, then closes what is left. */
   drain(graceMs: number): Promise<void>;
 }
+
+/** The route label of a request no route took (an unknown path, a wrong method, a refusal while draining). */
+const UNMATCHED_ROUTE = 'unmatched';
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -77,24 +86,26 @@ export function createServer(deps: GatewayDeps): GatewayServer {
   let draining = false;
   let drained: (() => void) | undefined;
 
-  function route(method: string, path: string): Handler | GatewayError {
-    const handler = exact.get(`${method} ${path}`);
-    if (handler !== undefined) return handler;
+  /** The handler and the route's pattern (a metrics label: never the raw path, whose ids are unbounded). */
+  function route(method: string, path: string): { readonly name: string; readonly handler: Handler } | GatewayError {
+    const key = `${method} ${path}`;
+    const handler = exact.get(key);
+    if (handler !== undefined) return { name: key, handler };
     for (const page of pages.prefixes) {
       if (path.startsWith(page.prefix) && path.length > page.prefix.length) {
-        return page.methods.includes(method) ? page.handler : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+        return page.methods.includes(method) ? { name: `${method} ${page.prefix}*`, handler: page.handler } : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
       }
     }
     if (path.startsWith(STORED_RESPONSES_PREFIX) && path.length > STORED_RESPONSES_PREFIX.length) {
-      return method === 'GET' || method === 'DELETE' ? storedResponses : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+      return method === 'GET' || method === 'DELETE' ? { name: `${method} ${STORED_RESPONSES_PREFIX}{id}`, handler: storedResponses } : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
     }
     for (const prefix of MODEL_PATH_PREFIXES) {
       if (path.startsWith(prefix) && path.length > prefix.length) {
-        if (method === 'GET') return retrieveModel;
+        if (method === 'GET') return { name: `GET ${prefix}{model}`, handler: retrieveModel };
         // Model ids may hold colons (`llama3:8b`): the method follows the last one.
         const methodName = path.slice(path.lastIndexOf(':') + 1);
         const handler = method === 'POST' ? modelMethods.get(methodName) : undefined;
-        if (handler !== undefined) return handler;
+        if (handler !== undefined) return { name: `POST ${prefix}{model}:${methodName}`, handler };
         return new GatewayError(method === 'POST' ? 'route_not_found' : 'method_not_allowed', method === 'POST' ? `There is no method \`${methodName}\` on models.` : `${method} is not allowed on ${path}.`);
       }
     }
@@ -102,37 +113,39 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     return new GatewayError('route_not_found', `There is no route ${method} ${path}.`);
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: TimedResponse): Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const offered = req.headers['x-request-id'];
     const path = q === -1 ? url : url.slice(0, q);
+    const target = draining ? undefined : route(req.method ?? 'GET', path);
     const ctx: RequestContext = {
       req,
       res,
       requestId: typeof offered === 'string' && REQUEST_ID_PATTERN.test(offered) ? offered : randomUUID(),
       path,
       query: q === -1 ? '' : url.slice(q + 1),
-      startedAt: performance.now(),
+      route: target === undefined || target instanceof GatewayError ? UNMATCHED_ROUTE : target.name,
+      startedAt: res.startedAt,
       // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
       dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : openAIDialect,
     };
     res.setHeader('x-request-id', ctx.requestId);
     try {
-      if (draining) {
+      if (target === undefined) {
         res.setHeader('connection', 'close');
         throw new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.');
       }
-      const target = route(req.method ?? 'GET', ctx.path);
       if (target instanceof GatewayError) throw target;
-      await target(ctx);
+      await target.handler(ctx);
     } catch (thrown) {
       sendError(ctx, thrown, deps.logger);
     }
+    deps.telemetry.served({ requestId: ctx.requestId, route: ctx.route, dialect: ctx.dialect.name, status: res.statusCode, durationMs: performance.now() - ctx.startedAt, generation: ctx.generation });
   }
 
   // In flight means until the handler has finished, ledger row included, not until the socket closes.
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const server = http.createServer({ keepAliveTimeout: 65_000, ServerResponse: TimedResponse }, (req, res) => {
     inFlight++;
     void handle(req, res).finally(() => {
       inFlight--;
@@ -150,6 +163,7 @@ export function createServer(deps: GatewayDeps): GatewayServer {
 
   return {
     server,
+    inFlight: () => inFlight,
     async drain(graceMs: number): Promise<void> {
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -38,6 +38,8 @@ export class LimitAdmission implements Admission {
   /** Leases: unique across replicas by a random prefix, cheap within a process by a counter. */
   private readonly leasePrefix = `${randomBase62(10)}.`;
   private leases = 0;
+  /** Refusals by scope kind and reason (`key rpm`, `account budget`). */
+  readonly refusals = new Map<string, number>();
 
   constructor(
     private readonly counter: LimitCounter,
@@ -70,7 +72,11 @@ export class LimitAdmission implements Admission {
       await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
       result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
     }
-    if (!result.admitted) throw refusal(result);
+    if (!result.admitted) {
+      const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
+      this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
+      throw refusal(result);
+    }
     if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
     let settled = false;
     return {

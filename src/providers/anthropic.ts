@@ -162,7 +162,7 @@ export class AnthropicProvider extends TranslatingProvider {
 
   override async relay(call: RelayCall): Promise<RelayResponse> {
     const body = { ...call.body, model: call.model.upstreamModel };
-    const upstreamCall = { requestId: call.requestId, signal: call.signal, headers: this.relayHeaders(call.headers ?? {}) };
+    const upstreamCall = { requestId: call.requestId, signal: call.signal, headers: this.relayHeaders(call.headers ?? {}), traceHeaders: call.traceHeaders };
     if (call.operation === 'anthropic.count_tokens') return { stream: false, body: await this.client.postJson('/messages/count_tokens', body, upstreamCall) };
     if (call.operation !== 'anthropic.messages') throw new Error(`provider ${this.id} does not relay ${call.operation}`);
     if (!call.stream) return { stream: false, body: await this.client.postJson('/messages', body, upstreamCall) };

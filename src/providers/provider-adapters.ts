@@ -25,6 +25,12 @@ export class ProviderAdapters implements ProviderRegistry {
     return this.adapters.get(id)?.provider;
   }
 
+  all(): IterableIterator<Provider> {
+    return (function* (adapters) {
+      for (const { provider } of adapters) yield provider;
+    })(this.adapters.values());
+  }
+
   sync(providers: ProviderVersions): void {
     const retired: Provider[] = [];
     const wanted = new Set(providers.map((p) => p.config.id));

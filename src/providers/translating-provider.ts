@@ -1,6 +1,6 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { GenerationRequest, GenerationResult, StreamPart } from '../generation/model.js';
-import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
 
 /** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */
@@ -45,6 +45,15 @@ export abstract class TranslatingProvider implements Provider {
 
   abstract capabilities(model: CatalogueModel): Capabilities;
   abstract generate(call: GenerationCall): Promise<GenerationResult>;
+
+  get origin(): string {
+    return this.client.origin;
+  }
+
+  connections(): ConnectionUse | null {
+    return this.client.connections();
+  }
+
   abstract stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
 
   relays(_operation: WireOperation, _model: CatalogueModel): boolean {

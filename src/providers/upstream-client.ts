@@ -2,6 +2,7 @@ import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
+import type { ConnectionUse } from '../generation/provider.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
 
 export type Json = Record<string, unknown>;
@@ -12,6 +13,8 @@ export interface UpstreamCall {
   readonly signal: AbortSignal;
   /** Headers an adapter adds for this call (a caller's API version); never credentials, which the client owns. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Headers that carry the caller's trace context on to the upstream (W3C `traceparent`), when there is one. */
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
@@ -33,8 +36,8 @@ export interface SseEvent {
  */
 export class UpstreamClient {
   readonly providerId: string;
+  readonly origin: string;
   private pool: Pool | undefined;
-  private readonly origin: string;
   private readonly poolOptions: Pool.Options;
   private readonly basePath: string;
   private readonly headers: Record<string, string>;
@@ -86,7 +89,10 @@ export class UpstreamClient {
       response = await this.pool.request({
         method: 'POST',
         path: this.basePath + path,
-        headers: call.headers === undefined ? { ...this.headers, 'x-request-id': call.requestId } : { ...this.headers, ...call.headers, 'x-request-id': call.requestId },
+        headers:
+          call.headers === undefined && call.traceHeaders === undefined
+            ? { ...this.headers, 'x-request-id': call.requestId }
+            : { ...this.headers, ...call.headers, ...call.traceHeaders, 'x-request-id': call.requestId },
         body: json,
         signal: call.signal,
       });
@@ -142,6 +148,12 @@ export class UpstreamClient {
     // Routing reads it as the HTTP status the failure names (Google's in-stream `code`), else the one it would have had
     // before the stream began (Anthropic's overloaded_error is its 529).
     return new GatewayError(kind, `The upstream provider '${this.providerId}' ${what}${detail}`, { upstreamFailure: status ?? (kind === 'upstream_overloaded' ? 529 : 500) });
+  }
+
+  connections(): ConnectionUse | null {
+    if (this.pool === undefined) return null;
+    const { connected, free, pending, running, queued } = this.pool.stats;
+    return { connected, free, pending, running, queued };
   }
 
   async close(): Promise<void> {

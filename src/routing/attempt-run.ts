@@ -3,10 +3,11 @@ import { GatewayError } from '../errors.js';
 import { generateAll, streamAll, type CallTarget, type SubCall } from '../generation/fan-out.js';
 import type { Invoker } from '../generation/invoke.js';
 import type { GenerationResult, StreamPart } from '../generation/model.js';
-import type { Provider, RelayCall, RelayResponse } from '../generation/provider.js';
+import { performance } from 'node:perf_hooks';
+import type { Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { DeploymentHealth } from './deployment-health.js';
 import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
-import type { RouteProgress } from './router.js';
+import type { RouteProgress, UpstreamTimer } from './router.js';
 
 /**
  * One attempt's invoker and clock: it calls the deployment's adapter, holds a stream until its
@@ -16,7 +17,7 @@ import type { RouteProgress } from './router.js';
  */
 export class AttemptRun implements Invoker {
   private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
   private timerFires: 'deadline' | 'first_token' = 'deadline';
   /** The adapter was called. */
   invoked = false;
@@ -26,6 +27,10 @@ export class AttemptRun implements Invoker {
   /** The error a timeout replaced the attempt's own with. */
   timeout: GatewayError | undefined;
   deadlinePassed = false;
+  /** The caller's wire operation when the upstream took it as it came; null when translated. */
+  relayed: WireOperation | null = null;
+  /** performance.now() up to which this attempt's upstream time has been added to the request's. */
+  private accountedTo = performance.now();
 
   constructor(
     private readonly provider: Provider,
@@ -36,6 +41,8 @@ export class AttemptRun implements Invoker {
     private readonly deadlineAt: number,
     private readonly asked: CatalogueModel,
     private readonly now: () => number,
+    private readonly traceHeaders: Readonly<Record<string, string>> | undefined,
+    private readonly timer: UpstreamTimer,
   ) {
     progress.cancel = this.cancel;
     this.arm(deadlineAt - startedAt, 'deadline');
@@ -49,13 +56,14 @@ export class AttemptRun implements Invoker {
   readonly cancel = (): void => this.controller.abort();
 
   finish(): void {
-    clearTimeout(this.timer);
+    clearTimeout(this.timeoutTimer);
+    this.accountUpstreamTime();
   }
 
   async generate(subCalls: readonly SubCall[], target: CallTarget): Promise<GenerationResult> {
     this.invoked = true;
     this.progress.accepted = true;
-    const result = await generateAll(this.provider, subCalls, target);
+    const result = await generateAll(this.provider, subCalls, this.traced(target));
     this.answer();
     return result;
   }
@@ -64,7 +72,7 @@ export class AttemptRun implements Invoker {
     this.invoked = true;
     this.streamed = true;
     this.holdStream();
-    const parts = await streamAll(this.provider, subCalls, target);
+    const parts = await streamAll(this.provider, subCalls, this.traced(target));
     this.progress.accepted = true;
     const held = await holdUntilContent(parts, isContentPart);
     this.answer();
@@ -74,10 +82,11 @@ export class AttemptRun implements Invoker {
   async relay(call: RelayCall): Promise<RelayResponse> {
     this.invoked = true;
     this.streamed = call.stream;
+    this.relayed = call.operation;
     // The upstream has the prompt once a whole answer is asked for (until it is refused), or once a stream began.
     if (call.stream) this.holdStream();
     else this.progress.accepted = true;
-    const relayed = await this.provider.relay(call);
+    const relayed = await this.provider.relay(this.traceHeaders === undefined ? call : { ...call, traceHeaders: this.traceHeaders });
     if (!relayed.stream) {
       this.answer();
       return relayed;
@@ -93,15 +102,27 @@ export class AttemptRun implements Invoker {
     return { stream: true, events };
   }
 
+  private traced(target: CallTarget): CallTarget {
+    return this.traceHeaders === undefined ? target : { ...target, traceHeaders: this.traceHeaders };
+  }
+
+  /** Adds the upstream time since the last account to the request's (read by `Server-Timing` and the overhead metric). */
+  private accountUpstreamTime(): void {
+    const now = performance.now();
+    this.timer.upstreamMs += now - this.accountedTo;
+    this.accountedTo = now;
+  }
+
   /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
   private holdStream(): void {
-    clearTimeout(this.timer);
+    clearTimeout(this.timeoutTimer);
     const firstTokenBy = Math.min(this.startedAt + this.deployment.routing.firstTokenTimeoutMs, this.deadlineAt);
     this.arm(firstTokenBy - this.now(), firstTokenBy === this.deadlineAt ? 'deadline' : 'first_token');
   }
 
   private answer(): void {
-    clearTimeout(this.timer);
+    clearTimeout(this.timeoutTimer);
+    this.accountUpstreamTime();
     this.answered = true;
     const now = this.now();
     this.health.succeeded(now, now - this.startedAt);
@@ -109,7 +130,7 @@ export class AttemptRun implements Invoker {
 
   private arm(ms: number, fires: 'deadline' | 'first_token'): void {
     this.timerFires = fires;
-    this.timer = setTimeout(this.expire, Math.max(0, ms));
+    this.timeoutTimer = setTimeout(this.expire, Math.max(0, ms));
   }
 
   private readonly expire = (): void => {

@@ -8,6 +8,12 @@ import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
 import type { Invoker } from '../generation/invoke.js';
 import { AttemptRun } from './attempt-run.js';
+import type { AttemptTelemetry, GenerationTelemetry } from '../telemetry/telemetry.js';
+
+/** What the request's upstream time is added to (the response, whose `Server-Timing` reads it). */
+export interface UpstreamTimer {
+  upstreamMs: number;
+}
 
 /** What a dialect's attempt is given: one deployment, its adapter, and an invoker that holds a stream until its first content. */
 export interface RoutedAttempt {
@@ -25,8 +31,10 @@ export interface RouteJob {
   fallback(id: string): CatalogueModel | undefined;
   /** Whether the caller has gone away (it then calls the progress's `cancel`). */
   gone(): boolean;
-  /** Whether anything reached the caller is read from it; `x-sluice-attempts` is set on it. */
-  readonly res: ServerResponse;
+  /** Whether anything reached the caller is read from it; `x-sluice-attempts` is set on it; upstream time is added to it. */
+  readonly res: ServerResponse & UpstreamTimer;
+  /** Told of each attempt; gives the trace context each passes upstream. */
+  readonly telemetry: GenerationTelemetry;
   attempt(attempt: RoutedAttempt): Promise<void>;
   /** Sluice's count of the prompt, for an abandoned attempt the upstream had accepted. */
   promptTokens(): Promise<number>;
@@ -154,7 +162,8 @@ export class Router {
     progress.deployment = deployment;
     progress.served = model;
     progress.accepted = false;
-    const run = new AttemptRun(provider, deployment, health, progress, startedAt, deadlineAt, job.model, this.now);
+    const observed = job.telemetry.attempt({ deployment, providerKind: provider.kind, origin: provider.origin });
+    const run = new AttemptRun(provider, deployment, health, progress, startedAt, deadlineAt, job.model, this.now, observed.headers, job.res);
     if (job.gone()) run.cancel();
     health.begin(startedAt);
     try {
@@ -163,7 +172,7 @@ export class Router {
       // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
       if (failure !== null && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, routing);
       else if (!run.answered) health.settledWithoutVerdict();
-      this.record(progress, model, deployment, startedAt, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
+      this.record(progress, model, deployment, startedAt, run, observed, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
       return undefined;
     } catch (thrown) {
       const error = run.timeout ?? toGatewayError(thrown);
@@ -176,7 +185,7 @@ export class Router {
       if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
       // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
       const consumed = meter.usage?.input ?? (progress.accepted ? await job.promptTokens().catch(() => 0) : 0);
-      this.record(progress, model, deployment, startedAt, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0);
+      this.record(progress, model, deployment, startedAt, run, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0);
       const retryable = !gone && !job.res.headersSent && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
       if (!retryable) throw error;
       return error;
@@ -187,8 +196,21 @@ export class Router {
     }
   }
 
-  private record(progress: RouteProgress, model: CatalogueModel, deployment: Deployment, startedAt: number, status: number, errorKind: string | null, promptTokens: number, completionTokens: number): void {
-    progress.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs: this.now() - startedAt });
+  private record(
+    progress: RouteProgress,
+    model: CatalogueModel,
+    deployment: Deployment,
+    startedAt: number,
+    run: AttemptRun,
+    observed: AttemptTelemetry,
+    status: number,
+    errorKind: string | null,
+    promptTokens: number,
+    completionTokens: number,
+  ): void {
+    const latencyMs = this.now() - startedAt;
+    progress.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
+    observed.end({ relayed: run.relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs });
   }
 
   /** The model and its fallbacks the caller may use, each once. */

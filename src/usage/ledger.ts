@@ -57,6 +57,8 @@ export class UsageLedger {
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
   private readonly maxPending: number;
+  /** Rows the store took, and batches it refused (their rows stay buffered and journaled). */
+  readonly written = { rows: 0, failures: 0 };
 
   constructor(
     private readonly store: Store,
@@ -73,6 +75,11 @@ export class UsageLedger {
   start(): void {
     this.timer = setInterval(() => void this.flush(), this.flushIntervalMs);
     this.timer.unref();
+  }
+
+  /** Rows recorded and not yet written to the store. */
+  get buffered(): number {
+    return this.buffer.length;
   }
 
   /** A request is under way; returns its entry id. Until `record`, it stands in the journal as a provisional row. */
@@ -130,7 +137,9 @@ export class UsageLedger {
     this.buffer = [];
     try {
       await this.store.usage.append(rows);
+      this.written.rows += rows.length;
     } catch (error) {
+      this.written.failures++;
       // Keep the rows for the next attempt rather than lose what callers were charged for.
       this.buffer = rows.concat(this.buffer);
       if (this.buffer.length > this.maxPending) {

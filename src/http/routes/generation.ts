@@ -11,6 +11,7 @@ import { costUsd } from '../../usage/pricing.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
 import type { GatewayDeps } from '../server.js';
+import type { GenerationTelemetry } from '../../telemetry/telemetry.js';
 
 
 /**
@@ -32,6 +33,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     let status = 200;
     let errorKind: string | null = null;
     let settle: Admitted['settle'] | undefined;
+    let observed: GenerationTelemetry | undefined;
     let clientLeft = false;
     const onClose = () => {
       if (ctx.res.writableFinished) return;
@@ -44,6 +46,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
       const parsed = operation.parse(body, wire);
       request = parsed;
+      observed = deps.telemetry.generation({ headers: ctx.req.headers, route: ctx.route, operation: operation.operation, model: modelAsked, stream: operation.isStream(parsed), startedAt: ctx.startedAt });
       const asked = modelForOperation(deps.catalogue(), operation.modelOf(parsed), principal, operation.endpoint);
       model = asked;
       let promptTokens: Promise<number> | undefined;
@@ -68,6 +71,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
           fallback: (id) => usableFallback(deps, id, principal, operation.endpoint),
           gone: () => clientLeft,
           res: ctx.res,
+          telemetry: observed,
           promptTokens: countPrompt,
           attempt: (attempt) =>
             operation.serve({
@@ -102,7 +106,9 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       if (!clientLeft) throw error;
     } finally {
       ctx.res.off('close', onClose);
-      record(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, progress, stream: request !== undefined && operation.isStream(request), entryId, settle });
+      const stream = request !== undefined && operation.isStream(request);
+      observed ??= deps.telemetry.generation({ headers: ctx.req.headers, route: ctx.route, operation: operation.operation, model: modelAsked, stream, startedAt: ctx.startedAt });
+      record(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, progress, stream, entryId, settle, observed });
     }
   };
 }
@@ -155,14 +161,17 @@ interface Outcome {
   readonly stream: boolean;
   readonly entryId: string | undefined;
   readonly settle: Admitted['settle'] | undefined;
+  readonly observed: GenerationTelemetry;
 }
 
-/** The meter stage: usage, cost and the ledger row, billed for the attempt that answered (or ended the request). */
+/** The meter stage: usage, cost and the ledger row, billed for the attempt that answered (or ended the request); then its telemetry. */
 function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, outcome: Outcome): void {
   const { meter, served, deployment, attempts } = outcome.progress;
   const usage = meter.usage;
   const model = served ?? outcome.model;
   const cost = usage === null ? 0 : costUsd(model, usage);
+  const latencyMs = performance.now() - ctx.startedAt;
+  const ttfbMs = meter.firstByteAt === null ? null : meter.firstByteAt - ctx.startedAt;
   outcome.settle?.({ tokens: (usage?.input ?? 0) + (usage?.output ?? 0), costUsd: cost });
   deps.ledger.record({
     entryId: outcome.entryId ?? deps.ledger.nextEntryId(),
@@ -182,8 +191,8 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
     cacheWriteTokens: usage?.cacheWrite ?? 0,
     reasoningTokens: usage?.reasoning ?? 0,
     tokensCounted: meter.tokensCounted,
-    latencyMs: performance.now() - ctx.startedAt,
-    ttfbMs: meter.firstByteAt === null ? null : meter.firstByteAt - ctx.startedAt,
+    latencyMs,
+    ttfbMs,
     costUsd: cost,
     attempts: attempts.length,
     deployment: deployment?.name ?? null,
@@ -191,6 +200,28 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
     // there was more than one, or when the only one failed after the upstream had the prompt.
     attemptLog: attempts.length > 1 || (attempts.length === 1 && attempts[0]!.status !== 200 && attempts[0]!.promptTokens > 0) ? attempts : null,
   });
+  let fallbacks = 0;
+  for (const attempt of attempts) if (attempt.model !== outcome.model?.id) fallbacks++;
+  const generation = {
+    requestId: ctx.requestId,
+    keyId: principal.keyId,
+    accountId: principal.accountId,
+    model: model?.id ?? outcome.modelAsked,
+    // A request refused before any attempt is reported under its model's first provider.
+    providerKind: deps.providers.get(deployment?.providerId ?? model?.providerId ?? '')?.kind ?? null,
+    status: outcome.status,
+    errorKind: outcome.errorKind,
+    inputTokens: usage?.input ?? 0,
+    outputTokens: usage?.output ?? 0,
+    costUsd: cost,
+    attempts: attempts.length,
+    fallbacks,
+    durationMs: latencyMs,
+    firstByteMs: ttfbMs,
+    upstreamMs: ctx.res.upstreamMs,
+  };
+  ctx.generation = generation;
+  outcome.observed.end(generation);
 }
 
 function modelNameOf(body: unknown): string {

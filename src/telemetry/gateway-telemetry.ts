@@ -1,0 +1,85 @@
+import type { Span } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from './metrics.js';
+import type { AttemptOutcome, AttemptStart, AttemptTelemetry, GenerationRecord, GenerationStart, GenerationTelemetry, ServedRequest, Telemetry } from './telemetry.js';
+import { callerTraceHeaders, type Tracing } from './tracing.js';
+
+/**
+ * The meter stage's readers together: Prometheus metrics always, OpenTelemetry traces when the
+ * environment asks, and one JSON access-log line per request unless turned off.
+ */
+export class GatewayTelemetry implements Telemetry {
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    private readonly tracing: Tracing | null,
+    private readonly accessLog: Logger | null,
+  ) {}
+
+  served(request: ServedRequest): void {
+    this.metrics.served(request);
+    if (this.accessLog === null) return;
+    const generation = request.generation;
+    // Ids, figures and names only: never a header, a body or a secret.
+    this.accessLog.info(
+      generation === undefined
+        ? { requestId: request.requestId, route: request.route, status: request.status, latencyMs: round(request.durationMs) }
+        : {
+            requestId: request.requestId,
+            route: request.route,
+            status: request.status,
+            latencyMs: round(request.durationMs),
+            keyId: generation.keyId,
+            model: generation.model,
+            errorKind: generation.errorKind,
+            inputTokens: generation.inputTokens,
+            outputTokens: generation.outputTokens,
+            costUsd: generation.costUsd,
+            attempts: generation.attempts,
+            upstreamMs: round(generation.upstreamMs),
+          },
+      'request',
+    );
+  }
+
+  generation(start: GenerationStart): GenerationTelemetry {
+    return new GenerationObservation(this.metrics, this.tracing, start);
+  }
+}
+
+class GenerationObservation implements GenerationTelemetry {
+  private readonly span: Span | undefined;
+
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    private readonly tracing: Tracing | null,
+    private readonly start: GenerationStart,
+  ) {
+    this.span = tracing?.request(start);
+  }
+
+  attempt(start: AttemptStart): AttemptTelemetry {
+    if (this.tracing === null || this.span === undefined) {
+      // Not tracing: the caller's own context still reaches the upstream, so its trace stays whole.
+      const headers = this.start.headers.traceparent === undefined ? undefined : callerTraceHeaders(this.start.headers);
+      return { headers, end: (outcome) => this.metrics.attemptEnded(start, outcome) };
+    }
+    const { span, headers } = this.tracing.attempt(this.span, start);
+    const tracing = this.tracing;
+    return {
+      headers,
+      end: (outcome: AttemptOutcome) => {
+        this.metrics.attemptEnded(start, outcome);
+        tracing.attemptEnded(span, start, outcome);
+      },
+    };
+  }
+
+  end(record: GenerationRecord): void {
+    this.metrics.generationEnded(this.start, record);
+    if (this.span !== undefined) this.tracing!.requestEnded(this.span, record);
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}

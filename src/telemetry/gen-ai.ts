@@ -1,0 +1,41 @@
+/**
+ * OpenTelemetry's GenAI semantic conventions (development status; checked against the
+ * semantic-conventions-genai repository, November 2026): the values Sluice reports for
+ * `gen_ai.operation.name` and `gen_ai.provider.name`, and the instruments' bucket advice.
+ */
+
+/** What the caller asked of Sluice, by the ledger's operation name. */
+export function serverOperationName(operation: string): string {
+  switch (operation) {
+    case 'completions':
+      return 'text_completion';
+    case 'generate_content':
+      return 'generate_content';
+    default:
+      // Chat completions, Anthropic's messages and OpenAI's responses are all chat.
+      return 'chat';
+  }
+}
+
+/** What Sluice asked of an upstream: the caller's own wire when relayed, else what the adapter speaks. */
+export function clientOperationName(providerKind: string, upstreamApi: string, relayed: string | null): string {
+  if (relayed !== null) {
+    if (relayed === 'openai.completions') return 'text_completion';
+    if (relayed.startsWith('gemini.')) return 'generate_content';
+    return 'chat';
+  }
+  if (providerKind === 'gemini') return 'generate_content';
+  if (providerKind === 'openai' && upstreamApi === 'completions') return 'text_completion';
+  return 'chat';
+}
+
+/** An adapter's kind as the conventions name the provider; an OpenAI-compatible server speaks OpenAI's API. */
+export function providerName(kind: string | null): string {
+  if (kind === 'gemini') return 'gcp.gemini';
+  return kind ?? '_OTHER';
+}
+
+export const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+export const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+export const TIME_TO_FIRST_TOKEN_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
+export const TIME_PER_OUTPUT_TOKEN_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5];

@@ -1,0 +1,208 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { clientOperationName, DURATION_BUCKETS, providerName, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
+import type { ConnectionUse } from '../generation/provider.js';
+import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest } from './telemetry.js';
+
+
+/** What the metrics read at each scrape from the parts that keep their own counts. */
+export interface MetricSources {
+  inFlight(): number;
+  ledger(): { readonly buffered: number; readonly written: number; readonly writeFailures: number };
+  keyCache(): { readonly hits: number; readonly misses: number };
+  catalogueCache(): { readonly hits: number; readonly misses: number };
+  /** Refusals by scope kind (`key`, `account`) and reason (`rpm`, `tpm`, `concurrency`, `budget`). */
+  limitRefusals(): Iterable<readonly [scope: string, reason: string, count: number]>;
+  deployments(): Iterable<{ readonly model: string; readonly deployment: string; readonly state: string }>;
+  connections(): Iterable<{ readonly provider: string; readonly use: ConnectionUse }>;
+}
+
+type Labels = Record<string, string | number>;
+
+/** Sluice's overhead is sub-millisecond when all is well: finer buckets than the conventions' durations. */
+const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+const SERVER_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'error_type'] as const;
+const CLIENT_LABELS = [
+  'gen_ai_operation_name',
+  'gen_ai_provider_name',
+  'gen_ai_request_model',
+  'server_address',
+  'server_port',
+  'error_type',
+  'sluice_model',
+  'sluice_deployment',
+] as const;
+
+/**
+ * The Prometheus metrics of one process: OpenTelemetry's GenAI instruments under the names its
+ * Prometheus compatibility rules give them (dots to underscores, the unit as a suffix, `_total`
+ * on counters), and Sluice's own. Labels are bounded by the catalogue and the routes: never a key,
+ * account or request id. With several workers the primary adds every worker's up (cluster-metrics.ts).
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requestDuration: Histogram;
+  private readonly timeToFirstToken: Histogram;
+  private readonly timePerOutputToken: Histogram;
+  private readonly operationDuration: Histogram;
+  private readonly tokenUsage: Histogram;
+  private readonly requests: Counter;
+  private readonly overhead: Histogram;
+  private readonly cost: Counter;
+  private readonly retries: Counter;
+  private readonly fallbacks: Counter;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requestDuration = new Histogram({
+      name: 'gen_ai_server_request_duration_seconds',
+      help: 'gen_ai.server.request.duration: generation requests Sluice served, until the last byte.',
+      labelNames: SERVER_LABELS,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.timeToFirstToken = new Histogram({
+      name: 'gen_ai_server_time_to_first_token_seconds',
+      help: 'gen_ai.server.time_to_first_token: successful streams, until their first content reached the caller.',
+      labelNames: SERVER_LABELS,
+      buckets: TIME_TO_FIRST_TOKEN_BUCKETS,
+      registers,
+    });
+    this.timePerOutputToken = new Histogram({
+      name: 'gen_ai_server_time_per_output_token_seconds',
+      help: 'gen_ai.server.time_per_output_token: successful streams, per output token after the first.',
+      labelNames: SERVER_LABELS,
+      buckets: TIME_PER_OUTPUT_TOKEN_BUCKETS,
+      registers,
+    });
+    this.operationDuration = new Histogram({
+      name: 'gen_ai_client_operation_duration_seconds',
+      help: "gen_ai.client.operation.duration: Sluice's calls to upstreams, one per routing attempt.",
+      labelNames: CLIENT_LABELS,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.tokenUsage = new Histogram({
+      name: 'gen_ai_client_token_usage',
+      help: "gen_ai.client.token.usage: tokens of Sluice's calls to upstreams, by gen_ai_token_type.",
+      labelNames: [...CLIENT_LABELS, 'gen_ai_token_type'],
+      buckets: TOKEN_BUCKETS,
+      registers,
+    });
+    this.requests = new Counter({ name: 'sluice_http_requests_total', help: 'HTTP requests by route pattern, caller dialect and status.', labelNames: ['route', 'dialect', 'status'], registers });
+    this.overhead = new Histogram({
+      name: 'sluice_overhead_seconds',
+      help: 'What Sluice added to a generation request: its whole time less the time spent waiting on upstreams.',
+      labelNames: ['route'],
+      buckets: OVERHEAD_BUCKETS,
+      registers,
+    });
+    this.cost = new Counter({ name: 'sluice_cost_usd_total', help: 'Cost in USD of the requests served, by public model.', labelNames: ['model'], registers });
+    this.retries = new Counter({ name: 'sluice_routing_retries_total', help: 'Attempts after the first, by the public model asked for.', labelNames: ['model'], registers });
+    this.fallbacks = new Counter({ name: 'sluice_routing_fallbacks_total', help: 'Attempts that went to a fallback model, by the public model asked for.', labelNames: ['model'], registers });
+
+    new Gauge({ name: 'sluice_http_requests_in_flight', help: 'HTTP requests whose handlers are running.', registers, collect: function () { this.set(sources.inFlight()); } });
+    new Gauge({ name: 'sluice_ledger_rows_buffered', help: 'Ledger rows recorded but not yet written to the store.', registers, collect: function () { this.set(sources.ledger().buffered); } });
+    countedBy(registers, 'sluice_ledger_rows_written_total', 'Ledger rows written to the store.', [], () => [[{}, sources.ledger().written]]);
+    countedBy(registers, 'sluice_ledger_write_failures_total', 'Ledger batches the store did not take (the rows stay in the journal and are tried again).', [], () => [[{}, sources.ledger().writeFailures]]);
+    countedBy(registers, 'sluice_cache_lookups_total', 'API key lookups (cache: keys) and catalogue version checks (cache: catalogue), by whether the cache served them.', ['cache', 'result'], () => {
+      const keys = sources.keyCache();
+      const catalogue = sources.catalogueCache();
+      return [
+        [{ cache: 'keys', result: 'hit' }, keys.hits],
+        [{ cache: 'keys', result: 'miss' }, keys.misses],
+        [{ cache: 'catalogue', result: 'hit' }, catalogue.hits],
+        [{ cache: 'catalogue', result: 'miss' }, catalogue.misses],
+      ];
+    });
+    countedBy(registers, 'sluice_limit_refusals_total', 'Requests refused by a rate limit or budget, by scope (key, account) and reason (rpm, tpm, concurrency, budget).', ['scope', 'reason'], function* () {
+      for (const [scope, reason, count] of sources.limitRefusals()) yield [{ scope, reason }, count];
+    });
+    new Gauge({
+      name: 'sluice_deployment_state',
+      help: "Routing's view of each deployment (up, degraded, cooling, open): the number of processes that see it in that state.",
+      labelNames: ['model', 'deployment', 'state'],
+      registers,
+      collect: function () {
+        this.reset();
+        for (const { model, deployment, state } of sources.deployments()) this.set({ model, deployment, state }, 1);
+      },
+    });
+    new Gauge({
+      name: 'sluice_upstream_connections',
+      help: 'Connections to each provider (connected, free, running requests, pending and queued requests).',
+      labelNames: ['provider', 'state'],
+      registers,
+      collect: function () {
+        this.reset();
+        for (const { provider, use } of sources.connections()) {
+          for (const state of ['connected', 'free', 'pending', 'running', 'queued'] as const) this.set({ provider, state }, use[state]);
+        }
+      },
+    });
+  }
+
+  served(request: ServedRequest): void {
+    this.requests.inc({ route: request.route, dialect: request.dialect, status: request.status });
+  }
+
+  attemptEnded(start: AttemptStart, outcome: AttemptOutcome): void {
+    const { deployment } = start;
+    const origin = new URL(start.origin);
+    const labels: Labels = {
+      gen_ai_operation_name: clientOperationName(start.providerKind, deployment.model.upstreamApi, outcome.relayed),
+      gen_ai_provider_name: providerName(start.providerKind),
+      gen_ai_request_model: deployment.upstreamModel,
+      server_address: origin.hostname,
+      server_port: origin.port === '' ? (origin.protocol === 'https:' ? 443 : 80) : Number(origin.port),
+      sluice_model: deployment.model.id,
+      sluice_deployment: deployment.name,
+    };
+    if (outcome.errorKind !== null) labels.error_type = outcome.errorKind;
+    this.operationDuration.observe(labels, outcome.durationMs / 1000);
+    if (outcome.inputTokens > 0) this.tokenUsage.observe({ ...labels, gen_ai_token_type: 'input' }, outcome.inputTokens);
+    if (outcome.outputTokens > 0) this.tokenUsage.observe({ ...labels, gen_ai_token_type: 'output' }, outcome.outputTokens);
+  }
+
+  generationEnded(start: GenerationStart, record: GenerationRecord): void {
+    const labels: Labels = {
+      gen_ai_operation_name: serverOperationName(start.operation),
+      gen_ai_provider_name: providerName(record.providerKind),
+      gen_ai_request_model: start.model,
+      gen_ai_response_model: record.model,
+    };
+    if (record.errorKind !== null) labels.error_type = record.errorKind;
+    this.requestDuration.observe(labels, record.durationMs / 1000);
+    if (record.errorKind === null && start.stream && record.firstByteMs !== null) {
+      this.timeToFirstToken.observe(labels, record.firstByteMs / 1000);
+      if (record.outputTokens > 1) this.timePerOutputToken.observe(labels, (record.durationMs - record.firstByteMs) / 1000 / (record.outputTokens - 1));
+    }
+    if (record.attempts > 0) this.overhead.observe({ route: start.route }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
+    if (record.costUsd > 0) this.cost.inc({ model: record.model }, record.costUsd);
+    if (record.attempts > 1) this.retries.inc({ model: start.model }, record.attempts - 1);
+    if (record.fallbacks > 0) this.fallbacks.inc({ model: start.model }, record.fallbacks);
+  }
+}
+
+/**
+ * A counter whose value another part keeps as a plain number (so that part needs no metrics
+ * library): read at each scrape, and the growth since the last one added.
+ */
+function countedBy(registers: Registry[], name: string, help: string, labelNames: string[], read: () => Iterable<readonly [Labels, number]>): void {
+  const seen = new Map<string, number>();
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers,
+    collect: function () {
+      for (const [labels, value] of read()) {
+        const key = JSON.stringify(labels);
+        const before = seen.get(key);
+        if (before === undefined || value > before) this.inc(labels, value - (before ?? 0));
+        seen.set(key, value);
+      }
+    },
+  });
+}

@@ -1,0 +1,95 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Deployment } from '../catalogue/catalogue.js';
+
+/**
+ * The meter stage's readers (metrics, traces, the access log) behind one small seam: the HTTP
+ * layer and routing report what happened, and never know who listens.
+ */
+export interface Telemetry {
+  /** Any HTTP request, once its handler finished (generation or not). */
+  served(request: ServedRequest): void;
+  /** A generation request was admitted to routing: its trace begins (a no-op without tracing). */
+  generation(start: GenerationStart): GenerationTelemetry;
+}
+
+export interface ServedRequest {
+  readonly requestId: string;
+  /** The route's pattern (`POST /v1/chat/completions`, `GET /v1/models/{model}`), never the raw path. */
+  readonly route: string;
+  readonly dialect: string;
+  readonly status: number;
+  readonly durationMs: number;
+  /** The meter stage's record, for a generation request. */
+  readonly generation: GenerationRecord | undefined;
+}
+
+export interface GenerationStart {
+  /** The caller's headers, for its W3C trace context. */
+  readonly headers: IncomingHttpHeaders;
+  readonly route: string;
+  /** The ledger's operation name (`chat`, `completions`, `messages`, `responses`, `generate_content`). */
+  readonly operation: string;
+  /** The public model the caller asked for. */
+  readonly model: string;
+  readonly stream: boolean;
+  /** performance.now() when the request arrived. */
+  readonly startedAt: number;
+}
+
+export interface GenerationTelemetry {
+  attempt(start: AttemptStart): AttemptTelemetry;
+  end(record: GenerationRecord): void;
+}
+
+export interface AttemptStart {
+  readonly deployment: Deployment;
+  /** The adapter's kind: `openai`, `anthropic`, `gemini`. */
+  readonly providerKind: string;
+  /** The upstream's origin (`http://10.0.0.5:8000`). */
+  readonly origin: string;
+}
+
+export interface AttemptTelemetry {
+  /** Headers that carry the trace context to the upstream (W3C `traceparent`), when there is one. */
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  end(outcome: AttemptOutcome): void;
+}
+
+export interface AttemptOutcome {
+  /** The caller's wire operation when the upstream took it as it came (`openai.chat`); null when translated. */
+  readonly relayed: string | null;
+  readonly status: number;
+  readonly errorKind: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly durationMs: number;
+}
+
+/** A generation request as the meter stage closed it: what its ledger row says, and its timings. */
+export interface GenerationRecord {
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly accountId: string;
+  /** The public model that answered (or was asked for, when none did). */
+  readonly model: string;
+  readonly providerKind: string | null;
+  readonly status: number;
+  readonly errorKind: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly costUsd: number;
+  readonly attempts: number;
+  /** Attempts that went to a fallback model. */
+  readonly fallbacks: number;
+  readonly durationMs: number;
+  /** Until the first byte went to the caller; null when none did. */
+  readonly firstByteMs: number | null;
+  /** Time spent waiting on upstreams, every attempt's. */
+  readonly upstreamMs: number;
+}
+
+const NO_ATTEMPT: AttemptTelemetry = { headers: undefined, end: () => undefined };
+const NO_GENERATION: GenerationTelemetry = { attempt: () => NO_ATTEMPT, end: () => undefined };
+
+/** For wiring that observes nothing (tools, tests of a single stage). */
+export const NO_TELEMETRY: Telemetry = { served: () => undefined, generation: () => NO_GENERATION };

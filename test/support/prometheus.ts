@@ -1,0 +1,68 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { closedPort } from './redis.js';
+import { eventually, tempDir } from './sluice.js';
+
+/** A scrape job: one target, with the bearer token Prometheus sends, if any. */
+export interface ScrapeJob {
+  readonly job: string;
+  /** `host:port`. */
+  readonly target: string;
+  readonly bearer?: string;
+}
+
+export interface RunningPrometheus {
+  /** The instant value of a PromQL expression that yields one series (wrap it in `sum(...)`), or undefined when it yields none. */
+  value(promql: string): Promise<number | undefined>;
+  /** Every metric name Prometheus has stored. */
+  names(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Debian's Prometheus server (installed by scripts/test-prerequisites.sh), scraping every 500 ms
+ * with its own storage in a temporary directory: the real reader of `/metrics`.
+ */
+export async function startPrometheus(jobs: readonly ScrapeJob[]): Promise<RunningPrometheus> {
+  const dir = tempDir('sluice-prometheus-');
+  const port = await closedPort();
+  const scrapeConfigs = jobs
+    .map(
+      (job) => `  - job_name: ${JSON.stringify(job.job)}
+    scrape_interval: 500ms
+    scrape_timeout: 400ms
+    static_configs: [{ targets: [${JSON.stringify(job.target)}] }]${job.bearer === undefined ? '' : `\n    authorization: { credentials: ${JSON.stringify(job.bearer)} }`}`,
+    )
+    .join('\n');
+  writeFileSync(join(dir, 'prometheus.yml'), `global: { evaluation_interval: 1s }\nscrape_configs:\n${scrapeConfigs}\n`);
+  const child: ChildProcess = spawn(
+    'prometheus',
+    [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const base = `http://127.0.0.1:${port}`;
+  await eventually(() => fetch(`${base}/-/ready`).then((r) => (r.ok ? true : undefined), () => undefined), 15_000, `Prometheus to be ready (${stderr})`);
+  const api = async (path: string): Promise<any> => {
+    const response = await fetch(`${base}${path}`);
+    const body = (await response.json()) as { status: string; data: unknown; error?: string };
+    if (body.status !== 'success') throw new Error(`Prometheus ${path}: ${body.error}`);
+    return body.data;
+  };
+  return {
+    async value(promql) {
+      const data = (await api(`/api/v1/query?query=${encodeURIComponent(promql)}`)) as { result: { value: [number, string] }[] };
+      if (data.result.length > 1) throw new Error(`${promql} yields ${data.result.length} series`);
+      return data.result.length === 0 ? undefined : Number(data.result[0]!.value[1]);
+    },
+    names: () => api('/api/v1/label/__name__/values') as Promise<string[]>,
+    async close() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
