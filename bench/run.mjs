@@ -90,6 +90,12 @@ const S = {
   limitsSeconds: num('BENCH_LIMITS_SECONDS', 4, 2),
   limitsRounds: num('BENCH_LIMITS_ROUNDS', 3, 1),
   limitsWorkers2: env('BENCH_LIMITS_WORKERS2', '1') !== '0',
+  // Telemetry scenario: rounds like the limits scenario's; BENCH_BASE_DIR, a checkout of an earlier
+  // commit with dist/ built, is the build before (left out when unset).
+  telemetryRounds: num('BENCH_TELEMETRY_ROUNDS', 3, 1),
+  telemetrySeconds: num('BENCH_TELEMETRY_SECONDS', 4, 2),
+  telemetryScrapes: num('BENCH_TELEMETRY_SCRAPES', 50, 20),
+  baseDir: env('BENCH_BASE_DIR', ''),
   redisUrl: env('BENCH_REDIS_URL', 'redis://127.0.0.1:6379'),
   // Seconds of uninterrupted load on one limited key (c=32), in 10 s slices, after the rounds (0: none).
   limitsSustainedSeconds: num('BENCH_LIMITS_SUSTAINED_SECONDS', 0, 0),
@@ -209,6 +215,160 @@ function startProcess(name, command, args, extraEnv = {}, stopSignal = 'SIGTERM'
   };
   owned.add(proc);
   return proc;
+}
+
+// ---------------------------------------------------------------- telemetry (issue 15)
+
+/** An OTLP/HTTP trace receiver that keeps nothing but counts: where the traced gateway exports. */
+async function startOtlpSink() {
+  const sink = { posts: 0, bytes: 0 };
+  const server = http.createServer((req, res) => {
+    req.on('data', (chunk) => (sink.bytes += chunk.length));
+    req.on('end', () => {
+      sink.posts++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  sink.url = `http://127.0.0.1:${server.address().port}`;
+  sink.close = () => new Promise((resolve) => server.close(resolve));
+  return sink;
+}
+
+function telemetryConfigurations(baseCommit) {
+  const before = baseCommit === null ? [] : [{ id: 'before', label: `the build before, commit ${baseCommit.slice(0, 12)} (no metrics)`, bin: path.join(S.baseDir, 'bin', 'sluice.js'), args: [], env: {}, base: null }];
+  const base = before.length ? 'before' : null;
+  return [
+    ...before,
+    { id: 'metrics', label: 'metrics (always on), access log off', args: ['--no-access-log'], env: {}, base },
+    { id: 'default', label: 'metrics and the access log at info (the default)', args: [], env: { SLUICE_LOG_LEVEL: 'info' }, base },
+    { id: 'traced', label: 'metrics and traces (OTLP/HTTP protobuf to a local sink), access log off', args: ['--no-access-log'], env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'SINK' }, base },
+  ];
+}
+
+/** Sequential scrapes of /metrics: how long one takes and how big it is. */
+async function scrapeTimes(url, headers, n) {
+  const ms = [];
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const body = await new Promise((resolve, reject) => {
+      http.get(url, { headers }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 200)}`))));
+      }).on('error', reject);
+    });
+    ms.push(performance.now() - t0);
+    bytes = body.length;
+  }
+  return { scrapes: n, p50Ms: median(ms), maxMs: Math.max(...ms), bytes };
+}
+
+/**
+ * What telemetry costs on the request path: the same non-streaming load as the limits scenario
+ * (completions and chat, c=1 and c=32, interleaved rounds) through one-worker gateways that differ
+ * only in telemetry, beside the build before it when BENCH_BASE_DIR names one; then the time a
+ * scrape takes, with one worker and with two (the primary adding both up).
+ */
+async function scenarioTelemetry(work, state) {
+  let baseCommit = null;
+  if (S.baseDir) {
+    if (!fs.existsSync(path.join(S.baseDir, 'dist', 'cli.js'))) throw new Error(`BENCH_BASE_DIR ${S.baseDir} has no dist/: build it first`);
+    baseCommit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: S.baseDir }).toString().trim();
+  }
+  const sink = await startOtlpSink();
+  const configurations = telemetryConfigurations(baseCommit);
+  const out = { settings: { connections: S.limitsConnections, seconds: S.telemetrySeconds, rounds: S.telemetryRounds, baseDir: S.baseDir || null }, configurations, gateways: {}, rows: [], scrapes: {}, sink: null };
+  state.telemetry = out;
+  const gateways = {};
+  const token = 'bench-metrics-token-0123456789';
+  try {
+    for (const c of configurations) {
+      const dataDir = path.join(work, `data-telemetry-${c.id}`);
+      fs.mkdirSync(dataDir, { recursive: true });
+      const config = writeConfig(dataDir, upstream.port);
+      const key = await createKeyWithCli(dataDir);
+      const env = Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, v === 'SINK' ? sink.url : v]));
+      const metricsPort = c.id === 'metrics' ? await freePort() : null;
+      const args = [...c.args, ...(c.id === 'before' ? [] : ['--metrics-token', token]), ...(metricsPort ? ['--metrics-listen', `127.0.0.1:${metricsPort}`] : [])];
+      const gw = await startSluice(`sluice (telemetry, ${c.id})`, dataDir, config, await freePort(), { workers: 1, args, env, bin: c.bin });
+      gateways[c.id] = { gw, key, metricsPort };
+      out.gateways[c.id] = { command: `sluice serve --workers 1 ${args.join(' ').replace(token, '<token>')}`, env: Object.keys(env).join(' ') || null };
+      log(`telemetry: gateway ${c.id} on ${gw.url} (pid ${gw.pid()})`);
+    }
+    const operations = S.chat ? ['completions', 'chat'] : ['completions'];
+    log(`telemetry: warm-up pass, 1 s at each point, not measured`);
+    for (const cn of S.limitsConnections) for (const operation of operations) for (const c of configurations) await closedLoopRun(gateways[c.id].gw, cn, 1, { key: gateways[c.id].key, operation });
+    for (let r = 1; r <= S.telemetryRounds; r++) {
+      const shift = (r - 1) % configurations.length;
+      const order = [...configurations.slice(shift), ...configurations.slice(0, shift)];
+      const ops = r % 2 === 1 ? operations : [...operations].reverse();
+      log(`telemetry, round ${r}/${S.telemetryRounds}: order ${order.map((c) => c.id).join(', ')}`);
+      for (const cn of S.limitsConnections) {
+        for (const operation of ops) {
+          for (const c of order) {
+            const g = gateways[c.id];
+            if (!alive(g.gw)) continue;
+            const row = await measureClosed(g.gw, cn, { key: g.key, operation }, `${c.id}${operation === 'chat' ? ' chat' : ''}`, { warmupSeconds: 0, seconds: S.telemetrySeconds });
+            out.rows.push({ round: r, config: c.id, ...row });
+          }
+        }
+      }
+    }
+    out.sink = { posts: sink.posts, bytes: sink.bytes };
+    // One worker: its own registry. Two: the primary asks both and adds them up.
+    const one = gateways.metrics;
+    out.scrapes.oneWorkerListener = await scrapeTimes(`http://127.0.0.1:${one.metricsPort}/metrics`, {}, S.telemetryScrapes);
+    out.scrapes.oneWorkerGatewayPort = await scrapeTimes(`${one.gw.url}/metrics`, { authorization: `Bearer ${token}` }, S.telemetryScrapes);
+    for (const g of Object.values(gateways)) await stopGateway(g.gw);
+    const dataDir = path.join(work, 'data-telemetry-w2');
+    fs.mkdirSync(dataDir, { recursive: true });
+    const metricsPort = await freePort();
+    const two = await startSluice('sluice (telemetry, w2)', dataDir, writeConfig(dataDir, upstream.port), await freePort(), { workers: 2, args: ['--metrics-token', token, '--metrics-listen', `127.0.0.1:${metricsPort}`] });
+    const key = await createKeyWithCli(dataDir);
+    await closedLoopRun(two, 32, 2, { key, operation: 'completions' });
+    out.scrapes.twoWorkersListener = await scrapeTimes(`http://127.0.0.1:${metricsPort}/metrics`, {}, S.telemetryScrapes);
+    out.scrapes.twoWorkersGatewayPort = await scrapeTimes(`${two.url}/metrics`, { authorization: `Bearer ${token}` }, S.telemetryScrapes);
+    await stopGateway(two);
+    for (const [where, x] of Object.entries(out.scrapes)) log(`telemetry: scrape ${where}: p50 ${f(x.p50Ms, 2)} ms, max ${f(x.maxMs, 2)} ms, ${x.bytes} bytes`);
+  } finally {
+    for (const g of Object.values(gateways)) if (alive(g.gw)) await stopGateway(g.gw);
+    await sink.close();
+  }
+}
+
+function telemetryReport(L, t) {
+  L.push('## Telemetry: what metrics, the access log and traces cost', '');
+  L.push(
+    'The same non-streaming load as the closed loop (completions and chat, wrk) through one-worker gateways that differ only in telemetry, in interleaved rounds ' +
+      `(${t.settings.rounds} round(s) of ${t.settings.seconds} s per point after a discarded 1 s pass; the configurations rotate and the operations swap from one round to the next).` +
+      (t.settings.baseDir ? ' `before` is the build of the previous commit named below, built in its own checkout (`BENCH_BASE_DIR`), on the same harness, upstream and machine.' : ' No build before was given (`BENCH_BASE_DIR`), so the differences are between telemetry settings only.'),
+    '',
+  );
+  L.push('| configuration | command | environment |', '|---|---|---|');
+  for (const c of t.configurations) L.push(`| ${c.id}: ${c.label} | \`${t.gateways[c.id]?.command ?? ''}\` | ${t.gateways[c.id]?.env ?? ''} |`);
+  L.push('');
+  const rows = roundsTable(t);
+  if (rows.length) {
+    L.push('| conns | operation | configuration | req/s | p50 ms | p99 ms | Sluice CPU µs/req | Δ p50 µs | Δ CPU µs/req | req/s vs base | Δ p50 per round | Δ CPU per round | other CPU | non-2xx+errors |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const x of rows) {
+      const hasBase = x.base !== null;
+      L.push(
+        `| ${x.connections} | ${x.operation} | ${x.config} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${f(x.cpuUsPerReq, 0)} | ${hasBase ? signed(x.dP50Us, 0) : ''} | ${hasBase ? signed(x.dCpuUs, 0) : ''} | ${hasBase ? signedPct(x.rpsRatio, 1) : ''} | ` +
+          `${x.dP50UsPerRound.map((v) => signed(v, 0)).join(', ')} | ${x.dCpuUsPerRound.map((v) => signed(v, 0)).join(', ')} | ${f(x.otherCpuPct, 0)}% | ${x.bad} |`,
+      );
+    }
+    L.push('', 'Medians of the rounds; "Δ" = this configuration minus its base in the same round, median over the rounds, then each round\'s. "Sluice CPU" = utime+stime of the gateway process per request.', '');
+  }
+  if (t.sink) L.push(`The traced gateway exported ${t.sink.posts} OTLP requests (${f(t.sink.bytes / 1e6, 1)} MB) to the sink during the run.`, '');
+  const scrapes = Object.entries(t.scrapes);
+  if (scrapes.length) {
+    L.push('| /metrics scrape | p50 ms | max ms | bytes |', '|---|---|---|---|');
+    const names = { oneWorkerListener: 'one worker, --metrics-listen', oneWorkerGatewayPort: 'one worker, gateway port with the token', twoWorkersListener: 'two workers, --metrics-listen (the primary adds both up)', twoWorkersGatewayPort: 'two workers, gateway port (the worker asks the primary)' };
+    for (const [where, x] of scrapes) L.push(`| ${names[where] ?? where} | ${f(x.p50Ms, 2)} | ${f(x.maxMs, 2)} | ${x.bytes} |`);
+    L.push('', `Sequential scrapes after the load, ${scrapes[0][1].scrapes} each.`, '');
+  }
 }
 
 // ---------------------------------------------------------------- machine
@@ -374,9 +534,10 @@ async function createKeyRecordWithCli(dataDir, name = 'bench', flags = []) {
 
 /** `options.workers` overrides BENCH_WORKERS; `options.args` are more `serve` flags (e.g. --redis). */
 async function startSluice(name, dataDir, configFile, port, options = {}) {
-  const args = [SLUICE_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile, ...(options.args ?? [])];
+  // options.bin: another build's bin/sluice.js (the telemetry scenario's build before).
+  const args = [options.bin ?? SLUICE_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile, ...(options.args ?? [])];
   if (supportsWorkers()) args.push('--workers', String(options.workers ?? S.workers));
-  const p = startProcess(name, process.execPath, args, { SLUICE_LOG_LEVEL: 'warn' });
+  const p = startProcess(name, process.execPath, args, { SLUICE_LOG_LEVEL: 'warn', ...options.env });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000);
   } catch (error) {
@@ -1149,7 +1310,7 @@ function limitsReport(L, limits) {
   L.push('| configuration | gateway | key | compared with |', '|---|---|---|---|');
   for (const c of limits.configurations) L.push(`| ${c.id}: ${c.label} | \`${gw(c.gateway)?.command ?? c.gateway}\` | ${c.limited ? 'with limits' : 'without limits'} | ${c.base ?? ''} |`);
   L.push('');
-  const t = limitsTable(limits);
+  const t = roundsTable(limits);
   if (t.length) {
     L.push(
       '| conns | operation | configuration | req/s | p50 ms | p99 ms | Sluice CPU µs/req | Redis CPU µs/req (in the scripts) | EVALSHA per req (commands run, the scripts’ included) | Δ p50 µs | Δ p99 µs | Δ Sluice CPU µs/req | Δ Sluice + Redis CPU µs/req | req/s vs base | Δ p50 per round | Δ CPU per round | requests in the minute | machine busy | other CPU | non-2xx+errors |',
@@ -1556,7 +1717,8 @@ async function scenarioLimits(work, state) {
  * from its base configuration taken round by round (the two points of a round ran minutes apart
  * at most), with their median.
  */
-function limitsTable(limits) {
+/** Medians of interleaved rounds per configuration, and each configuration's differences from its base within the same round. */
+function roundsTable(limits) {
   const by = {};
   for (const row of limits.rows) (by[`${row.config}|${row.operation}|${row.connections}`] ??= []).push(row);
   const out = [];
@@ -1608,7 +1770,7 @@ function limitsTable(limits) {
 }
 
 function limitsSummaryLines(limits) {
-  const t = limitsTable(limits);
+  const t = roundsTable(limits);
   const lines = [];
   for (const cn of limits.settings.connections) {
     const parts = [];
@@ -1919,6 +2081,7 @@ function report(state) {
 
   if (routing) routingReport(L, routing);
   if (limits) limitsReport(L, limits);
+  if (state.telemetry) telemetryReport(L, state.telemetry);
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
@@ -1950,6 +2113,7 @@ function scenariosOf(state) {
     // Only when the routing scenario ran, so that results.json of the other scenarios keeps its shape.
     ...(state.routing ? { routing: state.routing } : {}),
     ...(state.limits ? { limits: state.limits } : {}),
+    ...(state.telemetry ? { telemetry: state.telemetry } : {}),
   };
 }
 
@@ -2016,6 +2180,7 @@ async function main() {
     await step('ledger', async () => (state.ledger = await scenarioLedger(work)));
     await step('routing', async () => scenarioRouting(work, state));
     await step('limits', async () => scenarioLimits(work, state));
+    await step('telemetry', async () => scenarioTelemetry(work, state));
     ok = true;
   } finally {
     log('stopping the processes started by the bench');

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { clientOperationName, DURATION_BUCKETS, providerName, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
+import { clientOperationName, DURATION_BUCKETS, providerName, serverOf, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
 import type { ConnectionUse } from '../generation/provider.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest } from './telemetry.js';
 
@@ -149,13 +149,13 @@ export class GatewayMetrics {
 
   attemptEnded(start: AttemptStart, outcome: AttemptOutcome): void {
     const { deployment } = start;
-    const origin = new URL(start.origin);
+    const server = serverOf(start.origin);
     const labels: Labels = {
       gen_ai_operation_name: clientOperationName(start.providerKind, deployment.model.upstreamApi, outcome.relayed),
       gen_ai_provider_name: providerName(start.providerKind),
       gen_ai_request_model: deployment.upstreamModel,
-      server_address: origin.hostname,
-      server_port: origin.port === '' ? (origin.protocol === 'https:' ? 443 : 80) : Number(origin.port),
+      server_address: server.address,
+      server_port: server.port,
       sluice_model: deployment.model.id,
       sluice_deployment: deployment.name,
     };

@@ -4,7 +4,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
-import { clientOperationName, providerName, serverOperationName } from './gen-ai.js';
+import { clientOperationName, providerName, serverOf, serverOperationName } from './gen-ai.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart } from './telemetry.js';
 
 /** Which OTLP encoding the standard variables ask for; gRPC is not offered (it would bring a second HTTP stack). */
@@ -70,7 +70,7 @@ export class Tracing {
 
   attempt(request: Span, start: AttemptStart): { span: Span; headers: Record<string, string> } {
     const { deployment } = start;
-    const origin = new URL(start.origin);
+    const server = serverOf(start.origin);
     const span = this.tracer.startSpan(
       deployment.upstreamModel,
       {
@@ -78,8 +78,8 @@ export class Tracing {
         attributes: {
           'gen_ai.provider.name': providerName(start.providerKind),
           'gen_ai.request.model': deployment.upstreamModel,
-          'server.address': origin.hostname,
-          'server.port': origin.port === '' ? (origin.protocol === 'https:' ? 443 : 80) : Number(origin.port),
+          'server.address': server.address,
+          'server.port': server.port,
           'sluice.deployment': deployment.name,
           'sluice.model': deployment.model.id,
         },
