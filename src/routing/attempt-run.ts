@@ -1,9 +1,9 @@
+import { performance } from 'node:perf_hooks';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError } from '../errors.js';
 import { generateAll, streamAll, type CallTarget, type SubCall } from '../generation/fan-out.js';
 import type { Invoker } from '../generation/invoke.js';
 import type { GenerationResult, StreamPart } from '../generation/model.js';
-import { performance } from 'node:perf_hooks';
 import type { Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { DeploymentHealth } from './deployment-health.js';
 import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
@@ -17,7 +17,7 @@ import type { RouteProgress, UpstreamTimer } from './router.js';
  */
 export class AttemptRun implements Invoker {
   private readonly controller = new AbortController();
-  private timeoutTimer: NodeJS.Timeout | undefined;
+  private timer: NodeJS.Timeout | undefined;
   private timerFires: 'deadline' | 'first_token' = 'deadline';
   /** The adapter was called. */
   invoked = false;
@@ -42,7 +42,7 @@ export class AttemptRun implements Invoker {
     private readonly asked: CatalogueModel,
     private readonly now: () => number,
     private readonly traceHeaders: Readonly<Record<string, string>> | undefined,
-    private readonly timer: UpstreamTimer,
+    private readonly upstreamTime: UpstreamTimer,
   ) {
     progress.cancel = this.cancel;
     this.arm(deadlineAt - startedAt, 'deadline');
@@ -56,7 +56,7 @@ export class AttemptRun implements Invoker {
   readonly cancel = (): void => this.controller.abort();
 
   finish(): void {
-    clearTimeout(this.timeoutTimer);
+    clearTimeout(this.timer);
     this.accountUpstreamTime();
   }
 
@@ -109,19 +109,19 @@ export class AttemptRun implements Invoker {
   /** Adds the upstream time since the last account to the request's (read by `Server-Timing` and the overhead metric). */
   private accountUpstreamTime(): void {
     const now = performance.now();
-    this.timer.upstreamMs += now - this.accountedTo;
+    this.upstreamTime.upstreamMs += now - this.accountedTo;
     this.accountedTo = now;
   }
 
   /** From here a stream's first content must come within its first-token timeout; the wait for the headers counts. */
   private holdStream(): void {
-    clearTimeout(this.timeoutTimer);
+    clearTimeout(this.timer);
     const firstTokenBy = Math.min(this.startedAt + this.deployment.routing.firstTokenTimeoutMs, this.deadlineAt);
     this.arm(firstTokenBy - this.now(), firstTokenBy === this.deadlineAt ? 'deadline' : 'first_token');
   }
 
   private answer(): void {
-    clearTimeout(this.timeoutTimer);
+    clearTimeout(this.timer);
     this.accountUpstreamTime();
     this.answered = true;
     const now = this.now();
@@ -130,7 +130,7 @@ export class AttemptRun implements Invoker {
 
   private arm(ms: number, fires: 'deadline' | 'first_token'): void {
     this.timerFires = fires;
-    this.timeoutTimer = setTimeout(this.expire, Math.max(0, ms));
+    this.timer = setTimeout(this.expire, Math.max(0, ms));
   }
 
   private readonly expire = (): void => {
