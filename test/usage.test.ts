@@ -430,14 +430,14 @@ describe('the usage page and its CSV', () => {
     const page = await admin.get('/app/usage?range=90&by=key');
     const rows = (await ledger()).filter((row) => dayOf(Number(row.at)) > today() - 90);
     const byModel = addUp(rows, (row) => row.model);
-    const modelTable = /<table class="data" id="top-models">([\s\S]*?)<\/table>/.exec(page.text)![1]!;
+    const modelTable = /<table class="data" id="top-models"[^>]*>([\s\S]*?)<\/table>/.exec(page.text)![1]!;
     for (const [model, figures] of byModel) {
       const line = new RegExp(`data-model="${escapeHtml(model).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"[\\s\\S]*?</tr>`).exec(modelTable);
       assert.ok(line, `${model} has a line`);
       const cells = [...line[0].matchAll(/<td class="num">([^<]*)<\/td>/g)].map((m) => m[1]);
       assert.deepEqual(cells.slice(0, 5), Object.values(shownAs(figures)), `${model}: its figures`);
     }
-    const keyTable = /<table class="data" id="top-keys">([\s\S]*?)<\/table>/.exec(page.text)![1]!;
+    const keyTable = /<table class="data" id="top-keys"[^>]*>([\s\S]*?)<\/table>/.exec(page.text)![1]!;
     assert.match(unescapeHtml(keyTable), new RegExp(`alpha backend \\(${keys.alphaA.id.slice(0, 10)}…\\)`), 'a key is its name and the start of its id');
     assert.ok(unescapeHtml(keyTable).includes(`${HOSTILE_NAME} (${keys.alphaB.id.slice(0, 10)}…)`), 'a hostile name is shown as text');
     assert.ok(!page.text.includes('HYPERLINK("'), 'and escaped in the HTML');

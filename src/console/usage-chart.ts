@@ -34,7 +34,8 @@ export interface DayChart {
 
 const WIDTH = 960;
 const HEIGHT = 240;
-const MARGIN = { top: 14, right: 12, bottom: 30, left: 64 };
+// Room for a tick label such as `$0.000025` on the left, and half of the last day's label on the right.
+const MARGIN = { top: 14, right: 28, bottom: 30, left: 84 };
 const PLOT_WIDTH = WIDTH - MARGIN.left - MARGIN.right;
 const PLOT_HEIGHT = HEIGHT - MARGIN.top - MARGIN.bottom;
 /** Day labels under a chart, at most: wide enough apart never to overlap. */

@@ -127,6 +127,7 @@ input[aria-invalid="true"], select[aria-invalid="true"], textarea[aria-invalid="
 .bars-legend { display: flex; justify-content: space-between; margin-top: .2rem; }
 .usage-controls { display: flex; flex-wrap: wrap; align-items: center; gap: .75rem 1.5rem; margin: 1rem 0; }
 .usage-controls .filter { margin: 0; }
+.usage-controls .filter label { color: var(--muted); font-size: .85rem; }
 .csv-link { margin-left: auto; }
 .switch { display: flex; align-items: center; gap: .5rem; }
 .switch-label { color: var(--muted); font-size: .85rem; font-weight: 600; }
@@ -138,8 +139,9 @@ input[aria-invalid="true"], select[aria-invalid="true"], textarea[aria-invalid="
 .usage-totals { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: .75rem 1rem; }
 .usage-totals dd { font-size: 1.25rem; }
 .chart { margin: .5rem 0 1rem; }
-.chart-frame { overflow-x: auto; background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: .5rem .5rem .25rem; }
-.chart svg { display: block; width: 100%; min-width: 36rem; height: auto; }
+/* On a narrow screen the chart scrolls sideways; right-to-left, the scroll starts at its end: today. */
+.chart-frame { overflow-x: auto; direction: rtl; background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: .5rem .5rem .25rem; }
+.chart svg { display: block; direction: ltr; width: 100%; min-width: 40rem; height: auto; }
 .chart text { font-size: 12px; fill: var(--muted); font-family: inherit; font-variant-numeric: tabular-nums; }
 .chart .chart-empty { font-size: 15px; }
 .chart-grid line { stroke: var(--border); stroke-width: 1; }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import { dayOf } from '../../store/sql-status.js';
 import type { AccountRecord, UsageFigures, UsageGroup } from '../../store/store.js';
@@ -89,7 +90,7 @@ function topTable(options: { id: string; title: string; list: TopList; totals: U
   return html`<section aria-labelledby="${options.id}-heading">
   <h2 id="${options.id}-heading">${options.title}</h2>
   <div class="table-scroll" role="region" aria-labelledby="${options.id}-heading" tabindex="0">
-  <table class="data" id="${options.id}">
+  <table class="data" id="${options.id}" aria-labelledby="${options.id}-heading">
     <thead><tr>${options.head}${FIGURE_HEADERS}<th scope="col" class="num">Share of spend</th></tr></thead>
     <tbody>
     ${
@@ -186,7 +187,7 @@ ${topTable({
   <details class="per-day">
     <summary>Show the table (${report.days.length} days)</summary>
     <div class="table-scroll" role="region" aria-labelledby="per-day-heading" tabindex="0">
-    <table class="data compact" id="per-day">
+    <table class="data compact" id="per-day" aria-labelledby="per-day-heading">
       <thead><tr><th scope="col">Day (UTC)</th>${FIGURE_HEADERS}</tr></thead>
       <tbody>${report.days.map((d) => html`<tr data-day="${isoDay(d.day)}"><th scope="row"><time datetime="${isoDay(d.day)}">${isoDay(d.day)}</time></th>${figureCells(d, undefined)}</tr>`)}</tbody>
       <tfoot><tr><th scope="row">Total</th>${figureCells(totals, undefined)}</tr></tfoot>
@@ -195,6 +196,19 @@ ${topTable({
   </details>
 </section>`;
   return layout({ title: 'Usage', nav: 'usage', user: userOf(session), body });
+}
+
+/** Resolves once the response can take more (true), or when the client has gone (false). */
+function drained(res: ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve(!res.destroyed);
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
 }
 
 /** The CSV's columns: one line per day, key and model with traffic in the range (days without any have no line). */
@@ -224,21 +238,23 @@ export function usageRoutes(deps: ConsoleDeps): { page: Handler; csv: Handler } 
     if (!chosen) return;
     const { params, account } = chosen;
     const range = days(params);
-    const groups = await deps.store.usageDaily.summary({ ...range, ...(account && { accountId: account.id }) }, ['day', 'key', 'model']);
-    const lines = [csvLine(CSV_HEADER)];
-    for (const g of groups) {
-      lines.push(csvLine([isoDay(g.day!), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, g.costUsd]));
-    }
     // Names from before the account-name rule may hold anything: the file name keeps the safe characters.
     const file = `sluice-usage-${(account?.name ?? 'all').replace(/[^A-Za-z0-9._@-]/g, '_')}-${isoDay(range.fromDay)}-to-${isoDay(range.toDay)}.csv`;
-    ctx.res
-      .writeHead(200, {
-        'content-type': 'text/csv; charset=utf-8',
-        'content-disposition': `attachment; filename="${file}"`,
-        'cache-control': 'no-store',
-        'x-content-type-options': 'nosniff',
-      })
-      .end(lines.join(''));
+    const res = ctx.res;
+    res.writeHead(200, {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="${file}"`,
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+    });
+    res.write(csvLine(CSV_HEADER));
+    // A day at a time, as the client takes it: a deployment with many keys never holds the whole file in memory.
+    for (let day = range.fromDay; day <= range.toDay; day++) {
+      const groups = await deps.store.usageDaily.summary({ fromDay: day, toDay: day, ...(account && { accountId: account.id }) }, ['day', 'key', 'model']);
+      const lines = groups.map((g) => csvLine([isoDay(day), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, g.costUsd]));
+      if (lines.length > 0 && !res.write(lines.join('')) && !(await drained(res))) return;
+    }
+    res.end();
   });
 
   return { page: usage, csv };
