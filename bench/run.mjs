@@ -901,7 +901,7 @@ async function scenarioUsage(work, state) {
   state.usage = { fill, ledgerScan, check, rows };
 }
 
-function usageReport(L, usage) {
+function usagePageReport(L, usage) {
   const { fill } = usage;
   L.push(`## Usage page over ${fill.rows.toLocaleString('en-US')} ledger rows`, '');
   L.push(
@@ -2057,7 +2057,7 @@ function report(state) {
 
   if (routing) routingReport(L, routing);
   if (limits) limitsReport(L, limits);
-  if (state.usage) usageReport(L, state.usage);
+  if (state.usage) usagePageReport(L, state.usage);
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');

@@ -37,8 +37,7 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
     group.output_tokens += Number(row.completion_tokens);
     group.cost_usd += Number(row.cost_usd);
   }
-  // Always in one order, so that two processes adding to the same rows (PostgreSQL replicas, each
-  // locking the rows it upserts until it commits) wait for each other instead of deadlocking.
+  // In one order for every writer, as addToDailyStatus does: replicas upserting the same rows wait for each other, never deadlock.
   const ordered = [...groups.values()].sort(
     (a, b) => a.day - b.day || compareText(a.account_id, b.account_id) || compareText(a.key_id, b.key_id) || compareText(a.model, b.model),
   );

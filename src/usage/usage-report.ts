@@ -1,5 +1,5 @@
 import { DAY_MS, dayOf } from '../store/sql-status.js';
-import type { Store, UsageDimension, UsageFigures, UsageFilter, UsageGroup } from '../store/store.js';
+import type { Store, UsageFigures, UsageFilter, UsageGroup } from '../store/store.js';
 
 /**
  * Usage reports, read from the daily roll-ups only (never the ledger): the console's usage page and
@@ -7,9 +7,9 @@ import type { Store, UsageDimension, UsageFigures, UsageFilter, UsageGroup } fro
  */
 
 /** The lines of a top list; the rest is added up as "other". */
-export const TOP_LINES = 10;
+const TOP_LINES = 10;
 /** The lines of a stacked chart: the top ones of the list, then "other". */
-export const CHART_SERIES = 5;
+const CHART_SERIES = 5;
 
 export const ZERO: UsageFigures = { requests: 0, failed: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
 
@@ -84,7 +84,7 @@ export interface UsageReport {
   readonly series: readonly Series[];
 }
 
-/** The usage page's figures: five queries of the roll-ups, whatever the length of the ledger. */
+/** The usage page's figures: four queries of the roll-ups, whatever the length of the ledger. */
 export async function usageReport(store: Store, query: ReportQuery): Promise<UsageReport> {
   const filter: UsageFilter = { fromDay: query.fromDay, toDay: query.toDay, ...(query.accountId === undefined ? {} : { accountId: query.accountId }) };
   const [daily, models, keys] = await Promise.all([
@@ -94,14 +94,13 @@ export async function usageReport(store: Store, query: ReportQuery): Promise<Usa
   ]);
   const byDay = new Map(daily.map((group) => [group.day!, group]));
   const days: (UsageFigures & { day: number })[] = [];
-  for (let day = query.fromDay; day <= query.toDay; day++) days.push({ ...ZERO, ...figuresOf(byDay.get(day)), day });
+  for (let day = query.fromDay; day <= query.toDay; day++) days.push({ ...figuresOf(byDay.get(day)), day });
   const totals = days.reduce<UsageFigures>(addFigures, ZERO);
 
   const charted = (query.breakdown === 'model' ? models : keys).slice(0, CHART_SERIES);
-  const dimension: UsageDimension = query.breakdown;
   const perDay = await store.usageDaily.summary(
     query.breakdown === 'model' ? { ...filter, models: charted.map((g) => g.model!) } : { ...filter, keyIds: charted.map((g) => g.keyId!) },
-    ['day', dimension],
+    ['day', query.breakdown],
   );
   const idOf = (group: UsageGroup) => (query.breakdown === 'model' ? group.model! : group.keyId!);
   const cells = new Map(perDay.map((group) => [`${group.day}\u0000${idOf(group)}`, group]));

@@ -16,7 +16,7 @@ const RANGES = [7, 30, 90] as const;
 type Range = (typeof RANGES)[number];
 const DEFAULT_RANGE: Range = 30;
 const BREAKDOWNS: Record<Breakdown, string> = { model: 'Model', key: 'Key' };
-/** Characters of a key id shown after its `key_` prefix: enough to tell keys apart, never a secret (ids are not secrets anyway). */
+/** How much of a key id is shown (`key_` and six characters): enough to tell keys of one name apart. */
 const KEY_ID_SHOWN = 'key_'.length + 6;
 /** The tone (stylesheet colour) of the "other" series, after those of the top ones. */
 const OTHER_TONE = 'other';
@@ -38,14 +38,18 @@ function parseParams(query: URLSearchParams, session: Session): UsageParams {
   return { range, account, breakdown };
 }
 
-/** The same page (or its CSV) with some parameters changed; defaults are left out of the link. */
-function usageHref(path: string, params: UsageParams, change: Partial<UsageParams> = {}): string {
-  const next = { ...params, ...change };
+/** The parameters as a query string; defaults are left out. */
+function queryOf(params: UsageParams): URLSearchParams {
   const query = new URLSearchParams();
-  if (next.range !== DEFAULT_RANGE) query.set('range', String(next.range));
-  if (next.account !== null) query.set('account', next.account);
-  if (next.breakdown !== 'model') query.set('by', next.breakdown);
-  const text = query.toString();
+  if (params.range !== DEFAULT_RANGE) query.set('range', String(params.range));
+  if (params.account !== null) query.set('account', params.account);
+  if (params.breakdown !== 'model') query.set('by', params.breakdown);
+  return query;
+}
+
+/** The same page (or its CSV) with some parameters changed. */
+function usageHref(path: string, params: UsageParams, change: Partial<UsageParams> = {}): string {
+  const text = queryOf({ ...params, ...change }).toString();
   return text === '' ? path : `${path}?${text}`;
 }
 
@@ -64,7 +68,7 @@ function days(params: UsageParams): { fromDay: number; toDay: number } {
 }
 
 /** A key as the console names it: its name and the start of its id. */
-export function keyLabel(group: UsageGroup): string {
+function keyLabel(group: UsageGroup): string {
   const id = `${group.keyId!.slice(0, KEY_ID_SHOWN)}…`;
   return group.keyName === undefined ? `unknown key (${id})` : `${group.keyName} (${id})`;
 }
@@ -128,7 +132,7 @@ function usagePage(session: Session, params: UsageParams, report: UsageReport, a
 <div class="usage-controls">
   ${switcher('Range', RANGES.map((r) => ({ value: r, text: `${r} days` })), params.range, (range) => ({ range }))}
   ${switcher('Break down by', (Object.keys(BREAKDOWNS) as Breakdown[]).map((b) => ({ value: b, text: BREAKDOWNS[b] })), params.breakdown, (breakdown) => ({ breakdown }))}
-  ${isAdmin ? accountFilterForm('/app/usage', accounts, params.account, { ...(params.range === DEFAULT_RANGE ? {} : { range: String(params.range) }), ...(params.breakdown === 'model' ? {} : { by: params.breakdown }) }) : ''}
+  ${isAdmin ? accountFilterForm('/app/usage', accounts, params.account, Object.fromEntries(queryOf({ ...params, account: null }))) : ''}
   <a class="btn btn-secondary btn-small csv-link" href="${usageHref('/app/usage.csv', params)}" download>Download CSV<span class="visually-hidden"> of these figures</span></a>
 </div>
 <dl class="stats usage-totals" aria-label="Totals from ${from} to ${to}">
