@@ -212,6 +212,8 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
           .$call((table) => (dialect === 'sqlite' ? table.modifyEnd(sql`without rowid`) : table))
           .execute();
         await db.schema.createIndex('usage_daily_account_day').on('usage_daily').columns(['account_id', 'day']).execute();
+        // One key's days (`sluice usage --key`, the page's top keys day by day) without scanning every key's.
+        await db.schema.createIndex('usage_daily_key_day').on('usage_daily').columns(['key_id', 'day']).execute();
         await rollUpWholeLedger(db);
       },
     },

@@ -1,4 +1,5 @@
 import { DAY_MS, dayOf } from '../store/sql-status.js';
+import { compareText } from '../store/text-order.js';
 import type { Store, UsageFigures, UsageFilter, UsageGroup } from '../store/store.js';
 
 /**
@@ -84,27 +85,35 @@ export interface UsageReport {
   readonly series: readonly Series[];
 }
 
-/** The usage page's figures: four queries of the roll-ups, whatever the length of the ledger. */
+/**
+ * The usage page's figures, from the roll-ups only: two scans of the range (its figures by day and
+ * model, which give the days, the top models and their series; the top keys), and for a breakdown
+ * by key, the top keys' days, read through the key index.
+ */
 export async function usageReport(store: Store, query: ReportQuery): Promise<UsageReport> {
   const filter: UsageFilter = { fromDay: query.fromDay, toDay: query.toDay, ...(query.accountId === undefined ? {} : { accountId: query.accountId }) };
-  const [daily, models, keys] = await Promise.all([
-    store.usageDaily.summary(filter, ['day']),
-    store.usageDaily.summary(filter, ['model'], { top: TOP_LINES }),
-    store.usageDaily.summary(filter, ['key'], { top: TOP_LINES }),
-  ]);
-  const byDay = new Map(daily.map((group) => [group.day!, group]));
+  const [cells, keys] = await Promise.all([store.usageDaily.summary(filter, ['day', 'model']), store.usageDaily.summary(filter, ['key'], { top: TOP_LINES })]);
+  const dayTotals = new Map<number, UsageFigures>();
+  const modelTotals = new Map<string, UsageFigures>();
+  for (const cell of cells) {
+    dayTotals.set(cell.day!, addFigures(dayTotals.get(cell.day!) ?? ZERO, cell));
+    modelTotals.set(cell.model!, addFigures(modelTotals.get(cell.model!) ?? ZERO, cell));
+  }
   const days: (UsageFigures & { day: number })[] = [];
-  for (let day = query.fromDay; day <= query.toDay; day++) days.push({ ...figuresOf(byDay.get(day)), day });
+  for (let day = query.fromDay; day <= query.toDay; day++) days.push({ ...(dayTotals.get(day) ?? ZERO), day });
   const totals = days.reduce<UsageFigures>(addFigures, ZERO);
+  // The order of the store's top lists: highest spend, then most requests, then by name.
+  const models = [...modelTotals]
+    .map(([model, figures]): UsageGroup => ({ ...figures, model }))
+    .sort((a, b) => b.costUsd - a.costUsd || b.requests - a.requests || compareText(a.model!, b.model!))
+    .slice(0, TOP_LINES);
 
   const charted = (query.breakdown === 'model' ? models : keys).slice(0, CHART_SERIES);
-  const perDay = await store.usageDaily.summary(
-    query.breakdown === 'model' ? { ...filter, models: charted.map((g) => g.model!) } : { ...filter, keyIds: charted.map((g) => g.keyId!) },
-    ['day', query.breakdown],
-  );
+  const perDay =
+    query.breakdown === 'model' ? cells.filter((cell) => charted.some((g) => g.model === cell.model)) : await store.usageDaily.summary({ ...filter, keyIds: charted.map((g) => g.keyId!) }, ['day', 'key']);
   const idOf = (group: UsageGroup) => (query.breakdown === 'model' ? group.model! : group.keyId!);
-  const cells = new Map(perDay.map((group) => [`${group.day}\u0000${idOf(group)}`, group]));
-  const series: Series[] = charted.map((group) => ({ group, days: days.map(({ day }) => figuresOf(cells.get(`${day}\u0000${idOf(group)}`))) }));
+  const byDay = new Map(perDay.map((group) => [`${group.day}\u0000${idOf(group)}`, group]));
+  const series: Series[] = charted.map((group) => ({ group, days: days.map(({ day }) => figuresOf(byDay.get(`${day}\u0000${idOf(group)}`))) }));
   const rest = days.map((day, i) => remainder(day, series.map((s) => s.days[i]!)));
   if (rest.some((day) => day.requests > 0)) series.push({ group: undefined, days: rest });
 
