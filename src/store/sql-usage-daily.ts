@@ -101,13 +101,12 @@ export class SqlUsageDaily implements UsageDailyRepository {
   ) {}
 
   async summary(filter: UsageFilter, by: readonly UsageDimension[], options: { top?: number } = {}): Promise<UsageGroup[]> {
-    if (filter.keyIds?.length === 0 || filter.models?.length === 0) return [];
+    if (filter.keyIds?.length === 0) return [];
     const columns = [...new Set(by.flatMap((dimension) => COLUMNS[dimension]))];
     let rows = this.db.selectFrom('usage_daily').where('day', '>=', filter.fromDay).where('day', '<=', filter.toDay);
     if (filter.accountId !== undefined) rows = rows.where('account_id', '=', filter.accountId);
     if (filter.keyId !== undefined) rows = rows.where('key_id', '=', filter.keyId);
     if (filter.keyIds !== undefined) rows = rows.where('key_id', 'in', filter.keyIds);
-    if (filter.models !== undefined) rows = rows.where('model', 'in', filter.models);
     let grouped = rows.select(columns).select((eb) => [
       eb.fn.sum<number>('requests').as('requests'),
       eb.fn.sum<number>('failed').as('failed'),

@@ -258,9 +258,8 @@ export interface UsageFilter {
   readonly toDay: number;
   readonly accountId?: string;
   readonly keyId?: string;
-  /** Only these keys, or only these models (the top ones of a breakdown). */
+  /** Only these keys (the top ones of a breakdown). */
   readonly keyIds?: readonly string[];
-  readonly models?: readonly string[];
 }
 
 /** Sums over ledger rows: every row is a request; failed ones have a status of 400 or above. */
