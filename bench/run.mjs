@@ -10,6 +10,7 @@
 // beside the legacy completions relay.
 // The limits scenario sets gateways with per-key limits (in memory, over IPC, on Redis) beside a
 // key without limits, to report what the admit stage costs per request.
+// The usage scenario (opt-in) times the console's usage page and its CSV over 10 million ledger rows.
 // Writes bench/RESULTS.md and bench/results.json. See bench/README.md for the knobs.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,6 +32,7 @@ import {
   waitForHttp,
   waitedChildrenCpuSeconds,
   dropRedisPrefix,
+  percentile,
 } from './lib.mjs';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -101,6 +103,14 @@ const S = {
   limitsSustainedSeconds: num('BENCH_LIMITS_SUSTAINED_SECONDS', 0, 0),
   // Seconds per point of the admit stage alone (bench/limits-admit.mjs; 0: not run).
   limitsMicroSeconds: num('BENCH_LIMITS_MICRO_SECONDS', 1.5, 0.5),
+  // Usage scenario (opt-in: BENCH_ONLY=usage): a store filled with this many ledger rows over
+  // usageDays days, the usage page and its CSV timed on it, usageRequests times per point.
+  usageRows: num('BENCH_USAGE_ROWS', 10_000_000, 1_000_000),
+  usageDays: num('BENCH_USAGE_DAYS', 120, 120),
+  usageAccounts: num('BENCH_USAGE_ACCOUNTS', 20, 20),
+  usageKeysPerAccount: num('BENCH_USAGE_KEYS_PER_ACCOUNT', 10, 10),
+  usageModels: num('BENCH_USAGE_MODELS', 12, 12),
+  usageRequests: num('BENCH_USAGE_REQUESTS', 30, 10),
 };
 const BODY = JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: 16 });
 const streamBody = (tokens, tps) =>
@@ -939,6 +949,134 @@ async function scenarioLedger(work) {
   if (!out.acrossRestart.match) fail(`LEDGER MISMATCH across restart: ${totalOk} 2xx responses but ${rowsB.total} rows in usage_ledger (by status ${JSON.stringify(rowsB.byStatus)})`);
   out.pass = out.underLoad.match && out.acrossRestart.match;
   return out;
+}
+
+// ---------------------------------------------------------------- usage page
+/** A GET with a session cookie, timed to the last byte of the body. */
+function timedGet(url, cookie) {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const req = http.get(url, { headers: { cookie }, agent: usageAgent }, (res) => {
+      let bytes = 0;
+      const chunks = [];
+      res.on('data', (d) => {
+        bytes += d.length;
+        if (chunks.length < 64) chunks.push(d);
+      });
+      res.on('end', () => resolve({ status: res.statusCode, bytes, ms: Number(process.hrtime.bigint() - started) / 1e6, head: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
+    });
+    req.on('error', reject);
+  });
+}
+const usageAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+/** Signs in to the console as a browser would (the sign-in form's double-submit token, then the session cookie). */
+async function consoleSession(baseUrl, { name, password }) {
+  const form = await fetch(`${baseUrl}/app/login`);
+  const token = /name="csrf" value="([^"]+)"/.exec(await form.text())[1];
+  const loginCookie = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const signedIn = await fetch(`${baseUrl}/app/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: loginCookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf: token, username: name, password, next: '/app/usage' }),
+  });
+  if (signedIn.status !== 303) throw new Error(`console sign-in failed: ${signedIn.status}`);
+  return signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).filter((c) => !c.endsWith('=')).join('; ');
+}
+
+/** The same totals as the page's, straight from the ledger (what the roll-ups spare a page), timed. */
+function ledgerTotalsSince(dataDir, since) {
+  const out = execFileSync(
+    process.execPath,
+    [
+      '-e',
+      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});const t=Date.now();` +
+        `const r=d.prepare('SELECT count(*) AS requests, sum(prompt_tokens) AS input, sum(completion_tokens) AS output, sum(cost_usd) AS cost FROM usage_ledger WHERE at >= ?').get(Number(process.argv[2]));` +
+        `console.log(JSON.stringify({...r,ms:Date.now()-t}));d.close();`,
+      path.join(dataDir, 'sluice.db'),
+      String(since),
+    ],
+    { cwd: ROOT },
+  );
+  return JSON.parse(out.toString());
+}
+
+async function scenarioUsage(work, state) {
+  const dataDir = path.join(work, 'data-usage');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const options = { rows: S.usageRows, days: S.usageDays, accounts: S.usageAccounts, keysPerAccount: S.usageKeysPerAccount, models: S.usageModels };
+  log(`usage: filling a store with ${S.usageRows.toLocaleString('en-US')} ledger rows over ${S.usageDays} days (${S.usageAccounts} accounts × ${S.usageKeysPerAccount} keys, ${S.usageModels} models), then its roll-ups`);
+  const filled = await run(process.execPath, [path.join(BENCH_DIR, 'usage-fill.mjs'), dataDir, JSON.stringify(options)], { cwd: ROOT });
+  const m = /RESULT (\{.*\})/.exec(filled.stdout);
+  if (!m) throw new Error(`usage-fill.mjs failed (${filled.code}): ${filled.stderr.slice(-2000)}`);
+  const fill = { ...JSON.parse(m[1]), storeMB: fs.statSync(path.join(dataDir, 'sluice.db')).size / 1e6 };
+  log(`  ledger written in ${fill.ledgerSeconds} s, roll-ups built in ${fill.rollUpSeconds} s (${fill.rollUpRows} rows); store ${Math.round(fill.storeMB)} MB`);
+  const DAY = 86_400_000;
+  const since90 = (Math.floor(Date.now() / DAY) - 89) * DAY;
+  const ledgerScan = ledgerTotalsSince(dataDir, since90);
+  log(`  for comparison, the 90-day totals from the ledger itself: ${ledgerScan.ms} ms (${ledgerScan.requests} rows)`);
+
+  const config = writeConfig(dataDir, upstream.port);
+  const gw = await startSluice('sluice (usage)', dataDir, config, await freePort());
+  const account = fill.busiestAccount;
+  const points = [
+    ['page', 'all accounts', 30, '/app/usage'],
+    ['page', 'all accounts', 90, '/app/usage?range=90'],
+    ['page, by key', 'all accounts', 90, '/app/usage?range=90&by=key'],
+    ['page', `one account (${account})`, 30, `/app/usage?account=${account}`],
+    ['page', `one account (${account})`, 90, `/app/usage?range=90&account=${account}`],
+    ['CSV', 'all accounts', 30, '/app/usage.csv'],
+    ['CSV', 'all accounts', 90, '/app/usage.csv?range=90'],
+    ['CSV', `one account (${account})`, 90, `/app/usage.csv?range=90&account=${account}`],
+  ];
+  const rows = [];
+  let check = null;
+  try {
+    const { ADMIN } = await import('./usage-fill.mjs');
+    const cookie = await consoleSession(gw.url, ADMIN);
+    for (const [what, scope, days, pathAndQuery] of points) {
+      if (!alive(gw)) break;
+      const url = `${gw.url}${pathAndQuery}`;
+      for (let i = 0; i < 2; i++) await timedGet(url, cookie); // warm-up: connections, caches
+      const times = [];
+      let last;
+      for (let i = 0; i < S.usageRequests; i++) {
+        last = await timedGet(url, cookie);
+        if (last.status !== 200) throw new Error(`${pathAndQuery}: status ${last.status}`);
+        times.push(last.ms);
+      }
+      const sorted = [...times].sort((a, b) => a - b);
+      const row = { what, scope, days, path: pathAndQuery, requests: times.length, medianMs: percentile(sorted, 50), p95Ms: percentile(sorted, 95), minMs: sorted[0], maxMs: sorted.at(-1), bytes: last.bytes, times };
+      rows.push(row);
+      log(`  ${what.padEnd(12)} ${scope.padEnd(24)} ${days} d: median ${row.medianMs.toFixed(1)} ms  p95 ${row.p95Ms.toFixed(1)} ms  (min ${row.minMs.toFixed(1)}, max ${row.maxMs.toFixed(1)}; ${row.bytes} bytes)`);
+      if (pathAndQuery === '/app/usage?range=90') {
+        const shown = Number(/<dd data-total="requests">([^<]*)<\/dd>/.exec(last.head)?.[1].replaceAll(',', ''));
+        check = { pageRequests90d: shown, ledgerRequests90d: ledgerScan.requests, match: shown === ledgerScan.requests };
+        if (!check.match) fail(`usage: the 90-day page shows ${shown} requests, the ledger has ${ledgerScan.requests}`);
+      }
+    }
+  } finally {
+    await stopGateway(gw);
+  }
+  state.usage = { fill, ledgerScan, check, rows };
+}
+
+function usagePageReport(L, usage) {
+  const { fill } = usage;
+  L.push(`## Usage page over ${fill.rows.toLocaleString('en-US')} ledger rows`, '');
+  L.push(
+    `A store filled by \`bench/usage-fill.mjs\`: ${fill.accounts} accounts, ${fill.keys} keys (made with the gateway's own code) and ${fill.rows.toLocaleString('en-US')} ledger rows spread evenly over the last ${fill.days} days, ` +
+      `each key on three of ${fill.models} models (2 % failures), inserted straight into \`usage_ledger\` in one SQLite transaction with a prepared statement (better-sqlite3) in **${f(fill.ledgerSeconds, 1)} s**; ` +
+      `then the roll-ups built from them by migration 0008's own backfill (\`rollUpWholeLedger\`, through the gateway's store) in **${f(fill.rollUpSeconds, 1)} s**: ${fill.rollUpRows.toLocaleString('en-US')} \`usage_daily\` rows. Store file ${f(fill.storeMB / 1000, 2)} GB. ` +
+      `Then \`sluice serve --workers ${S.workers}\` on it, signed in as an admin; each point is ${S.usageRequests} sequential GETs on one keep-alive connection after 2 warm-up ones, timed to the last byte of the body.`,
+    '',
+  );
+  L.push('| what | scope | days | median ms | p95 ms | min ms | max ms | bytes |', '|---|---|---|---|---|---|---|---|');
+  for (const r of usage.rows) L.push(`| ${r.what} | ${r.scope} | ${r.days} | ${f(r.medianMs, 1)} | ${f(r.p95Ms, 1)} | ${f(r.minMs, 1)} | ${f(r.maxMs, 1)} | ${r.bytes.toLocaleString('en-US')} |`);
+  L.push('');
+  if (usage.check) L.push(`The 90-day page shows ${usage.check.pageRequests90d.toLocaleString('en-US')} requests; the ledger has ${usage.check.ledgerRequests90d.toLocaleString('en-US')} in those days: ${usage.check.match ? 'the same' : '**DIFFERENT**'}.`);
+  L.push(`For comparison, the same 90-day totals added up from the ledger itself (one \`SELECT count(*), sum(…) FROM usage_ledger WHERE at >= …\`, on the \`at\` index) take ${f(usage.ledgerScan.ms / 1000, 1)} s.`, '');
 }
 
 // ---------------------------------------------------------------- routing (issue 13)
@@ -2082,6 +2220,7 @@ function report(state) {
   if (routing) routingReport(L, routing);
   if (limits) limitsReport(L, limits);
   if (state.telemetry) telemetryReport(L, state.telemetry);
+  if (state.usage) usagePageReport(L, state.usage);
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
@@ -2114,6 +2253,7 @@ function scenariosOf(state) {
     ...(state.routing ? { routing: state.routing } : {}),
     ...(state.limits ? { limits: state.limits } : {}),
     ...(state.telemetry ? { telemetry: state.telemetry } : {}),
+    ...(state.usage ? { usage: state.usage } : {}),
   };
 }
 
@@ -2124,7 +2264,7 @@ async function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   fs.mkdirSync(OUT_DIR, { recursive: true });
   // closed and streams hold the completion rows as they always did; closedChat and streamsChat the chat rows.
-  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streams: [], streamsChat: [], keys: [], ledger: null, routing: null, limits: null };
+  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streams: [], streamsChat: [], keys: [], ledger: null, routing: null, limits: null, usage: null };
   let ok = false;
   try {
     upstream = await startUpstream();
@@ -2153,8 +2293,9 @@ async function main() {
       fs.writeFileSync(path.join(OUT_DIR, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
     };
     const only = env('BENCH_ONLY', '') === '' ? null : new Set(env('BENCH_ONLY', '').split(','));
-    const step = async (name, fn) => {
-      if (only && !only.has(name)) return log(`${name}: skipped (BENCH_ONLY)`);
+    // An opt-in scenario runs only when BENCH_ONLY names it.
+    const step = async (name, fn, optIn = false) => {
+      if (only ? !only.has(name) : optIn) return log(`${name}: skipped (${optIn ? 'opt-in: BENCH_ONLY=' + name : 'BENCH_ONLY'})`);
       try {
         await fn();
       } catch (error) {
@@ -2181,6 +2322,7 @@ async function main() {
     await step('routing', async () => scenarioRouting(work, state));
     await step('limits', async () => scenarioLimits(work, state));
     await step('telemetry', async () => scenarioTelemetry(work, state));
+    await step('usage', async () => scenarioUsage(work, state), true);
     ok = true;
   } finally {
     log('stopping the processes started by the bench');

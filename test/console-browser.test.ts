@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -282,6 +282,69 @@ describe('the console in a real browser', () => {
     }
     await shot('12d-key-limits-phone', phone);
     await phone.close();
+  });
+
+  test('usage: totals from the ledger, the range switch, an account picked, broken down by key, the CSV downloaded; nothing overflows', async () => {
+    const { id, key } = await createKey(sluice.dataDir, 'usage-acct', ['--name', 'usage key']);
+    const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    for (let i = 0; i < 4; i++) await openai.completions.create({ model: i % 2 ? 'llama-8b' : 'other-model', prompt: `usage ${i}`, max_tokens: 3 });
+    // Each gateway worker writes its own ledger batches: wait until every row is in.
+    const rows = await eventually(async () => {
+      const all = await sluice.ledger();
+      return all.filter((row) => row.key_id === id).length === 4 ? all : undefined;
+    }, 5000, 'the usage rows in the ledger');
+    const usageAccount = rows.find((row) => row.key_id === id)!.account_id;
+    await page.setViewportSize({ width: 1280, height: 800 });
+    try {
+      await page.goto(`${sluice.url}/app/keys`);
+      await page.getByRole('link', { name: 'Usage', exact: true }).click();
+      assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Usage', 'the usage page from the navigation');
+      assert.equal(await page.getByRole('link', { name: 'Usage', exact: true }).getAttribute('aria-current'), 'page', 'marked as the current page');
+      const totalShown = async () => Number((await page.locator('dd[data-total="requests"]').innerText()).replaceAll(',', ''));
+      assert.equal(await totalShown(), rows.length, 'every request of the last 30 days, all accounts');
+      assert.equal(await page.getByRole('img', { name: /^Requests per day by model/ }).count(), 1, 'the requests chart is an image with its title as its name');
+      await page.screenshot({ path: '/tmp/usage-01-admin-30-days.png', fullPage: true });
+
+      await page.getByRole('navigation', { name: 'Range' }).getByRole('link', { name: '7 days' }).click();
+      assert.match(page.url(), /\/app\/usage\?range=7$/, 'the range is a plain link');
+      assert.equal(await page.getByRole('navigation', { name: 'Range' }).getByRole('link', { name: '7 days' }).getAttribute('aria-current'), 'true', 'the range shown is marked');
+      await page.locator('summary', { hasText: 'Show the table' }).click();
+      assert.equal(await page.getByRole('table', { name: 'Figures per day' }).locator('tbody tr').count(), 7, 'the figures of the seven days, as a table');
+      await page.screenshot({ path: '/tmp/usage-02-admin-7-days.png', fullPage: true });
+
+      await page.getByRole('navigation', { name: 'Range' }).getByRole('link', { name: '90 days' }).click();
+      await page.getByLabel('Account').selectOption('usage-acct');
+      await page.getByRole('button', { name: 'Show' }).click();
+      assert.match(page.url(), /\/app\/usage\?range=90&account=usage-acct$/, 'the picker keeps the range');
+      assert.equal(await totalShown(), rows.filter((row) => row.account_id === usageAccount).length, 'the account’s requests only');
+      await page.getByRole('navigation', { name: 'Break down by' }).getByRole('link', { name: 'Key' }).click();
+      assert.match(await page.locator('#requests-chart-heading + figure .legend').innerText(), /usage key \(key_\w{6}…\)/, 'the charts are broken down by key, named with its id prefix');
+      assert.match(await page.locator('#top-models').innerText(), /llama-8b[\s\S]*other-model|other-model[\s\S]*llama-8b/, 'both models in the top models');
+      await page.screenshot({ path: '/tmp/usage-03-account-90-days-by-key.png', fullPage: true });
+
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: /Download CSV/ }).click()]);
+      assert.match(download.suggestedFilename(), /^sluice-usage-usage-acct-\d{4}-\d{2}-\d{2}-to-\d{4}-\d{2}-\d{2}\.csv$/, 'a CSV file named for the account and the range');
+      const csv = readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
+      assert.equal(csv[0], 'day,account,key_id,key_name,model,requests,failed,input_tokens,output_tokens,cost_usd', 'its header');
+      assert.equal(csv.slice(1).reduce((sum, line) => sum + Number(line.split(',')[5]), 0), 4, 'the account’s four requests');
+
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.screenshot({ path: '/tmp/usage-04-dark.png', fullPage: true });
+      await page.emulateMedia({ colorScheme: 'light' });
+
+      const phone = await context.newPage();
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await phone.goto(`${sluice.url}/app/usage?range=90`);
+      const { scrollWidth, innerWidth } = await phone.evaluate(() => {
+        const w = globalThis as unknown as { innerWidth: number; document: { documentElement: { scrollWidth: number } } };
+        return { scrollWidth: w.document.documentElement.scrollWidth, innerWidth: w.innerWidth };
+      });
+      assert.ok(scrollWidth <= innerWidth + 1, `no sideways scrolling of the usage page on a phone (${scrollWidth} > ${innerWidth})`);
+      await phone.screenshot({ path: '/tmp/usage-05-phone.png', fullPage: true });
+      await phone.close();
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
   });
 
   test('keyboard: the sign-out button is reachable and signs out', async () => {

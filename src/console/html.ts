@@ -40,7 +40,7 @@ export interface LayoutOptions {
   readonly title: string;
   readonly body: Html;
   /** Which nav item is current. */
-  readonly nav?: 'models' | 'status' | 'keys' | 'catalogue' | 'login';
+  readonly nav?: 'models' | 'status' | 'keys' | 'usage' | 'catalogue' | 'login';
   /** The signed-in account; public pages leave it out so they never carry account data. */
   readonly user?: { readonly name: string; readonly isAdmin: boolean; readonly csrf: string };
   /** Seconds between live refreshes of <main> (with JavaScript). */
@@ -69,6 +69,7 @@ export function layout(options: LayoutOptions): Html {
       ${item('models', '/models', 'Models')}
       ${item('status', '/status', 'Status')}
       ${item('keys', '/app/keys', 'API keys')}
+      ${item('usage', '/app/usage', 'Usage')}
       ${user?.isAdmin ? item('catalogue', '/app/catalogue', 'Catalogue') : ''}
     </ul>
     ${

@@ -9,6 +9,7 @@ import { keysRoutes } from './pages/keys.js';
 import { loginRoutes } from './pages/login.js';
 import { modelsRoutes } from './pages/models.js';
 import { statusRoutes } from './pages/status.js';
+import { usageRoutes } from './pages/usage.js';
 
 function asset(body: string, type: string): Handler {
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 16)}"`;
@@ -25,6 +26,7 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
   const models = modelsRoutes(deps);
   const status = statusRoutes(deps);
   const catalogue = catalogueRoutes(deps);
+  const usage = usageRoutes(deps);
   const to = (location: string): Handler => async (ctx) => redirect(ctx.res, location);
   return {
     exact: [
@@ -35,6 +37,8 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
       ['POST /app/logout', login.logout],
       ['GET /app/keys', keys.list],
       ['POST /app/keys', keys.create],
+      ['GET /app/usage', usage.page],
+      ['GET /app/usage.csv', usage.csv],
       ['GET /app/catalogue', catalogue],
       ['GET /models', models.list],
       ['GET /models.json', models.json],

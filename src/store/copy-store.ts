@@ -2,6 +2,7 @@ import type { Insertable, Selectable } from 'kysely';
 import { UserError } from '../user-error.js';
 import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
+import { addToUsageDaily, ROLLED_UP_COLUMNS } from './sql-usage-daily.js';
 
 /** What one table's copy did: rows written to the target, and rows the target had already. */
 export interface TableCopy {
@@ -28,7 +29,8 @@ const COUNTERS = { keys_version: ['accounts', 'api_keys'], catalogue_version: ['
  * batch at a time, so that a ledger of millions of rows is never held in memory. Safe to run again:
  * every row is matched by its key (ids; the ledger by entry id, a row without one getting
  * `copied.<source id>`; a probe by time, provider and model) and what the target has is kept as
- * it is. Ledger and probe rows get the target's own ids. Console sessions and sign-in throttling
+ * it is. Ledger and probe rows get the target's own ids. The daily usage roll-ups are not copied
+ * but added to from the ledger rows the target takes. Console sessions and sign-in throttling
  * are not copied: people sign in again.
  */
 export async function copyStore(source: Kysely<Database>, target: Kysely<Database>, options: CopyOptions = {}): Promise<TableCopy[]> {
@@ -148,13 +150,19 @@ async function copyLedger(source: Kysely<Database>, target: Kysely<Database>, ba
     if (rows.length === 0) break;
     // Rows from before entry ids (migration 0003) get one from their source id, so a second copy finds them.
     const values: Insertable<Database['usage_ledger']>[] = rows.map(({ id, ...row }) => ({ ...row, entry_id: row.entry_id ?? `copied.${id}` }));
-    // Not through the ledger's append: the daily counters are copied as they are, not counted again.
-    const inserted = await target
-      .insertInto('usage_ledger')
-      .values(values)
-      .onConflict((oc) => oc.column('entry_id').doNothing())
-      .returning('id')
-      .execute();
+    // Not through the ledger's append: the status counters are copied as they are, not counted
+    // again. The usage roll-ups are the target's own: what this batch adds to its ledger is added
+    // to them, in the same transaction, so they stay equal to its ledger however often this runs.
+    const inserted = await target.transaction().execute(async (tx) => {
+      const landed = await tx
+        .insertInto('usage_ledger')
+        .values(values)
+        .onConflict((oc) => oc.column('entry_id').doNothing())
+        .returning(ROLLED_UP_COLUMNS)
+        .execute();
+      await addToUsageDaily(tx, landed);
+      return landed;
+    });
     copied += inserted.length;
     present += rows.length - inserted.length;
     after = rows.at(-1)!.id;

@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import { sql, type Kysely } from './kysely.js';
+import { rollUpWholeLedger } from './sql-usage-daily.js';
 
 /**
  * Schema migrations, in order. Written with Kysely's schema builder so the same steps run on SQLite
@@ -190,6 +191,30 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.alterTable('accounts').addColumn('limits', 'text').execute();
         // An account's budget is seeded from its spend in the period.
         await db.schema.createIndex('usage_ledger_account_at').on('usage_ledger').columns(['account_id', 'at']).execute();
+      },
+    },
+    '0008_usage_daily': {
+      async up(db: Kysely<any>) {
+        // Reports read a range of days: on SQLite the table is kept in key order (no rowid), so
+        // such a range is one sequential read.
+        await db.schema
+          .createTable('usage_daily')
+          .addColumn('day', 'integer', (c) => c.notNull())
+          .addColumn('account_id', 'text', (c) => c.notNull())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('requests', 'bigint', (c) => c.notNull())
+          .addColumn('failed', 'bigint', (c) => c.notNull())
+          .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('cost_usd', 'double precision', (c) => c.notNull())
+          .addPrimaryKeyConstraint('usage_daily_pk', ['day', 'account_id', 'key_id', 'model'])
+          .$call((table) => (dialect === 'sqlite' ? table.modifyEnd(sql`without rowid`) : table))
+          .execute();
+        await db.schema.createIndex('usage_daily_account_day').on('usage_daily').columns(['account_id', 'day']).execute();
+        // One key's days (`sluice usage --key`, the page's top keys day by day) without scanning every key's.
+        await db.schema.createIndex('usage_daily_key_day').on('usage_daily').columns(['key_id', 'day']).execute();
+        await rollUpWholeLedger(db);
       },
     },
   };

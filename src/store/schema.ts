@@ -93,6 +93,22 @@ export interface Database {
     attempt_log: string | null;
   };
   /**
+   * The ledger added up per UTC day (days since the epoch), account, key and model: written in the
+   * ledger's own transactions (sql-usage-daily.ts), so it always equals aggregating `usage_ledger`.
+   * `failed` counts rows with a status of 400 or above.
+   */
+  usage_daily: {
+    day: number;
+    account_id: string;
+    key_id: string;
+    model: string;
+    requests: number;
+    failed: number;
+    input_tokens: number;
+    output_tokens: number;
+    cost_usd: number;
+  };
+  /**
    * Responses-API responses kept for `previous_response_id`, `item_reference` and GET, until
    * `expires_at`. JSON text: the input items of the request (item references resolved, the
    * earlier turns not repeated) and the whole response object as the caller got it.

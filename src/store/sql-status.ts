@@ -1,8 +1,9 @@
 import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import type { DailyStatusRow, ProbeResult, StatusRepository } from './store.js';
+import { compareText } from './text-order.js';
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 export function dayOf(at: number): number {
   return Math.floor(at / DAY_MS);
@@ -16,7 +17,7 @@ export function dayOf(at: number): number {
 export async function addToDailyStatus(db: Kysely<Database>, increments: readonly DailyStatusRow[]): Promise<void> {
   // Always in one order, so that two processes adding to the same rows (PostgreSQL replicas, each
   // locking the rows it upserts until it commits) wait for each other instead of deadlocking.
-  const ordered = [...increments].sort((a, b) => a.day - b.day || compare(a.providerId, b.providerId) || compare(a.model, b.model));
+  const ordered = [...increments].sort((a, b) => a.day - b.day || compareText(a.providerId, b.providerId) || compareText(a.model, b.model));
   for (const i of ordered) {
     await db
       .insertInto('status_daily')
@@ -31,10 +32,6 @@ export async function addToDailyStatus(db: Kysely<Database>, increments: readonl
       )
       .execute();
   }
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Probe results and the daily counters behind the status page's uptime history. */

@@ -10,6 +10,7 @@ import { SqlCatalogue } from './sql-catalogue.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
 import { SqlResponses } from './sql-responses.js';
 import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
+import { addToUsageDaily, ROLLED_UP_COLUMNS, SqlUsageDaily, type RolledUpRow } from './sql-usage-daily.js';
 import { countsAgainstProvider } from './store.js';
 import { byBytes } from './text-order.js';
 import type {
@@ -28,6 +29,7 @@ import type {
   StatusRepository,
   Store,
   TrafficSample,
+  UsageDailyRepository,
   UsageRepository,
   UsageRow,
 } from './store.js';
@@ -50,6 +52,7 @@ export class SqlStore implements Store {
   readonly accounts: AccountsRepository;
   readonly keys: KeysRepository;
   readonly usage: UsageRepository;
+  readonly usageDaily: UsageDailyRepository;
   readonly sessions: SessionsRepository;
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
@@ -72,6 +75,7 @@ export class SqlStore implements Store {
     this.accounts = new SqlAccounts(db, counters, dialect);
     this.keys = new SqlKeys(db, counters, dialect);
     this.usage = new SqlUsage(db);
+    this.usageDaily = new SqlUsageDaily(db, dialect);
     this.sessions = new SqlSessions(db);
     this.loginThrottle = new SqlLoginThrottle(db);
     this.catalogue = new SqlCatalogue(db, counters, dialect);
@@ -309,28 +313,31 @@ class SqlUsage implements UsageRepository {
     if (rows.length === 0) return;
     const ledgerRows = rows.map(toLedgerRow);
     await this.db.transaction().execute(async (tx) => {
+      // Every row lands, or the transaction fails as a whole (an entry id stored already is an error here).
       for (let start = 0; start < ledgerRows.length; start += USAGE_INSERT_CHUNK) {
         await tx.insertInto('usage_ledger').values(ledgerRows.slice(start, start + USAGE_INSERT_CHUNK)).execute();
       }
       await addToDailyStatus(tx, dailyIncrements(ledgerRows));
+      await addToUsageDaily(tx, ledgerRows);
     });
   }
 
   async appendOnce(rows: readonly UsageRow[]): Promise<void> {
     if (rows.length === 0) return;
     await this.db.transaction().execute(async (tx) => {
-      const inserted: DailyInput[] = [];
+      const inserted: (DailyInput & RolledUpRow)[] = [];
       for (let start = 0; start < rows.length; start += USAGE_INSERT_CHUNK) {
-        // A row already stored is skipped, and not counted twice.
+        // A row already stored is skipped, and not counted twice: only what the insert returns is counted.
         const chunk = await tx
           .insertInto('usage_ledger')
           .values(rows.slice(start, start + USAGE_INSERT_CHUNK).map(toLedgerRow))
           .onConflict((oc) => oc.column('entry_id').doNothing())
-          .returning(['at', 'provider_id', 'model', 'status', 'error_kind'])
+          .returning(['provider_id', 'error_kind', ...ROLLED_UP_COLUMNS])
           .execute();
         inserted.push(...chunk);
       }
       await addToDailyStatus(tx, dailyIncrements(inserted));
+      await addToUsageDaily(tx, inserted);
     });
   }
 

@@ -249,6 +249,52 @@ export interface UsageRepository {
   traffic(since: number, limit: number): Promise<TrafficSample[]>;
 }
 
+/** What the daily usage roll-ups can be grouped by: a UTC day, an account, a key (and so its account), a model. */
+export type UsageDimension = 'day' | 'account' | 'key' | 'model';
+
+/** Which roll-ups to add up. Days are days since the Unix epoch (UTC), both ends included. */
+export interface UsageFilter {
+  readonly fromDay: number;
+  readonly toDay: number;
+  readonly accountId?: string;
+  readonly keyId?: string;
+  /** Only these keys (the top ones of a breakdown). */
+  readonly keyIds?: readonly string[];
+}
+
+/** Sums over ledger rows: every row is a request; failed ones have a status of 400 or above. */
+export interface UsageFigures {
+  readonly requests: number;
+  readonly failed: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly costUsd: number;
+}
+
+/** One group of a roll-up summary: the figures and the values of the dimensions grouped by (the others left out). */
+export interface UsageGroup extends UsageFigures {
+  readonly day?: number;
+  readonly accountId?: string;
+  /** With 'account' or 'key': the account's name (undefined for an account no longer stored). */
+  readonly accountName?: string;
+  readonly keyId?: string;
+  /** With 'key': the key's name (undefined for a key no longer stored). */
+  readonly keyName?: string;
+  readonly model?: string;
+}
+
+/**
+ * The ledger added up per UTC day, account, key and model (`usage_daily`), kept in the transaction
+ * that writes the ledger rows, so that reports never scan the ledger.
+ */
+export interface UsageDailyRepository {
+  /**
+   * The figures over `filter`, one group per distinct value of `by` (no dimension: one group, the
+   * totals). Ordered by `by`; with `top`, the `top` groups of highest spend (then requests) instead.
+   */
+  summary(filter: UsageFilter, by: readonly UsageDimension[], options?: { top?: number }): Promise<UsageGroup[]>;
+}
+
 /** A Responses-API response as kept for the conversation that may follow it. */
 export interface StoredResponse {
   readonly id: string;
@@ -288,6 +334,7 @@ export interface Store {
   readonly accounts: AccountsRepository;
   readonly keys: KeysRepository;
   readonly usage: UsageRepository;
+  readonly usageDaily: UsageDailyRepository;
   readonly sessions: SessionsRepository;
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;

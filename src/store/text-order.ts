@@ -9,3 +9,11 @@ import { sql } from './kysely.js';
 export function byBytes(column: string, dialect: 'sqlite' | 'postgres'): RawBuilder<unknown> {
   return dialect === 'postgres' ? sql`${sql.ref(column)} collate "C"` : sql`${sql.ref(column)}`;
 }
+
+/**
+ * A total order on text (by UTF-16 code units), the same in every process: writers that take row
+ * locks in this order wait for each other instead of deadlocking.
+ */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -3,13 +3,15 @@ export const CONSOLE_CSS = String.raw`:root {
   --bg: #f7f8fa; --surface: #ffffff; --text: #1b1f24; --muted: #5b6573; --border: #d9dee5;
   --accent: #2457c5; --accent-text: #ffffff; --danger: #b42318; --ok: #12733a; --warn: #9a6700;
   --up: #1f8f4e; --degraded: #c98a00; --down: #c4321f; --none: #cfd5dd;
+  --tone-0: #2457c5; --tone-1: #d17a00; --tone-2: #12855a; --tone-3: #b4478f; --tone-4: #3a9fd6; --tone-other: #9aa4b2;
   --radius: 8px; --shadow: 0 1px 2px rgba(16, 24, 40, .06);
   font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
   font-size: 16px; line-height: 1.5; color: var(--text); background: var(--bg);
 }
 @media (prefers-color-scheme: dark) {
   :root { --bg: #0f1318; --surface: #171c23; --text: #e6e9ee; --muted: #9aa4b2; --border: #2b333d;
-    --accent: #6d9bff; --accent-text: #0b0e12; --danger: #ff7b6b; --ok: #5fd08e; --warn: #f0c050; --none: #39424d; }
+    --accent: #6d9bff; --accent-text: #0b0e12; --danger: #ff7b6b; --ok: #5fd08e; --warn: #f0c050; --none: #39424d;
+    --tone-0: #6d9bff; --tone-1: #f0a040; --tone-2: #4fc48d; --tone-3: #e07cc0; --tone-4: #7cc8f0; --tone-other: #6b7583; }
 }
 * { box-sizing: border-box; }
 body { margin: 0; min-height: 100vh; display: flex; flex-direction: column; }
@@ -123,6 +125,37 @@ input[aria-invalid="true"], select[aria-invalid="true"], textarea[aria-invalid="
 .bar-down { background: var(--down); }
 .bar-none { background: var(--none); }
 .bars-legend { display: flex; justify-content: space-between; margin-top: .2rem; }
+.usage-controls { display: flex; flex-wrap: wrap; align-items: center; gap: .75rem 1.5rem; margin: 1rem 0; }
+.usage-controls .filter { margin: 0; }
+.usage-controls .filter label { color: var(--muted); font-size: .85rem; }
+.csv-link { margin-left: auto; }
+.switch { display: flex; align-items: center; gap: .5rem; }
+.switch-label { color: var(--muted); font-size: .85rem; font-weight: 600; }
+.switch ul { list-style: none; display: flex; margin: 0; padding: 0; border: 1px solid var(--border); border-radius: 6px; overflow: hidden; }
+.switch li + li { border-left: 1px solid var(--border); }
+.switch a { display: block; padding: .3rem .75rem; text-decoration: none; color: var(--text); background: var(--surface); font-size: .9rem; white-space: nowrap; }
+.switch a:hover { background: var(--bg); }
+.switch a[aria-current] { background: var(--accent); color: var(--accent-text); font-weight: 600; }
+.usage-totals { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: .75rem 1rem; }
+.usage-totals dd { font-size: 1.25rem; }
+.chart { margin: .5rem 0 1rem; }
+/* On a narrow screen the chart scrolls sideways; right-to-left, the scroll starts at its end: today. */
+.chart-frame { overflow-x: auto; direction: rtl; background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: .5rem .5rem .25rem; }
+.chart svg { display: block; direction: ltr; width: 100%; min-width: 40rem; height: auto; }
+.chart text { font-size: 12px; fill: var(--muted); font-family: inherit; font-variant-numeric: tabular-nums; }
+.chart .chart-empty { font-size: 15px; }
+.chart-grid line { stroke: var(--border); stroke-width: 1; }
+.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; margin: .5rem 0 0; padding: 0; font-size: .85rem; }
+.legend li { display: flex; align-items: center; gap: .4rem; }
+.swatch { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; }
+.tone-0 { fill: var(--tone-0); background: var(--tone-0); }
+.tone-1 { fill: var(--tone-1); background: var(--tone-1); }
+.tone-2 { fill: var(--tone-2); background: var(--tone-2); }
+.tone-3 { fill: var(--tone-3); background: var(--tone-3); }
+.tone-4 { fill: var(--tone-4); background: var(--tone-4); }
+.tone-other { fill: var(--tone-other); background: var(--tone-other); }
+.tone-input { fill: var(--tone-0); background: var(--tone-0); }
+.tone-output { fill: var(--tone-1); background: var(--tone-1); }
 details summary { cursor: pointer; font-weight: 600; margin: .5rem 0; }
 details > .field + .field { margin-top: 1rem; }
 @media (max-width: 640px) {

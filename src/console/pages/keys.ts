@@ -3,6 +3,7 @@ import { changeKeyStatus, createKey, KeyManagementError, setAccountLimits, setKe
 import type { Handler, RequestContext } from '../../http/handler.js';
 import { describeLimits, hasLimits, type Limits } from '../../limits/limits.js';
 import type { AccountRecord, KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
+import { accountFilterForm } from '../account-filter.js';
 import { checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
 import {
@@ -135,18 +136,7 @@ async function keysPage(
   <p class="lead">${isAdmin ? 'Every account’s keys (you are an admin).' : html`Keys of the account <strong>${session.account.name}</strong>.`} Changes take effect on the API within a second. Usage covers the last 30 days; limits show what is used now (requests and tokens in the rolling minute, requests in flight, spend in the budget period).</p>
 </div>
 ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
-${
-  isAdmin
-    ? html`<form class="filter" method="get" action="/app/keys">
-  <label for="account-filter">Account</label>
-  <select id="account-filter" name="account">
-    <option value="">All accounts</option>
-    ${accounts.map((a) => html`<option value="${a.name}"${accountFilter === a.name ? html` selected` : ''}>${a.name}</option>`)}
-  </select>
-  <button type="submit" class="btn btn-secondary btn-small">Show</button>
-</form>`
-    : ''
-}
+${isAdmin ? accountFilterForm('/app/keys', accounts, accountFilter) : ''}
 <div class="table-scroll" role="region" aria-label="API keys" tabindex="0">
 <table class="data">
   <thead><tr>
