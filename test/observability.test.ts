@@ -109,10 +109,13 @@ test('metrics: after known traffic through two workers, a real Prometheus scrape
     assert.ok((await count('sluice_cache_lookups_total{job="listener",cache="keys",result="hit"}')) > 0, 'key cache hits are counted');
     assert.equal(await prometheus.value('count(sluice_upstream_connections{job="listener",provider="vllm"})'), 5, 'the pool to vllm is reported in its five states');
 
-    // The same whole-machine view through the gateway's port and its token, whichever worker answered.
+    // The same whole-machine view through the gateway's port and its token, whichever worker answered
+    // (each job is scraped on a schedule of its own: wait for one after the traffic).
+    await eventually(async () => ((await prometheus.value('sum(sluice_ledger_rows_written_total{job="gateway"})')) === 13 ? true : undefined), 10_000, 'a scrape through the gateway port');
     assert.equal(await count(`sluice_http_requests_total{job="gateway",route="POST /v1/chat/completions",dialect="openai",status="200"}`), 10, 'a scrape through the gateway port sees every worker');
     assert.equal(await prometheus.value('sum(up{job="gateway"})'), 1, 'the token is accepted');
-    assert.equal(await prometheus.value('sum(up{job="wrong-token"})'), 0, 'a wrong token is refused');
+    const wrongToken = await eventually(() => prometheus.value('sum(up{job="wrong-token"})'), 10_000, 'a scrape with the wrong token');
+    assert.equal(wrongToken, 0, 'a wrong token is refused');
     const names = await prometheus.names();
     for (const name of [
       'gen_ai_server_request_duration_seconds_bucket',
