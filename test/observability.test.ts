@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -265,6 +266,22 @@ function jsonSpans(receiver: Receiver): OtlpSpan[] {
     .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans));
 }
 
+/**
+ * OTLP/HTTP protobuf exports decoded by the OpenTelemetry JS packages' own generated protobuf code
+ * (an older `@opentelemetry/otlp-transformer`, installed under an alias, ships the decoder that
+ * the current one no longer does), into the same shape as the JSON encoding.
+ */
+function protobufSpans(receiver: Receiver): OtlpSpan[] {
+  const root = createRequire(import.meta.url)('otlp-proto-decoder/build/src/generated/root.js');
+  const Request = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+  const hex = (bytes: Uint8Array | undefined) => (bytes === undefined || bytes.length === 0 ? undefined : Buffer.from(bytes).toString('hex'));
+  return receiver.posts
+    .filter((post) => post.contentType === 'application/x-protobuf')
+    .flatMap((post) => Request.decode(post.body).resourceSpans as { scopeSpans: { spans: any[] }[] }[])
+    .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
+    .map((span) => ({ ...span, traceId: hex(span.traceId)!, spanId: hex(span.spanId)!, parentSpanId: hex(span.parentSpanId) }));
+}
+
 function attribute(span: OtlpSpan, key: string): unknown {
   const value = span.attributes.find((a) => a.key === key)?.value;
   return value === undefined ? undefined : Object.values(value)[0];
@@ -341,11 +358,17 @@ test('traces in the default encoding (protobuf); without tracing the caller’s 
       body: JSON.stringify({ model: 'claude', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }),
     });
     assert.equal(response.status, 200, 'served');
-    const post = await eventually(() => receiver.posts.find((p) => p.body.includes(Buffer.from('chat claude'))), 5000, 'a protobuf export with the span');
-    assert.equal(post.contentType, 'application/x-protobuf', 'OTLP/HTTP protobuf, the default');
-    assert.ok(post.body.includes(Buffer.from(CALLER_TRACE, 'hex')), "the caller's trace id is in it");
-    assert.ok(post.body.includes(Buffer.from('anthropic')), 'gen_ai.provider.name anthropic');
-    assert.equal(String(upstreams.anthropic.requests.at(-1)?.headers.traceparent).split('-')[1], CALLER_TRACE, 'the trace went on to Anthropic');
+    const spans = await eventually(() => {
+      const all = protobufSpans(receiver).filter((span) => span.traceId === CALLER_TRACE);
+      return all.length >= 2 ? all : undefined;
+    }, 5000, 'the request’s two spans, in OTLP/HTTP protobuf (the default encoding)');
+    const server = spans.find((span) => span.name === 'chat claude');
+    assert.ok(server !== undefined && server.kind === 2, 'the SERVER span');
+    assert.equal(server.parentSpanId, CALLER_SPAN, "continuing the caller's trace");
+    assert.equal(attribute(server, 'gen_ai.provider.name'), 'anthropic', 'gen_ai.provider.name anthropic');
+    const client = spans.find((span) => span.kind === 3);
+    assert.ok(client !== undefined && client.parentSpanId === server.spanId && client.name === 'chat claude-test', 'the attempt’s CLIENT span beneath it');
+    assert.equal(String(upstreams.anthropic.requests.at(-1)?.headers.traceparent).split('-')[2], client.spanId, 'the trace went on to Anthropic, the attempt as its parent');
   } finally {
     assert.equal(await traced.stop(), 0, 'the gateway stops cleanly');
     await receiver.close();
