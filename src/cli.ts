@@ -1,9 +1,10 @@
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
 import type { ChangeFeed } from './changes/change-feed.js';
 import { serve } from './serve.js';
-import { parseListen, resolveRedis, resolveSettings, type RedisSettings } from './settings.js';
+import { DEFAULT_CONFIG_FILE, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './settings.js';
 import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './limits/limits.js';
 import type { KeyRecord, KeyStatus, Store, UsageFigures } from './store/store.js';
 import { UserError } from './user-error.js';
@@ -89,8 +90,8 @@ async function readPasswordFromStdin(): Promise<string> {
  * gateways see it at once; without Redis they see it on their next poll of the store (every
  * 250 ms). A PostgreSQL store notifies its listeners itself, at commit.
  */
-async function withStore<T>(flags: StoreFlags, work: (store: Store, hasher: SecretHasher) => Promise<T>, redis?: RedisSettings): Promise<T> {
-  const settings = resolveSettings({ ...(flags.data === undefined ? {} : { data: flags.data }), ...(flags.database === undefined ? {} : { database: flags.database }) });
+async function withStore<T>(flags: StoreFlags & { config?: string }, work: (store: Store, hasher: SecretHasher, settings: Settings) => Promise<T>, redis?: RedisSettings): Promise<T> {
+  const settings = resolveSettings(flags);
   const hasher = SecretHasher.forDataDir(settings.dataDir);
   const { openStore, storeLocation } = await import('./store/open-store.js');
   let changes: ChangeFeed | undefined;
@@ -101,7 +102,7 @@ async function withStore<T>(flags: StoreFlags, work: (store: Store, hasher: Secr
   try {
     const store = await openStore(storeLocation(settings), changes === undefined ? {} : { onChange: (topic) => changes.publish(topic) });
     try {
-      return await work(store, hasher);
+      return await work(store, hasher, settings);
     } finally {
       await store.close();
     }
@@ -186,18 +187,40 @@ async function usageCommand(opts: UsageFlags & StoreFlags): Promise<void> {
   printTable([...label, 'REQUESTS', 'FAILED', 'INPUT TOKENS', 'OUTPUT TOKENS', 'COST USD'], rows, 5);
 }
 
-/** Warns about model ids the configuration does not know, when a configuration can be found. */
-async function warnUnknownModels(models: readonly string[], config: string | undefined): Promise<void> {
-  const { configFile } = resolveSettings({ ...(config === undefined ? {} : { config }) });
-  if (configFile === undefined) return;
-  const { loadConfigFile } = await import('./config/config-file.js');
-  const known = new Set(loadConfigFile(configFile).models.map((model) => model.id));
-  const unknown = models.filter((model) => !known.has(model));
-  if (unknown.length > 0) console.error(`warning: not in ${configFile}: ${unknown.join(', ')}`);
+/**
+ * Refuses model ids the catalogue lacks (the configuration file's entries and the store's, as a
+ * gateway on this configuration and store would serve them): a typo would make a key that can
+ * use nothing.
+ */
+async function checkModelsKnown(store: Store, dataDir: string, configFile: string | undefined, models: readonly string[]): Promise<void> {
+  const [{ emptyConfig, loadConfigFile }, { LiveCatalogue }, { CredentialCipher }, { createLogger }] = await Promise.all([
+    import('./config/config-file.js'),
+    import('./catalogue/live-catalogue.js'),
+    import('./catalogue/credential-cipher.js'),
+    import('./log.js'),
+  ]);
+  const config = configFile === undefined ? emptyConfig() : loadConfigFile(configFile);
+  const live = new LiveCatalogue(config, store.catalogue, CredentialCipher.forDataDir(dataDir), createLogger('error'), () => undefined);
+  try {
+    await live.refresh();
+  } finally {
+    await live.close();
+  }
+  const catalogue = live.current();
+  const unknown = models.filter((model) => catalogue.get(model) === undefined);
+  if (unknown.length === 0) return;
+  const known = catalogue.models.length === 0 ? 'it has no models yet' : `it has ${catalogue.models.map((m) => m.id).slice(0, 20).join(', ')}${catalogue.models.length > 20 ? ', …' : ''}`;
+  const where = configFile === undefined ? 'no configuration file (./sluice.yaml absent; name one with --config) and the console' : `${configFile} and the console`;
+  throw new UserError(`the catalogue (${where}) has no model ${unknown.map((m) => `'${m}'`).join(', ')}; ${known}. Pass --allow-unknown to allow it before it exists.`);
+}
+
+/** The installed package's version (src/ and dist/ both sit beside package.json). */
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 }
 
 export function buildCli(): Command {
-  const program = new Command('sluice').description('Sluice, an LLM gateway').showHelpAfterError();
+  const program = new Command('sluice').description('Sluice, an LLM gateway').showHelpAfterError().version(packageVersion(), '-v, --version', 'print the version');
 
   program
     .command('serve')
@@ -236,6 +259,32 @@ export function buildCli(): Command {
       });
     });
 
+  program
+    .command('init')
+    .description('write a commented configuration file for the providers named (credentials stay in environment variables)')
+    .addOption(new Option('--provider <kind[=base_url]>', 'openai=http://127.0.0.1:8000/v1 (a self-hosted OpenAI-compatible server), openai, anthropic or gemini; repeat for more').argParser((value: string, previous: string[] = []) => [...previous, value]))
+    .addOption(configOption())
+    .option('--force', 'replace an existing file')
+    .action(async (opts: { provider?: string[]; config?: string; force?: boolean }) => {
+      const { writeFileSync } = await import('node:fs');
+      const { checkInitConfig, parseInitProviders, renderInitConfig } = await import('./config/init-config.js');
+      const providers = parseInitProviders(opts.provider ?? []);
+      const text = renderInitConfig(providers);
+      checkInitConfig(text, providers);
+      const path = opts.config ?? process.env.SLUICE_CONFIG ?? DEFAULT_CONFIG_FILE;
+      try {
+        writeFileSync(path, text, { flag: opts.force ? 'w' : 'wx', mode: 0o644 });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        throw new UserError(code === 'EEXIST' ? `${path} exists already; pass --force to replace it` : `cannot write ${path} (${code ?? String(error)})`);
+      }
+      console.log(`Wrote ${path} with ${providers.map((p) => `${p.id} (${p.kind})`).join(', ')}.`);
+      console.log('Next:');
+      for (const p of providers) console.log(`  export ${p.keyVariable}=…${p.keyOptional ? '   (only if the server wants a key)' : ''}`);
+      console.log(`  sluice doctor${opts.config === undefined ? '' : ` --config ${path}`}     checks the file, the store and each provider`);
+      console.log(`  sluice serve${opts.config === undefined ? '' : ` --config ${path}`}      (a running gateway reads the file again by itself)`);
+    });
+
   const keys = program.command('keys').description('manage API keys');
 
   limitOptions(keys
@@ -243,7 +292,8 @@ export function buildCli(): Command {
     .description('create a key (and its account if new); prints the secret once, on the last line')
     .requiredOption('--account <name>', 'owning account')
     .option('--name <name>', 'a name for the key')
-    .option('--models <ids>', 'comma-separated model ids the key may use (default: every model)')
+    .option('--models <ids>', 'comma-separated model ids the key may use (default: every model); each must be in the catalogue')
+    .option('--allow-unknown', 'allow --models ids the catalogue does not have (yet)')
     .addOption(new Option('--expires <iso-date>', 'expiry, e.g. 2027-01-31').argParser(isoDate))
     .option('--json', 'print one JSON object')
     .addOption(dataOption())
@@ -251,15 +301,18 @@ export function buildCli(): Command {
     .addOption(configOption())
     .addOption(redisOption('running gateways are told of the new key'))
     .addOption(redisPrefixOption())
-    .action(async (opts: { account: string; name?: string; models?: string; expires?: number; json?: boolean; data?: string; database?: string; config?: string; redis?: string; redisPrefix?: string } & LimitFlags) => {
+    .action(async (opts: { account: string; name?: string; models?: string; allowUnknown?: boolean; expires?: number; json?: boolean; data?: string; database?: string; config?: string; redis?: string; redisPrefix?: string } & LimitFlags) => {
       const models = opts.models?.split(',').map((m) => m.trim()).filter((m) => m !== '');
       // An empty list would silently make an unrestricted key.
       if (models !== undefined && models.length === 0) throw new UserError('--models needs at least one model id.');
-      if (models !== undefined) await warnUnknownModels(models, opts.config);
+      const limits = applyLimitFlags(null, opts);
       const { createKey } = await import('./auth/keys-service.js');
       const { key, secret } = await withStore(
         opts,
-        (store, hasher) => createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires, limits: applyLimitFlags(null, opts) }),
+        async (store, hasher, { dataDir, configFile }) => {
+          if (models !== undefined && !opts.allowUnknown) await checkModelsKnown(store, dataDir, configFile, models);
+          return createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires, limits });
+        },
         resolveRedis(opts),
       );
       if (opts.json) {

@@ -59,6 +59,8 @@ export interface GatewayErrorOptions {
   cause?: unknown;
   /** How an upstream failed, in the terms of a routing policy's `retry_on`: its HTTP status, or a connection that failed or timed out. */
   upstreamFailure?: UpstreamFailureCondition;
+  /** The upstream's own error body (its secrets redacted, truncated), for the operator's log; never sent to the caller. */
+  upstreamBody?: string;
 }
 
 export type UpstreamFailureCondition = number | 'connect_error' | 'timeout';
@@ -73,6 +75,7 @@ export class GatewayError extends Error {
   readonly code: string | undefined;
   /** Set only on an upstream's failure: what routing may retry on. */
   readonly upstreamFailure: UpstreamFailureCondition | undefined;
+  readonly upstreamBody: string | undefined;
 
   constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -85,6 +88,7 @@ export class GatewayError extends Error {
     this.type = options.type;
     this.code = options.code;
     this.upstreamFailure = options.upstreamFailure;
+    this.upstreamBody = options.upstreamBody;
   }
 }
 

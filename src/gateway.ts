@@ -11,7 +11,9 @@ import { CredentialCipher } from './catalogue/credential-cipher.js';
 import { LiveCatalogue } from './catalogue/live-catalogue.js';
 import { LimitAdmission } from './limits/limit-admission.js';
 import { openLimitCounter } from './limits/open-counter.js';
-import { emptyConfig, loadConfigFile } from './config/config-file.js';
+import { resolve } from 'node:path';
+import { ConfigReload } from './config/config-reload.js';
+import { DEFAULT_CONFIG_FILE } from './settings.js';
 import { LoginThrottle } from './console/login-throttle.js';
 import { consoleRoutes } from './console/routes.js';
 import { DEFAULT_SESSION_TTL_MS, Sessions } from './console/sessions.js';
@@ -31,6 +33,8 @@ import { listenForScrapes, METRICS_CONTENT_TYPE } from './telemetry/metrics-list
 import { GatewayMetrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { importOrphanedJournals, LedgerJournal } from './usage/ledger-journal.js';
+import { listenFailure } from './start-checks.js';
+import { startGuidance } from './start-guidance.js';
 
 export interface GatewayOptions {
   /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
@@ -59,6 +63,8 @@ export interface GatewayOptions {
 
 export interface RunningGateway {
   readonly url: string;
+  /** The next steps, when the gateway started without a model to serve (see start-guidance.ts). */
+  readonly guidance: readonly string[] | null;
   /** Graceful stop: no new requests, those in flight finish (up to `graceMs`), the ledger is written. */
   stop(graceMs: number): Promise<void>;
 }
@@ -69,17 +75,25 @@ const LEDGER_MIN_STOP_MS = 2_000;
 /** Builds every part from the options and starts listening; nothing is global. */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
-  const config = options.configFile === undefined ? emptyConfig() : loadConfigFile(options.configFile);
+  // Without a named file, ./sluice.yaml is watched for: `sluice init` then needs no restart.
+  const configReload = new ConfigReload(options.configFile ?? resolve(DEFAULT_CONFIG_FILE), options.configFile === undefined, async (next) => {
+    await catalogue.replaceConfig(next);
+    admission.reconfigure(next.limits);
+    conversations.setRetentionDays(next.responses.retentionDays);
+  }, logger);
+  const config = configReload.load();
   // The secrets first: a mistake in their settings stops start-up before the store is touched.
   const hasher = SecretHasher.forDataDir(options.dataDir);
   const cipher = CredentialCipher.forDataDir(options.dataDir);
   const location = storeLocation(options);
+  // Every committed change to keys or the catalogue is published, whichever part of this process
+  // made it; on PostgreSQL's own feed (no Redis), the store's transaction has notified already.
+  // The store opens first: one that cannot be opened stops start-up before any connection is made.
+  const viaRedis = options.redisUrl !== undefined && options.redisUrl !== '';
+  const store = await openStore(location, { logger, ...(location.kind === 'postgres' && !viaRedis ? {} : { onChange: (topic) => changes.publish(topic) }) });
   // Connects in the background: an unreachable Redis is logged and retried, and polling covers
   // meanwhile. Without Redis, a PostgreSQL store's own LISTEN/NOTIFY tells of changes.
   const changes = await openChangeFeed({ redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, postgresUrl: location.kind === 'postgres' ? location.url : undefined, logger });
-  // Every committed change to keys or the catalogue is published, whichever part of this process
-  // made it; on PostgreSQL's own feed, the store's transaction has notified already.
-  const store = await openStore(location, { logger, ...(changes.name === 'postgres' ? {} : { onChange: (topic) => changes.publish(topic) }) });
   if (store.dialect === 'postgres') {
     for (const [name, file] of [['SLUICE_KEY_PEPPER', 'key-pepper'], ['SLUICE_CREDENTIAL_KEY', 'credential-key']] as const) {
       // Each replica would otherwise make its own, and refuse the keys (or credentials) the others stored.
@@ -138,11 +152,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   // In a worker, a scrape anywhere sees the whole machine: the primary adds up every worker's.
   const scrape = cluster.isWorker ? joinWorkerMetrics(metrics.registry) : () => metrics.registry.metrics();
   const tracing = await Tracing.fromEnv(process.env, logger);
-  const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger);
+  const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
   const prober = new Prober(store, catalogue, adapters, logger);
   prober.start();
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();
+  configReload.start();
 
   const consolePages = consoleRoutes({
     store,
@@ -172,11 +187,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     },
   });
   await new Promise<void>((resolve, reject) => {
-    gateway.server.once('error', reject);
+    const failed = (error: Error) => reject(listenFailure(error, options.host, options.port));
+    gateway.server.once('error', failed);
     // Node's default accept backlog (511) overflows when a burst of clients connects during a busy
     // moment, and a dropped SYN costs the client a one-second retransmit; the kernel caps this.
     gateway.server.listen({ port: options.port, host: options.host, backlog: 4096 }, () => {
-      gateway.server.off('error', reject);
+      gateway.server.off('error', failed);
       resolve();
     });
   });
@@ -186,11 +202,22 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
   logger.info({ url, config: config.source, data: options.dataDir, store: store.location, models: catalogue.current().models.length, changes: changes.name }, 'sluice is listening');
+  let guidance: string[] | null = null;
+  if (catalogue.current().models.length === 0) {
+    const storeFlags = [options.dataDir === resolve('data') ? '' : `--data ${options.dataDir}`, location.kind === 'postgres' ? "--database '<the same URL>'" : ''].filter((f) => f !== '').join(' ');
+    const hasAdmin = (await store.accounts.list()).some((account) => account.isAdmin);
+    const { lines, summary } = startGuidance({ url, configPath: configReload.path, configFound: configReload.found, hasAdmin, storeFlags });
+    guidance = lines;
+    // Every worker would log the same: the first one does.
+    if (!cluster.isWorker || cluster.worker?.id === 1) logger.warn({ config: configReload.path, console: `${url}/app/catalogue`, adminExists: hasAdmin }, summary);
+  }
 
   return {
     url,
+    guidance,
     async stop(graceMs: number) {
       const deadline = Date.now() + graceMs;
+      configReload.stop();
       await gateway.drain(graceMs);
       scrapes?.close();
       prober.stop();

@@ -1,5 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { GatewayOptions } from './gateway.js';
+import { checkDataDir, checkPortFree } from './start-checks.js';
+import { UserError } from './user-error.js';
+
+/** A worker's exit code when it refused to start and has said why in one line: the primary adds nothing. */
+const REFUSED_TO_START = 78;
 
 export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
   readonly drainTimeoutMs: number;
@@ -19,6 +24,10 @@ export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
  * whatever happens to the notifications.
  */
 export async function serve(options: ServeOptions): Promise<void> {
+  if (cluster.isPrimary) {
+    checkDataDir(options.dataDir);
+    await checkPortFree(options.host, options.port);
+  }
   if (options.workers > 1 && cluster.isPrimary) return supervise(options);
   return serveInProcess(options, options.workers <= 1);
 }
@@ -26,8 +35,18 @@ export async function serve(options: ServeOptions): Promise<void> {
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
   const [{ startGateway }, { createLogger }] = await Promise.all([import('./gateway.js'), import('./log.js')]);
   const logger = createLogger();
-  const gateway = await startGateway({ ...options, logger });
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
+  try {
+    gateway = await startGateway({ ...options, logger });
+  } catch (error) {
+    if (!(error instanceof UserError) || !cluster.isWorker) throw error;
+    // Every worker would say the same: the first says it once, and the primary stops.
+    process.stderr.write(`sluice: ${error.message}\n`);
+    logger.flush();
+    process.exit(REFUSED_TO_START);
+  }
   if (announce) console.log(`sluice listening on ${gateway.url}`);
+  if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -99,12 +118,16 @@ async function supervise(options: ServeOptions): Promise<void> {
     }
     if (code !== 0) failed = true;
     if (!stopping) {
-      say(`worker ${worker.id} failed to start (${signal ?? `code ${code}`})`);
+      if (code !== REFUSED_TO_START) say(`worker ${worker.id} failed to start (${signal ?? `code ${code}`})`);
       stopAll();
     }
     if (liveWorkers() === 0) process.exit(failed ? 1 : 0);
   });
   process.once('SIGTERM', stopAll);
   process.once('SIGINT', stopAll);
+  // Each worker reloads the configuration file itself; a SIGHUP sent to the primary reaches them all.
+  process.on('SIGHUP', () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+  });
   cluster.fork();
 }

@@ -19,7 +19,7 @@ describe('sluice keys', () => {
 
   test('--json gives id and key; list never shows a secret; status changes follow the rules', async () => {
     const data = tempDir();
-    const created = JSON.parse((await cli(['keys', 'create', '--account', 'acme', '--models', 'a,b', '--expires', '2099-01-01', '--json', '--data', data])).stdout);
+    const created = JSON.parse((await cli(['keys', 'create', '--account', 'acme', '--models', 'a,b', '--allow-unknown', '--expires', '2099-01-01', '--json', '--data', data])).stdout);
     assert.match(created.id, /^key_/);
     assert.match(created.key, /^sk-[0-9A-Za-z]{40,}$/);
     assert.deepEqual(created.models, ['a', 'b']);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
@@ -46,7 +47,7 @@ export class LiveCatalogue {
   readonly cache = { hits: 0, misses: 0 };
 
   constructor(
-    private readonly config: GatewayConfig,
+    private config: GatewayConfig,
     private readonly repository: CatalogueRepository,
     private readonly cipher: CredentialCipher,
     private readonly logger: Logger,
@@ -55,7 +56,7 @@ export class LiveCatalogue {
   ) {
     this.snapshot = Catalogue.fromConfig(config);
     this.entries = config.providers.map((provider) => entryFor(provider, 'config'));
-    onProviders(config.providers.map((provider) => ({ config: provider, stamp: 'config' })));
+    onProviders(config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })));
   }
 
   async start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
@@ -89,6 +90,20 @@ export class LiveCatalogue {
       () => this.reloadIfChanged(),
       () => this.reloadIfChanged(),
     );
+    return this.reloading;
+  }
+
+  /**
+   * A reloaded configuration file: the snapshot is rebuilt from it and the store's entries, in turn
+   * with any other reload. Providers whose entry changed get fresh adapters; the others keep theirs.
+   */
+  replaceConfig(config: GatewayConfig): Promise<void> {
+    const replace = () => {
+      this.config = config;
+      this.version = -1;
+      return this.reloadIfChanged();
+    };
+    this.reloading = this.reloading.then(replace, replace);
     return this.reloading;
   }
 
@@ -140,7 +155,7 @@ export class LiveCatalogue {
     this.snapshot = new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]);
     this.version = version;
     this.onProviders([
-      ...this.config.providers.map((provider) => ({ config: provider, stamp: 'config' })),
+      ...this.config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })),
       ...consoleProviders,
     ]);
   }
@@ -165,6 +180,11 @@ export class LiveCatalogue {
     if (baseUrl === undefined) return undefined;
     return { ...parsed.data, base_url: baseUrl };
   }
+}
+
+/** Changes with a configuration-file provider's entry, so that a reload replaces only the adapters of providers that changed. */
+function configStamp(provider: ProviderConfig): string {
+  return `config:${createHash('sha256').update(JSON.stringify(provider)).digest('base64url')}`;
 }
 
 function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntry {

@@ -45,7 +45,7 @@ export class LimitAdmission implements Admission {
     private readonly counter: LimitCounter,
     private readonly usage: Pick<UsageRepository, 'spendSince'>,
     private readonly logger: Logger,
-    private readonly settings: LimitSettings,
+    private settings: LimitSettings,
   ) {}
 
   start(): void {
@@ -53,8 +53,17 @@ export class LimitAdmission implements Admission {
     this.renewer.unref();
   }
 
+  /** From a reloaded configuration: admissions from now on, and the renewal of every lease, follow it. */
+  reconfigure(settings: LimitSettings): void {
+    this.settings = settings;
+    if (this.renewer === undefined) return;
+    clearInterval(this.renewer);
+    this.start();
+  }
+
   stop(): void {
     clearInterval(this.renewer);
+    this.renewer = undefined;
   }
 
   async admit(principal: Principal, model: CatalogueModel, demand: Demand): Promise<Admitted> {

@@ -202,6 +202,7 @@ export class UpstreamClient {
       retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
       ...readErrorBody(text),
       secrets: this.secrets,
+      body: text,
     });
   }
 }

@@ -14,28 +14,42 @@ export interface UpstreamFailure {
   readonly code: string | undefined;
   /** Secrets that must never reach the caller, even inside an upstream's message. */
   readonly secrets: readonly string[];
+  /** The whole error body as the upstream sent it. */
+  readonly body: string;
+}
+
+/** How much of an upstream's error body the log keeps: enough for any provider's message, never a whole echoed prompt. */
+const LOGGED_BODY_CHARS = 1_000;
+
+/** The upstream's error body for the operator's log: secrets redacted, whitespace folded, truncated. */
+export function loggableBody(body: string, secrets: readonly string[]): string {
+  const folded = redact(body, secrets).replace(/\s+/g, ' ').trim();
+  return folded.length > LOGGED_BODY_CHARS ? `${folded.slice(0, LOGGED_BODY_CHARS)}… (${folded.length} characters)` : folded;
 }
 
 export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
   const { providerId, status } = failure;
+  const upstreamBody = loggableBody(failure.body, failure.secrets);
   if (status === 401 || status === 403) {
     // The client's key was fine: it is Sluice's own credential for this provider that is wrong.
     return new GatewayError(
       'upstream_auth_failed',
       `The upstream provider '${providerId}' refused the gateway's credentials (HTTP ${status}). This is a gateway configuration problem; see /status.`,
-      { upstreamFailure: status },
+      { upstreamFailure: status, upstreamBody },
     );
   }
   if (status === 429) {
     const retry = failure.retryAfter === undefined ? '' : ` Retry after ${failure.retryAfter} seconds.`;
     return new GatewayError('upstream_rate_limited', `The upstream provider '${providerId}' is rate limiting requests.${retry}`, {
       upstreamFailure: status,
+      upstreamBody,
       ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
     });
   }
   if (status === 529 || status === 503) {
     return new GatewayError('upstream_overloaded', `The upstream provider '${providerId}' is overloaded; try again shortly.`, {
       upstreamFailure: status,
+      upstreamBody,
       ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
     });
   }
@@ -44,11 +58,12 @@ export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
     return new GatewayError('upstream_rejected_request', message, {
       status,
       upstreamFailure: status,
+      upstreamBody,
       ...(failure.type === undefined ? {} : { type: redact(failure.type, failure.secrets) }),
       ...(failure.code === undefined ? {} : { code: redact(failure.code, failure.secrets) }),
     });
   }
-  return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed (HTTP ${status}); see /status.`, { upstreamFailure: status });
+  return new GatewayError('upstream_error', `The upstream provider '${providerId}' failed (HTTP ${status}); see /status.`, { upstreamFailure: status, upstreamBody });
 }
 
 /** Network-level failures of undici: refused, reset, timed out. */

@@ -8,7 +8,7 @@ import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
 import type { Invoker } from '../generation/invoke.js';
 import { AttemptRun } from './attempt-run.js';
-import type { AttemptTelemetry, GenerationTelemetry } from '../telemetry/telemetry.js';
+import type { AttemptTelemetry, GenerationTelemetry, UpstreamRefusal } from '../telemetry/telemetry.js';
 
 /** What the request's upstream time is added to (the response, whose `Server-Timing` reads it). */
 export interface UpstreamTimer {
@@ -172,7 +172,7 @@ export class Router {
       // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
       if (failure !== null && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, routing);
       else if (!run.answered) health.settledWithoutVerdict();
-      this.record(progress, model, deployment, startedAt, run, observed, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0);
+      this.record(progress, model, deployment, startedAt, run, observed, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0, undefined);
       return undefined;
     } catch (thrown) {
       const error = run.timeout ?? toGatewayError(thrown);
@@ -185,7 +185,7 @@ export class Router {
       if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
       // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
       const consumed = meter.usage?.input ?? (progress.accepted ? await job.promptTokens().catch(() => 0) : 0);
-      this.record(progress, model, deployment, startedAt, run, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0);
+      this.record(progress, model, deployment, startedAt, run, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0, refusalOf(error));
       const retryable = !gone && !job.res.headersSent && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
       if (!retryable) throw error;
       return error;
@@ -207,10 +207,11 @@ export class Router {
     errorKind: string | null,
     promptTokens: number,
     completionTokens: number,
+    upstreamRefusal: UpstreamRefusal | undefined,
   ): void {
     const latencyMs = this.now() - startedAt;
     progress.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
-    observed.end({ relayed: run.relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs });
+    observed.end({ relayed: run.relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
   }
 
   /** The model and its fallbacks the caller may use, each once. */
@@ -321,6 +322,11 @@ export const CLIENT_CLOSED_REQUEST = 499;
  * A failure that is the deployment's rather than the request's, which its circuit counts whatever
  * `retry_on` says: a connection that failed, a timeout, a refused credential, a rate limit, a 5xx.
  */
+/** What the upstream said when it answered an attempt with an HTTP error. */
+function refusalOf(error: GatewayError): UpstreamRefusal | undefined {
+  return error.upstreamBody === undefined || typeof error.upstreamFailure !== 'number' ? undefined : { status: error.upstreamFailure, body: error.upstreamBody };
+}
+
 function isDeploymentFault(failure: UpstreamFailureCondition | undefined): boolean {
   if (failure === undefined) return false;
   return typeof failure === 'string' || failure >= 500 || failure === 401 || failure === 403 || failure === 408 || failure === 429;

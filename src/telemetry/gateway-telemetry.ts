@@ -1,18 +1,20 @@
 import type { Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './metrics.js';
-import type { AttemptOutcome, AttemptStart, AttemptTelemetry, GenerationRecord, GenerationStart, GenerationTelemetry, ServedRequest, Telemetry } from './telemetry.js';
+import type { AttemptOutcome, AttemptStart, AttemptTelemetry, GenerationRecord, GenerationStart, GenerationTelemetry, ServedRequest, Telemetry, UpstreamRefusal } from './telemetry.js';
 import { callerTraceHeaders, type Tracing } from './tracing.js';
 
 /**
  * The meter stage's readers together: Prometheus metrics always, OpenTelemetry traces when the
- * environment asks, and one JSON access-log line per request unless turned off.
+ * environment asks, one JSON access-log line per request unless turned off, and a warning with the
+ * upstream's own words for every attempt an upstream refused (so an operator can see why).
  */
 export class GatewayTelemetry implements Telemetry {
   constructor(
     private readonly metrics: GatewayMetrics,
     private readonly tracing: Tracing | null,
     private readonly accessLog: Logger | null,
+    private readonly logger: Logger,
   ) {}
 
   served(request: ServedRequest): void {
@@ -42,7 +44,7 @@ export class GatewayTelemetry implements Telemetry {
   }
 
   generation(start: GenerationStart): GenerationTelemetry {
-    return new GenerationObservation(this.metrics, this.tracing, start);
+    return new GenerationObservation(this.metrics, this.tracing, this.logger, start);
   }
 }
 
@@ -52,6 +54,7 @@ class GenerationObservation implements GenerationTelemetry {
   constructor(
     private readonly metrics: GatewayMetrics,
     private readonly tracing: Tracing | null,
+    private readonly logger: Logger,
     private readonly start: GenerationStart,
   ) {
     this.span = tracing?.request(start);
@@ -61,7 +64,13 @@ class GenerationObservation implements GenerationTelemetry {
     if (this.tracing === null || this.span === undefined) {
       // Not tracing: the caller's own context still reaches the upstream, so its trace stays whole.
       const headers = this.start.headers.traceparent === undefined ? undefined : callerTraceHeaders(this.start.headers);
-      return { headers, end: (outcome) => this.metrics.attemptEnded(start, outcome) };
+      return {
+        headers,
+        end: (outcome) => {
+          this.metrics.attemptEnded(start, outcome);
+          if (outcome.upstreamRefusal !== undefined) this.logRefusal(start, outcome.upstreamRefusal);
+        },
+      };
     }
     const { span, headers } = this.tracing.attempt(this.span, start);
     const tracing = this.tracing;
@@ -70,8 +79,16 @@ class GenerationObservation implements GenerationTelemetry {
       end: (outcome: AttemptOutcome) => {
         this.metrics.attemptEnded(start, outcome);
         tracing.attemptEnded(span, start, outcome);
+        if (outcome.upstreamRefusal !== undefined) this.logRefusal(start, outcome.upstreamRefusal);
       },
     };
+  }
+
+  private logRefusal(start: AttemptStart, refusal: UpstreamRefusal): void {
+    this.logger.warn(
+      { requestId: this.start.requestId, model: this.start.model, deployment: start.deployment.name, upstreamStatus: refusal.status, upstreamBody: refusal.body },
+      `upstream ${start.deployment.providerId} answered HTTP ${refusal.status}`,
+    );
   }
 
   end(record: GenerationRecord): void {

@@ -24,6 +24,7 @@ export interface ServedRequest {
 }
 
 export interface GenerationStart {
+  readonly requestId: string;
   /** The caller's headers, for its W3C trace context. */
   readonly headers: IncomingHttpHeaders;
   readonly route: string;
@@ -63,6 +64,15 @@ export interface AttemptOutcome {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly durationMs: number;
+  /** What the upstream said when it answered with an HTTP error. */
+  readonly upstreamRefusal: UpstreamRefusal | undefined;
+}
+
+export interface UpstreamRefusal {
+  /** The upstream's own status (a 401 the caller saw as 502). */
+  readonly status: number;
+  /** Its error body, its secrets redacted and truncated. */
+  readonly body: string;
 }
 
 /** A generation request as the meter stage closed it: what its ledger row says, and its timings. */

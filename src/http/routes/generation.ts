@@ -46,7 +46,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
       modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
       const parsed = operation.parse(body, wire);
       request = parsed;
-      observed = deps.telemetry.generation({ headers: ctx.req.headers, route: ctx.route, operation: operation.operation, model: modelAsked, stream: operation.isStream(parsed), startedAt: ctx.startedAt });
+      observed = deps.telemetry.generation({ requestId: ctx.requestId, headers: ctx.req.headers, route: ctx.route, operation: operation.operation, model: modelAsked, stream: operation.isStream(parsed), startedAt: ctx.startedAt });
       const asked = modelForOperation(deps.catalogue(), operation.modelOf(parsed), principal, operation.endpoint);
       model = asked;
       let promptTokens: Promise<number> | undefined;
@@ -107,7 +107,7 @@ export function generationRoute<Request>(deps: GatewayDeps, operation: Generatio
     } finally {
       ctx.res.off('close', onClose);
       const stream = request !== undefined && operation.isStream(request);
-      observed ??= deps.telemetry.generation({ headers: ctx.req.headers, route: ctx.route, operation: operation.operation, model: modelAsked, stream, startedAt: ctx.startedAt });
+      observed ??= deps.telemetry.generation({ requestId: ctx.requestId, headers: ctx.req.headers, route: ctx.route, operation: operation.operation, model: modelAsked, stream, startedAt: ctx.startedAt });
       record(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, progress, stream, entryId, settle, observed });
     }
   };

@@ -26,7 +26,7 @@ export interface Turn {
  * delete them; an id of another account's response is as unknown as one that never existed.
  */
 export class Conversations {
-  private readonly retentionMs: number;
+  private retentionMs: number;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -34,6 +34,11 @@ export class Conversations {
     retentionDays: number,
     private readonly logger: Logger,
   ) {
+    this.retentionMs = retentionDays * DAY_MS;
+  }
+
+  /** From a reloaded configuration: responses stored from now on are kept this long. */
+  setRetentionDays(retentionDays: number): void {
     this.retentionMs = retentionDays * DAY_MS;
   }
 

@@ -1,0 +1,38 @@
+import { relative } from 'node:path';
+
+/** What a gateway that serves no models yet knows of its set-up. */
+export interface SetupFacts {
+  /** The gateway's address, `http://127.0.0.1:8080`. */
+  readonly url: string;
+  /** The configuration file read (or, when none was named, the one watched for). */
+  readonly configPath: string;
+  readonly configFound: boolean;
+  /** Any account can manage the console catalogue. */
+  readonly hasAdmin: boolean;
+  /** The flags a CLI command needs to reach the same store (`--data ./other`), or none for the defaults. */
+  readonly storeFlags: string;
+}
+
+/**
+ * The next steps for an operator whose gateway serves no models: where the configuration goes,
+ * the console, the first admin. Printed once on the terminal and logged, so that `"models":0` is
+ * never the only hint.
+ */
+export function startGuidance(facts: SetupFacts): { lines: string[]; summary: string } {
+  const shown = relative(process.cwd(), facts.configPath);
+  const path = shown.startsWith('..') || shown === '' ? facts.configPath : `./${shown}`;
+  const store = facts.storeFlags === '' ? '' : ` ${facts.storeFlags}`;
+  const lines = [
+    'No models are configured yet: every generation request gets 404 (model not found) until one is.',
+    facts.configFound
+      ? `  Configuration file: ${path} declares no models; add some (or a provider with \`discover: true\`): it is read again when it changes.`
+      : `  Configuration file: ${path} does not exist; it is read as soon as it appears, and again whenever it changes.`,
+    '    Write one: sluice init --provider openai=http://127.0.0.1:8000/v1   (or --provider anthropic, --provider gemini)',
+    `  Console: ${facts.url}/app/catalogue (an admin registers providers and models there; public catalogue at ${facts.url}/models)`,
+  ];
+  if (!facts.hasAdmin) lines.push(`  No console admin yet. Make one: sluice accounts create admin --admin --password-stdin${store}   (type the password, then Ctrl-D)`);
+  lines.push(`  Check the set-up: sluice doctor${store}`);
+  const admin = facts.hasAdmin ? '' : `; make the first console admin with \`sluice accounts create admin --admin --password-stdin${store}\``;
+  const summary = `no models are configured: write ${path} (\`sluice init\`, read again when it changes) or register models in the console at ${facts.url}/app/catalogue${admin}`;
+  return { lines, summary };
+}

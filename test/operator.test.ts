@@ -1,0 +1,286 @@
+import assert from 'node:assert/strict';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
+import { cli, configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+
+/** The operator's first hour: what `serve`, `init` and `keys create` say when something is missing or wrong. */
+
+const packageVersion = (JSON.parse(readFileSync(join(import.meta.dirname, '../package.json'), 'utf8')) as { version: string }).version;
+
+/** Only the lines a person reads: no stack frame, no second line about a worker. */
+function assertOneLine(stderr: string, pattern: RegExp): void {
+  const lines = stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('npm warn'));
+  assert.equal(lines.length, 1, `expected one line, got:\n${stderr}`);
+  assert.match(lines[0]!, pattern);
+  assert.doesNotMatch(stderr, /^\s+at /m);
+}
+
+/** Writes a file the way editors and deploy tools do: whole, then renamed into place. */
+function replaceFile(path: string, text: string): void {
+  writeFileSync(`${path}.tmp`, text);
+  renameSync(`${path}.tmp`, path);
+}
+
+describe('sluice --version', () => {
+  test('prints the package version', async () => {
+    for (const flag of ['--version', '-v']) {
+      const result = await cli([flag]);
+      assert.equal(result.code, 0);
+      assert.equal(result.stdout.trim(), packageVersion);
+    }
+  });
+});
+
+describe('serve refuses to start with one plain line', () => {
+  let taken: Server;
+  let port: number;
+  before(async () => {
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    port = (taken.address() as { port: number }).port;
+  });
+  after(() => taken.close());
+
+  for (const workers of ['1', '2']) {
+    test(`a port already in use (--workers ${workers})`, async () => {
+      const data = tempDir();
+      const result = await cli(['serve', '--listen', `127.0.0.1:${port}`, '--workers', workers, '--data', data]);
+      assert.equal(result.code, 1);
+      assertOneLine(result.stderr, new RegExp(`^sluice: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use.*--listen`));
+    });
+  }
+
+  test('a data directory that is a file', async () => {
+    const file = join(tempDir(), 'not-a-directory');
+    writeFileSync(file, 'x');
+    const result = await cli(['serve', '--listen', '127.0.0.1:0', '--workers', '2', '--data', join(file, 'data')], { SLUICE_DATABASE_URL: '' });
+    assert.equal(result.code, 1);
+    assertOneLine(result.stderr, /^sluice: cannot use the data directory .*not-a-directory\/data: it, or a folder on its path, is a file; choose another with --data/);
+  });
+
+  test('a bad configuration file, with several workers', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'sluice.yaml');
+    writeFileSync(config, 'models:\n  - id: x\n    provider: nowhere\n');
+    const result = await cli(['serve', '--listen', '127.0.0.1:0', '--workers', '2', '--data', join(dir, 'data'), '--config', config]);
+    assert.equal(result.code, 1);
+    assertOneLine(result.stderr, /^sluice: .*sluice\.yaml: models\[0\] \(id: x\): field 'provider': no provider has the id 'nowhere'$/);
+  });
+});
+
+describe('keys create --models checks the catalogue', () => {
+  test('an unknown model is refused unless --allow-unknown; catalogue models are accepted', async () => {
+    const dir = tempDir();
+    const data = join(dir, 'data');
+    const config = join(dir, 'sluice.yaml');
+    writeFileSync(config, configFor('http://127.0.0.1:9/v1'));
+    const refused = await cli(['keys', 'create', '--account', 'acme', '--models', 'llama-8b,lama-8b', '--config', config, '--data', data]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /the catalogue \(.*sluice\.yaml and the console\) has no model 'lama-8b'; it has llama-8b, other-model, chat-only\. Pass --allow-unknown/);
+    assert.doesNotMatch(refused.stderr, /'llama-8b'/);
+    assert.equal((await cli(['keys', 'list', '--json', '--data', data])).stdout.trim(), '[]', 'nothing was created');
+
+    const known = await cli(['keys', 'create', '--account', 'acme', '--models', 'llama-8b,chat-only', '--json', '--config', config, '--data', data]);
+    assert.equal(known.code, 0, known.stderr);
+    assert.deepEqual(JSON.parse(known.stdout).models, ['llama-8b', 'chat-only']);
+
+    const allowed = await cli(['keys', 'create', '--account', 'acme', '--models', 'coming-soon', '--allow-unknown', '--json', '--config', config, '--data', data]);
+    assert.equal(allowed.code, 0, allowed.stderr);
+    assert.deepEqual(JSON.parse(allowed.stdout).models, ['coming-soon']);
+
+    // Without a configuration file the catalogue is the console's alone, and says so.
+    const bare = await cli(['keys', 'create', '--account', 'acme', '--models', 'llama-8b', '--data', join(tempDir(), 'data')]);
+    assert.equal(bare.code, 1);
+    assert.match(bare.stderr, /no configuration file \(\.\/sluice\.yaml absent; name one with --config\).*it has no models yet/);
+  });
+});
+
+describe('sluice init', () => {
+  test('writes a commented file naming environment variables, never a secret, and will not overwrite', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'sluice.yaml');
+    const env = { OPENAI_API_KEY: 'sk-should-never-appear', ANTHROPIC_API_KEY: 'sk-ant-never' };
+    const result = await cli(['init', '--provider', 'openai=http://127.0.0.1:8000/v1', '--provider', 'anthropic', '--provider', 'gemini', '--provider', 'openai', '--config', config], env);
+    assert.equal(result.code, 0, result.stderr);
+    const text = readFileSync(config, 'utf8');
+    for (const secret of Object.values(env)) {
+      assert.ok(!text.includes(secret), 'no secret in the file');
+      assert.ok(!result.stdout.includes(secret), 'no secret on the terminal');
+    }
+    assert.match(text, /- id: local\n {4}kind: openai\n {4}base_url: http:\/\/127\.0\.0\.1:8000\/v1\n {4}api_key: \$\{LOCAL_API_KEY:-\}/);
+    assert.match(text, /- id: anthropic\n {4}kind: anthropic\n.*\n {4}api_key: \$\{ANTHROPIC_API_KEY\}/);
+    assert.match(text, /- id: gemini\n {4}kind: gemini\n.*\n {4}api_key: \$\{GEMINI_API_KEY\}/);
+    assert.match(text, /- id: openai\n {4}kind: openai\n.*\n {4}api_key: \$\{OPENAI_API_KEY\}/);
+    assert.match(result.stdout, /export ANTHROPIC_API_KEY=…/);
+    assert.match(result.stdout, /sluice doctor --config /);
+
+    // The file loads: `keys create` reads it (the variables set) and finds an empty catalogue.
+    const loaded = await cli(['keys', 'create', '--account', 'a', '--models', 'x', '--config', config, '--data', join(dir, 'data')], { ...env, GEMINI_API_KEY: 'g' });
+    assert.match(loaded.stderr, /has no model 'x'; it has no models yet/);
+    // A variable left unset is named when the file is read.
+    const unset = await cli(['keys', 'create', '--account', 'a', '--models', 'x', '--config', config, '--data', join(dir, 'data')], { OPENAI_API_KEY: '', ANTHROPIC_API_KEY: 'a', GEMINI_API_KEY: 'g' });
+    assert.match(unset.stderr, /environment variable OPENAI_API_KEY is not set/);
+
+    const again = await cli(['init', '--provider', 'gemini', '--config', config]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /exists already; pass --force/);
+    assert.equal(readFileSync(config, 'utf8'), text, 'unchanged');
+    assert.equal((await cli(['init', '--provider', 'gemini', '--config', config, '--force'])).code, 0);
+    assert.match(readFileSync(config, 'utf8'), /- id: gemini/);
+    assert.doesNotMatch(readFileSync(config, 'utf8'), /- id: anthropic/);
+  });
+
+  test('bad provider specs are refused', async () => {
+    const config = join(tempDir(), 'sluice.yaml');
+    const cases: [string[], RegExp][] = [
+      [[], /name at least one provider/],
+      [['--provider', 'azure'], /the kind must be one of openai, anthropic, gemini/],
+      [['--provider', 'openai=ftp://x'], /is not an http:\/\/ or https:\/\/ URL/],
+      [['--provider', 'openai=http://user:pw@host/v1'], /put no credential in the URL/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await cli(['init', ...args, '--config', config]);
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, message);
+      assert.doesNotMatch(result.stderr, /pw/);
+    }
+  });
+});
+
+describe('a gateway with no models guides its operator', () => {
+  let upstream: FakeUpstream;
+  let sluice: RunningSluice;
+  let dir: string;
+  before(async () => {
+    upstream = await startFakeOpenAI({ models: ['served-by-vllm'] });
+    dir = tempDir();
+    sluice = await startSluice({ cwd: dir, dataDir: join(dir, 'data'), args: ['--workers', '2'] });
+  });
+  after(async () => {
+    await sluice.stop();
+    await upstream.close();
+  });
+
+  test('says on the terminal and in the log where the configuration goes, the console and the first admin', async () => {
+    const out = await eventually(() => (/Check the set-up/.test(sluice.stdout()) ? sluice.stdout() : undefined), 5000, 'the guidance');
+    assert.match(out, /No models are configured yet/);
+    assert.match(out, /Configuration file: \.\/sluice\.yaml does not exist; it is read as soon as it appears/);
+    assert.match(out, /sluice init --provider openai=/);
+    assert.match(out, new RegExp(`Console: ${sluice.url}/app/catalogue`));
+    assert.match(out, /No console admin yet\. Make one: sluice accounts create admin --admin --password-stdin/);
+    assert.equal(out.match(/No models are configured yet/g)!.length, 1, 'said once, not once per worker');
+    const warning = await eventually(() => sluice.stderr().split('\n').find((line) => line.includes('no models are configured')), 3000, 'the log line');
+    assert.equal(JSON.parse(warning).level, 40);
+  });
+
+  test('`sluice init` in its folder serves the upstream\'s models without a restart', async () => {
+    const init = await cli(['init', '--provider', `openai=${upstream.url}`], { SLUICE_CONFIG: join(dir, 'sluice.yaml') });
+    assert.equal(init.code, 0, init.stderr);
+    const client = new OpenAI({ apiKey: (await createKey(sluice.dataDir, 'acme')).key, baseURL: `${sluice.url}/v1` });
+    await eventually(async () => ((await client.models.list()).data.some((m) => m.id === 'served-by-vllm') ? true : undefined), 10_000, 'the discovered model');
+    const completion = await client.completions.create({ model: 'served-by-vllm', prompt: 'hi', max_tokens: 3 });
+    assert.equal(completion.model, 'served-by-vllm');
+  });
+});
+
+describe('an upstream\'s own error body is logged for the operator', () => {
+  test('redacted and truncated, while the caller gets the gateway\'s own error', async () => {
+    const upstream = await startFakeOpenAI();
+    const secret = 'upstream-secret-credential';
+    upstream.behaviour = {
+      fail: { status: 401, body: (request) => JSON.stringify({ error: { message: `Incorrect API key provided: ${String(request.headers.authorization)}. ${'x'.repeat(3000)}`, type: 'invalid_request_error' } }) },
+    };
+    const sluice = await startSluice({ config: configFor(upstream.url) });
+    try {
+      const client = new OpenAI({ apiKey: (await createKey(sluice.dataDir, 'acme')).key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+      const error = await client.completions.create({ model: 'llama-8b', prompt: 'hi', max_tokens: 2 }).catch((e: unknown) => e);
+      assert.ok(error instanceof OpenAI.APIError);
+      assert.equal(error.status, 502);
+      assert.doesNotMatch(error.message, /Incorrect API key/, 'the upstream\'s words stay in the log');
+      const line = await eventually(() => sluice.stderr().split('\n').find((l) => l.includes('"upstreamBody"')), 3000, 'the logged body');
+      const logged = JSON.parse(line) as { upstreamStatus: number; upstreamBody: string; deployment: string; requestId: string; msg: string };
+      assert.equal(logged.upstreamStatus, 401);
+      assert.equal(logged.deployment, 'fake-vllm/upstream-model');
+      assert.equal(logged.requestId, error.requestID ?? logged.requestId);
+      assert.match(logged.msg, /upstream fake-vllm answered HTTP 401/);
+      assert.match(logged.upstreamBody, /Incorrect API key provided: Bearer \[redacted\]\. x+… \(\d+ characters\)$/);
+      assert.ok(logged.upstreamBody.length < 1100, 'truncated');
+      assert.ok(!sluice.stderr().includes(secret), 'the credential is never logged');
+    } finally {
+      await sluice.stop();
+      await upstream.close();
+    }
+  });
+});
+
+describe('configuration reload', () => {
+  test('every worker follows the file while requests flow; a bad file keeps the previous one; SIGHUP is heard', async () => {
+    const upstream = await startFakeOpenAI({ models: ['upstream-model', 'second-upstream'] });
+    const sluice = await startSluice({ config: configFor(upstream.url), args: ['--workers', '2', '--no-access-log'], env: { SLUICE_LOG_LEVEL: 'info' } });
+    const configPath = join(sluice.dataDir, 'sluice.yaml');
+    const client = new OpenAI({ apiKey: (await createKey(sluice.dataDir, 'acme')).key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    /** Model ids as several lists see them, so that both workers answer at least once in all likelihood. */
+    const listed = async () => {
+      const lists = await Promise.all(Array.from({ length: 8 }, () => client.models.list()));
+      return lists.map((list) => list.data.map((m) => m.id));
+    };
+    let flowing = true;
+    const failures: unknown[] = [];
+    let served = 0;
+    const flow = Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (flowing) {
+          try {
+            await client.completions.create({ model: 'llama-8b', prompt: 'hello', max_tokens: 4 });
+            served++;
+          } catch (error) {
+            failures.push(error);
+          }
+        }
+      }),
+    );
+    // A model added, and the provider changed (its adapter is replaced under the flowing requests).
+    const withAdded = configFor(upstream.url, '  - { id: added, provider: fake-vllm, upstream_model: second-upstream, endpoints: [chat] }').replace('api_key: upstream-secret-credential', 'api_key: upstream-secret-credential\n    headers: { X-Reloaded: "1" }');
+    try {
+      replaceFile(configPath, withAdded);
+      await eventually(async () => ((await listed()).every((ids) => ids.includes('added')) ? true : undefined), 10_000, 'every worker to list the added model');
+      const chat = await client.chat.completions.create({ model: 'added', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+      assert.equal(chat.model, 'added');
+      assert.equal(upstream.requests.at(-1)!.headers['x-reloaded'], '1', 'the changed provider is in force');
+
+      // An invalid file: said why in the log, and the previous configuration stays.
+      replaceFile(configPath, configFor(upstream.url, '  - { id: broken, provider: missing-provider }'));
+      const refusal = await eventually(() => sluice.stderr().split('\n').find((l) => l.includes('configuration not reloaded')), 10_000, 'the refusal in the log');
+      assert.match(JSON.parse(refusal).msg, /models\[3\] \(id: broken\): field 'provider': no provider has the id 'missing-provider'; the previous configuration stays in force/);
+      for (const ids of await listed()) {
+        assert.ok(ids.includes('added') && !ids.includes('broken'));
+      }
+
+      // SIGHUP to the primary reaches every worker, which finds the file as it last applied it.
+      const heard = () => sluice.stderr().split('\n').filter((l) => l.includes('"reason":"SIGHUP"')).length;
+      replaceFile(configPath, withAdded);
+      await eventually(async () => ((await listed()).every((ids) => ids.includes('added')) ? true : undefined), 10_000, 'the repaired file');
+      sluice.child.kill('SIGHUP');
+      await eventually(() => (heard() >= 2 ? true : undefined), 5000, 'both workers to hear SIGHUP');
+      assert.ok(sluice.stderr().includes('configuration file unchanged'));
+
+      // The model removed again: gone from every worker's list, and refused as unknown.
+      replaceFile(configPath, configFor(upstream.url));
+      await eventually(async () => ((await listed()).every((ids) => !ids.includes('added')) ? true : undefined), 10_000, 'the model gone everywhere');
+      const gone = await client.chat.completions.create({ model: 'added', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+      assert.ok(gone instanceof OpenAI.NotFoundError);
+    } finally {
+      flowing = false;
+      await flow;
+      assert.equal(sluice.child.exitCode, null, 'the gateway still runs');
+      await sluice.stop();
+      await upstream.close();
+    }
+    assert.deepEqual(failures, [], 'no request failed during the reloads');
+    assert.ok(served > 20, `requests flowed throughout (${served})`);
+  });
+});
