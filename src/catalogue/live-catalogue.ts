@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
+import { discoveredModels } from './discovered.js';
 import { Catalogue, modelFromConfig, routingBlocksOf } from './catalogue.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
@@ -42,6 +43,8 @@ export class LiveCatalogue {
   private poller: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private reloading: Promise<void> = Promise.resolve();
+  /** Discovered ids already reported as lost to another entry, so that each is logged once. */
+  private readonly clashesLogged = new Set<string>();
   /** Version checks that found the snapshot current, and those that reloaded it. */
   readonly cache = { hits: 0, misses: 0 };
 
@@ -110,7 +113,7 @@ export class LiveCatalogue {
       return;
     }
     this.cache.misses++;
-    const [storedProviders, storedModels] = await Promise.all([this.repository.providers(), this.repository.models()]);
+    const [storedProviders, storedModels, discovered] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.discovered()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
     const configModelIds = new Set(this.config.models.map((m) => m.id));
 
@@ -137,7 +140,16 @@ export class LiveCatalogue {
       ...this.config.providers.map((provider) => entryFor(provider, 'config')),
       ...consoleProviders.map(({ config }) => entryFor(config, 'console')),
     ];
-    this.snapshot = new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]);
+    const operator = [...Catalogue.fromConfig(this.config).models, ...consoleModels];
+    const lists = new Map(discovered.map((list) => [list.providerId, list.models]));
+    const providers = [...this.config.providers, ...consoleProviders.map((p) => p.config)];
+    const found = discoveredModels(providers, lists, operator, blocks, (providerId, id, problem) => {
+      const key = `${providerId}\u0000${id}`;
+      if (this.clashesLogged.has(key)) return;
+      this.clashesLogged.add(key);
+      this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
+    });
+    this.snapshot = new Catalogue([...operator, ...found]);
     this.version = version;
     this.onProviders([
       ...this.config.providers.map((provider) => ({ config: provider, stamp: 'config' })),
