@@ -158,25 +158,30 @@ export class LiveCatalogue {
   }
 
   private providerFromStore(stored: StoredProvider): ProviderConfig | undefined {
-    let secrets: ProviderSecrets = {};
-    if (stored.secrets !== null) {
-      try {
-        secrets = JSON.parse(this.cipher.open(stored.secrets, stored.id)) as ProviderSecrets;
-      } catch {
-        // Never log the value; the id says which entry to re-enter.
-        this.logger.warn({ provider: stored.id }, 'console provider credential cannot be decrypted (credential key changed?); provider left out');
-        return undefined;
-      }
-    }
-    const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
-    if (!parsed.success) {
-      this.logger.warn({ provider: stored.id }, 'console provider entry no longer valid; left out of the catalogue');
+    const read = readStoredProvider(stored, this.cipher);
+    if ('problem' in read) {
+      // Never log the value; the id says which entry to re-enter.
+      this.logger.warn({ provider: stored.id }, `console provider ${read.problem}; provider left out`);
       return undefined;
     }
-    const baseUrl = parsed.data.base_url ?? DEFAULT_BASE_URLS[parsed.data.kind];
-    if (baseUrl === undefined) return undefined;
-    return { ...parsed.data, base_url: baseUrl };
+    return read.config;
   }
+}
+
+/** A console provider as a configuration entry, its credential unsealed; or what is wrong with it (never the value). */
+export function readStoredProvider(stored: StoredProvider, cipher: CredentialCipher): { config: ProviderConfig } | { problem: string } {
+  let secrets: ProviderSecrets = {};
+  if (stored.secrets !== null) {
+    try {
+      secrets = JSON.parse(cipher.open(stored.secrets, stored.id)) as ProviderSecrets;
+    } catch {
+      return { problem: 'credential cannot be decrypted (credential key changed?)' };
+    }
+  }
+  const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
+  const baseUrl = parsed.success ? (parsed.data.base_url ?? DEFAULT_BASE_URLS[parsed.data.kind]) : undefined;
+  if (!parsed.success || baseUrl === undefined) return { problem: 'entry no longer valid' };
+  return { config: { ...parsed.data, base_url: baseUrl } };
 }
 
 function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntry {
