@@ -445,6 +445,24 @@ export function buildCli(): Command {
     .addOption(databaseOption())
     .action(usageCommand);
 
+  program
+    .command('doctor')
+    .description('check the configuration, the store, the secrets, each provider (one model listing) and Redis; exit status 1 when a check failed')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .addOption(configOption())
+    .addOption(redisOption('checked with a PING'))
+    .option('--json', 'print one JSON document')
+    .action(async (opts: { data?: string; database?: string; config?: string; redis?: string; json?: boolean }) => {
+      const settings = resolveSettings(opts);
+      const { redisUrl } = resolveRedis(opts);
+      const { runDoctor, formatChecks } = await import('./doctor/doctor.js');
+      const checks = await runDoctor({ ...settings, redisUrl });
+      const ok = checks.every((c) => c.status !== 'fail');
+      console.log(opts.json ? JSON.stringify({ ok, checks }, null, 2) : formatChecks(checks));
+      if (!ok) process.exitCode = 1;
+    });
+
   const storeCommands = program.command('store').description('move the store');
 
   storeCommands

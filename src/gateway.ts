@@ -9,6 +9,7 @@ import { CatalogueAdmin } from './catalogue/catalogue-admin.js';
 import { openChangeFeed } from './changes/open-change-feed.js';
 import { CredentialCipher } from './catalogue/credential-cipher.js';
 import { LiveCatalogue } from './catalogue/live-catalogue.js';
+import { Discovery } from './discovery/discovery.js';
 import { LimitAdmission } from './limits/limit-admission.js';
 import { openLimitCounter } from './limits/open-counter.js';
 import { resolve } from 'node:path';
@@ -106,6 +107,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const adapters = new ProviderAdapters(createProvider, logger);
   const catalogue = new LiveCatalogue(config, store.catalogue, cipher, logger, (providers) => adapters.sync(providers));
   await catalogue.start(changes);
+  // Discovering providers' model lists, kept in the store for every process to read.
+  const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
+  discovery.start();
   // Rows a killed or stopped process could not store come first; then this process's own journal.
   await importOrphanedJournals(options.dataDir, store, logger);
   const ledger = new UsageLedger(store, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
@@ -164,6 +168,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     hasher,
     catalogue,
     catalogueAdmin: new CatalogueAdmin(store.catalogue, catalogue, cipher),
+    providers: adapters,
     status,
     limits: admission,
     sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
@@ -221,6 +226,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       await gateway.drain(graceMs);
       scrapes?.close();
       prober.stop();
+      await discovery.stop();
       conversations.stop();
       authenticator.stop();
       admission.stop();

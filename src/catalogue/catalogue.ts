@@ -1,7 +1,10 @@
 import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 
-/** `config`: from the configuration file (changed there); `console`: registered in the console, kept in the store. */
-export type CatalogueOrigin = 'config' | 'console';
+/**
+ * `config`: from the configuration file (changed there); `console`: registered in the console, kept
+ * in the store; `discovered`: read from a discovering provider's own model list (src/discovery).
+ */
+export type CatalogueOrigin = 'config' | 'console' | 'discovered';
 
 /**
  * A model as the gateway knows it: the public face, the upstreams it maps to, and its price. The

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
+import { discoveredModels } from './discovered.js';
 import { Catalogue, modelFromConfig, routingBlocksOf } from './catalogue.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
@@ -43,6 +44,8 @@ export class LiveCatalogue {
   private poller: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private reloading: Promise<void> = Promise.resolve();
+  /** Discovered ids already reported as lost to another entry, so that each is logged once. */
+  private readonly clashesLogged = new Set<string>();
   /** Version checks that found the snapshot current, and those that reloaded it. */
   readonly cache = { hits: 0, misses: 0 };
 
@@ -125,7 +128,7 @@ export class LiveCatalogue {
       return;
     }
     this.cache.misses++;
-    const [storedProviders, storedModels] = await Promise.all([this.repository.providers(), this.repository.models()]);
+    const [storedProviders, storedModels, discovered] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.discovered()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
     const configModelIds = new Set(this.config.models.map((m) => m.id));
 
@@ -152,7 +155,16 @@ export class LiveCatalogue {
       ...this.config.providers.map((provider) => entryFor(provider, 'config')),
       ...consoleProviders.map(({ config }) => entryFor(config, 'console')),
     ];
-    this.snapshot = new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]);
+    const operator = [...Catalogue.fromConfig(this.config).models, ...consoleModels];
+    const lists = new Map(discovered.map((list) => [list.providerId, list.models]));
+    const providers = [...this.config.providers, ...consoleProviders.map((p) => p.config)];
+    const found = discoveredModels(providers, lists, operator, blocks, (providerId, id, problem) => {
+      const key = `${providerId}\u0000${id}`;
+      if (this.clashesLogged.has(key)) return;
+      this.clashesLogged.add(key);
+      this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
+    });
+    this.snapshot = new Catalogue([...operator, ...found]);
     this.version = version;
     this.onProviders([
       ...this.config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })),
@@ -161,30 +173,35 @@ export class LiveCatalogue {
   }
 
   private providerFromStore(stored: StoredProvider): ProviderConfig | undefined {
-    let secrets: ProviderSecrets = {};
-    if (stored.secrets !== null) {
-      try {
-        secrets = JSON.parse(this.cipher.open(stored.secrets, stored.id)) as ProviderSecrets;
-      } catch {
-        // Never log the value; the id says which entry to re-enter.
-        this.logger.warn({ provider: stored.id }, 'console provider credential cannot be decrypted (credential key changed?); provider left out');
-        return undefined;
-      }
-    }
-    const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
-    if (!parsed.success) {
-      this.logger.warn({ provider: stored.id }, 'console provider entry no longer valid; left out of the catalogue');
+    const read = readStoredProvider(stored, this.cipher);
+    if ('problem' in read) {
+      // Never log the value; the id says which entry to re-enter.
+      this.logger.warn({ provider: stored.id }, `console provider ${read.problem}; provider left out`);
       return undefined;
     }
-    const baseUrl = parsed.data.base_url ?? DEFAULT_BASE_URLS[parsed.data.kind];
-    if (baseUrl === undefined) return undefined;
-    return { ...parsed.data, base_url: baseUrl };
+    return read.config;
   }
 }
 
 /** Changes with a configuration-file provider's entry, so that a reload replaces only the adapters of providers that changed. */
 function configStamp(provider: ProviderConfig): string {
   return `config:${createHash('sha256').update(JSON.stringify(provider)).digest('base64url')}`;
+}
+
+/** A console provider as a configuration entry, its credential unsealed; or what is wrong with it (never the value). */
+export function readStoredProvider(stored: StoredProvider, cipher: CredentialCipher): { config: ProviderConfig } | { problem: string } {
+  let secrets: ProviderSecrets = {};
+  if (stored.secrets !== null) {
+    try {
+      secrets = JSON.parse(cipher.open(stored.secrets, stored.id)) as ProviderSecrets;
+    } catch {
+      return { problem: 'credential cannot be decrypted (credential key changed?)' };
+    }
+  }
+  const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
+  const baseUrl = parsed.success ? (parsed.data.base_url ?? DEFAULT_BASE_URLS[parsed.data.kind]) : undefined;
+  if (!parsed.success || baseUrl === undefined) return { problem: 'entry no longer valid' };
+  return { config: { ...parsed.data, base_url: baseUrl } };
 }
 
 function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntry {

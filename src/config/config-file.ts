@@ -133,6 +133,37 @@ const deploymentSchema = z.strictObject({
 });
 export type DeploymentConfig = z.output<typeof deploymentSchema>;
 
+/** Defaults and bounds of a provider's `discover:` block, which the README states (keep the two together). */
+export const DISCOVER_DEFAULTS = {
+  /** Model lists change when an operator deploys something: minutes are quick enough, and cheap for the upstream. */
+  interval_ms: 300_000,
+  /** Below this a listing could still be running when the next is due. */
+  min_interval_ms: 1_000,
+  /** An `openai` self-hosted server serves both; an `anthropic` or `gemini` model is translated for both. */
+  endpoints: ['completions', 'chat'] as Endpoint[],
+};
+
+/** `*` any run of characters, `?` one; matched against the upstream's model name. */
+const globList = z.array(z.string().min(1, 'a pattern cannot be empty')).min(1);
+
+const discoverObject = z.strictObject({
+  interval_ms: z.number().int().min(DISCOVER_DEFAULTS.min_interval_ms).default(DISCOVER_DEFAULTS.interval_ms),
+  /** Only upstream models matching one of these; default all. */
+  include: globList.optional(),
+  /** Upstream models matching any of these are left out (embeddings, speech, images), after `include`. */
+  exclude: globList.optional(),
+  /** Prepended to the upstream's name to make the public id (two providers listing the same name). */
+  id_prefix: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}$/, 'must be 1-100 letters, digits or ._:/@+- and start with a letter or digit').optional(),
+  /** The operations each discovered model serves. */
+  endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(DISCOVER_DEFAULTS.endpoints),
+  /** As a model's `upstream_api` (an `openai` provider's only). */
+  upstream_api: z.enum(UPSTREAM_APIS).optional(),
+});
+export type DiscoverConfig = z.output<typeof discoverObject>;
+
+/** `discover: true` is every default; `false` (or none) is off. */
+const discoverSchema = z.preprocess((value) => (value === true ? {} : value === false || value === null ? undefined : value), discoverObject.optional());
+
 export const providerSchema = z.strictObject({
   id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
   kind: z.enum(PROVIDER_KINDS),
@@ -165,6 +196,12 @@ export const providerSchema = z.strictObject({
   anthropic_version: z.string().min(1).default('2023-06-01'),
   /** Routing for the deployments on this provider; a model's own block beats it. */
   routing: routingSchema.optional(),
+  /** Its model list, read from the upstream and kept current in the catalogue (see src/discovery). */
+  discover: discoverSchema,
+}).superRefine((provider, ctx) => {
+  if (provider.discover?.upstream_api !== undefined && provider.kind !== 'openai') {
+    ctx.addIssue({ code: 'custom', path: ['discover', 'upstream_api'], message: `applies to 'openai' providers only ('${provider.kind}' is always reached through its chat API)` });
+  }
 });
 
 const pricingSchema = z.strictObject({

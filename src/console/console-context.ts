@@ -4,6 +4,7 @@ import type { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { Handler, RequestContext } from '../http/handler.js';
 import type { LimitAdmission } from '../limits/limit-admission.js';
+import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { StatusMonitor } from '../status/status-monitor.js';
 import type { Store } from '../store/store.js';
 import { html, layout, type LayoutOptions } from './html.js';
@@ -17,6 +18,8 @@ export interface ConsoleDeps {
   readonly hasher: SecretHasher;
   readonly catalogue: LiveCatalogue;
   readonly catalogueAdmin: CatalogueAdmin;
+  /** The provider adapters, for the catalogue's "import models" (the upstream's own list). */
+  readonly providers: ProviderRegistry;
   readonly status: StatusMonitor;
   /** What keys and accounts have used of their limits, for the keys page. */
   readonly limits: Pick<LimitAdmission, 'used'>;

@@ -1,4 +1,5 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { GenerationRequest, GenerationResult, StreamPart } from './model.js';
 
 /** One upstream call. */
@@ -91,6 +92,11 @@ export interface Provider {
   /** Whether this upstream takes the caller's own wire body for `operation` on `model`. */
   relays(operation: WireOperation, model: CatalogueModel): boolean;
   relay(call: RelayCall): Promise<RelayResponse>;
+  /**
+   * The upstream's own model list, every page followed (discovery, the console's import, `sluice
+   * doctor`); its failures are the same GatewayErrors as a generation's.
+   */
+  listModels(signal: AbortSignal): Promise<UpstreamModel[]>;
   /** Its connection pool's use; null before the first call opened the pool. */
   connections(): ConnectionUse | null;
   close(): Promise<void>;

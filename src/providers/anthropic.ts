@@ -6,6 +6,8 @@ import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperat
 import { TranslatingProvider, outputLimit, toolArguments } from './translating-provider.js';
 import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
+import { listAllPages, listField, optionalString, upstreamModel } from './model-listing.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: 'the Anthropic Messages API',
@@ -153,6 +155,19 @@ export class AnthropicProvider extends TranslatingProvider {
 
   capabilities(): Capabilities {
     return CAPABILITIES;
+  }
+
+  /** `GET /models`, a thousand a page (the most it gives), paged with `after_id` while `has_more`. */
+  listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    return listAllPages(this.client, signal, (after) => `/models?limit=1000${after === undefined ? '' : `&after_id=${encodeURIComponent(after)}`}`, (page) => {
+      const models = listField(this.client, page, 'data').flatMap((item) => {
+        const id = optionalString(item.id);
+        if (id === undefined) return [];
+        const created = typeof item.created_at === 'string' ? Math.floor(Date.parse(item.created_at) / 1000) : NaN;
+        return [upstreamModel({ id, displayName: optionalString(item.display_name), created: Number.isFinite(created) && created > 0 ? created : undefined, ownedBy: undefined, description: undefined, contextWindow: undefined, maxOutputTokens: undefined })];
+      });
+      return { models, next: page.has_more === true ? optionalString(page.last_id) : undefined };
+    });
   }
 
   /** A caller speaking Anthropic's own API is relayed: thinking signatures, cache markers, beta features and all. */

@@ -6,6 +6,8 @@ import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperat
 import { TranslatingProvider, outputLimit, toolArguments } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
+import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: 'the Gemini generateContent API',
@@ -146,6 +148,22 @@ export class GeminiProvider extends TranslatingProvider {
 
   capabilities(): Capabilities {
     return CAPABILITIES;
+  }
+
+  /**
+   * `GET /models`, a thousand a page (the most it gives), paged with `pageToken`; only the models
+   * that take generateContent (not embeddings, not Imagen or Veo), named without `models/`.
+   */
+  listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    return listAllPages(this.client, signal, (token) => `/models?pageSize=1000${token === undefined ? '' : `&pageToken=${encodeURIComponent(token)}`}`, (page) => {
+      const models = listField(this.client, page, 'models').flatMap((item) => {
+        const name = optionalString(item.name)?.replace(/^models\//, '');
+        const methods = Array.isArray(item.supportedGenerationMethods) ? item.supportedGenerationMethods : [];
+        if (name === undefined || name === '' || !methods.includes('generateContent')) return [];
+        return [upstreamModel({ id: name, displayName: optionalString(item.displayName), description: optionalString(item.description), contextWindow: optionalCount(item.inputTokenLimit), maxOutputTokens: optionalCount(item.outputTokenLimit), ownedBy: undefined, created: undefined })];
+      });
+      return { models, next: optionalString(page.nextPageToken) };
+    });
   }
 
   /** A Gemini caller's own generateContent and countTokens bodies go upstream as they came. */

@@ -5,6 +5,8 @@ import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, 
 import { outputLimit } from './translating-provider.js';
 import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
+import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: "the upstream's chat completions API",
@@ -127,6 +129,24 @@ export class OpenAICompatibleProvider implements Provider {
 
   capabilities(): Capabilities {
     return CAPABILITIES;
+  }
+
+  /**
+   * `GET /models` as OpenAI, vLLM, llama.cpp and Ollama serve it: vLLM gives the served context in
+   * `max_model_len` (its LoRA adapters are listed too, each with its `parent`), llama.cpp the
+   * trained one in `meta.n_ctx_train`, Ollama none. One page, unless a server pages OpenAI's way
+   * (`has_more` and `after`).
+   */
+  listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    return listAllPages(this.client, signal, (after) => (after === undefined ? '/models' : `/models?after=${encodeURIComponent(after)}`), (page) => {
+      const models = listField(this.client, page, 'data').flatMap((item) => {
+        const id = optionalString(item.id);
+        if (id === undefined) return [];
+        const meta = isObject(item.meta) ? item.meta : {};
+        return [upstreamModel({ id, ownedBy: optionalString(item.owned_by), created: optionalCount(item.created), contextWindow: optionalCount(item.max_model_len) ?? optionalCount(meta.n_ctx_train), displayName: undefined, description: undefined, maxOutputTokens: undefined })];
+      });
+      return { models, next: page.has_more === true ? (optionalString(page.last_id) ?? models.at(-1)?.id) : undefined };
+    });
   }
 
   relays(operation: WireOperation, model: CatalogueModel): boolean {

@@ -1,4 +1,5 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { GenerationRequest, GenerationResult, StreamPart } from '../generation/model.js';
 import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
@@ -55,6 +56,7 @@ export abstract class TranslatingProvider implements Provider {
   }
 
   abstract stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
+  abstract listModels(signal: AbortSignal): Promise<UpstreamModel[]>;
 
   relays(_operation: WireOperation, _model: CatalogueModel): boolean {
     return false;

@@ -77,9 +77,17 @@ export class UpstreamClient {
   }
 
   /** POSTs JSON; resolves with a 2xx response, rejects with a GatewayError otherwise. */
-  async post(path: string, body: unknown, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
-    // Outside the try below: a body Sluice cannot write is Sluice's failure, not the upstream's.
-    const json = JSON.stringify(body);
+  post(path: string, body: unknown, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    // Outside the request: a body Sluice cannot write is Sluice's failure, not the upstream's.
+    return this.request('POST', path, JSON.stringify(body), call);
+  }
+
+  /** GETs a JSON object (a model list); `path` may carry a query. */
+  async getJson(path: string, call: UpstreamCall): Promise<Json> {
+    return this.readJson(await this.request('GET', path, undefined, call));
+  }
+
+  private async request(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
       if (this.pool === undefined) {
@@ -87,7 +95,7 @@ export class UpstreamClient {
         this.pool ??= createUpstreamPool(this.origin, this.poolOptions);
       }
       response = await this.pool.request({
-        method: 'POST',
+        method,
         path: this.basePath + path,
         headers:
           call.headers === undefined && call.traceHeaders === undefined
@@ -104,7 +112,11 @@ export class UpstreamClient {
   }
 
   async postJson(path: string, body: unknown, call: UpstreamCall): Promise<Json> {
-    const text = await this.readWhole(await this.post(path, body, call));
+    return this.readJson(await this.post(path, body, call));
+  }
+
+  private async readJson(response: Dispatcher.ResponseData): Promise<Json> {
+    const text = await this.readWhole(response);
     try {
       const parsed: unknown = JSON.parse(text);
       if (isObject(parsed)) return parsed;

@@ -217,6 +217,20 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await rollUpWholeLedger(db);
       },
     },
+    '0010_discovered_models': {
+      async up(db: Kysely<any>) {
+        // One row per discovering provider: its list replaced whole, so a reader never sees half of one.
+        await db.schema
+          .createTable('discovered_models')
+          .addColumn('provider_id', 'text', (c) => c.primaryKey())
+          .addColumn('models', 'text', (c) => c.notNull())
+          .addColumn('listed_at', 'bigint')
+          .addColumn('next_at', 'bigint', (c) => c.notNull())
+          .addColumn('error', 'text')
+          .addColumn('error_at', 'bigint')
+          .execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

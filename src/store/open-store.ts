@@ -56,21 +56,25 @@ export function describeLocation(location: StoreLocation): string {
   return location.kind === 'sqlite' ? join(location.dataDir, SQLITE_FILE) : maskUrl(location.url);
 }
 
-/** Opens (creating and migrating as needed) the store at `location`. */
-export async function openStore(location: StoreLocation, options: StoreOptions & { logger?: Logger } = {}): Promise<SqlStore> {
+/**
+ * Opens (creating and migrating as needed) the store at `location`. `migrate: false` (`sluice
+ * doctor`) leaves the schema as it is; the SQLite file must then exist.
+ */
+export async function openStore(location: StoreLocation, options: StoreOptions & { logger?: Logger; migrate?: boolean } = {}): Promise<SqlStore> {
   return location.kind === 'sqlite' ? openSqliteStore(location.dataDir, options) : openPostgresStore(location.url, options, options.logger);
 }
 
 /** Opens (creating and migrating as needed) the embedded SQLite store in a data directory. */
-export async function openSqliteStore(dataDir: string, options: StoreOptions = {}): Promise<SqlStore> {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+export async function openSqliteStore(dataDir: string, options: StoreOptions & { migrate?: boolean } = {}): Promise<SqlStore> {
+  if (options.migrate !== false) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = join(dataDir, SQLITE_FILE);
   const dialect = new ThreadedSqliteDialect({ file, busyTimeoutMs: BUSY_TIMEOUT_MS });
-  return migrated(new SqlStore(new Kysely<Database>({ dialect }), 'sqlite', file, options));
+  return migrated(new SqlStore(new Kysely<Database>({ dialect }), 'sqlite', file, options), options.migrate);
 }
 
-/** The store once migrated; closed if the migration fails. */
-async function migrated(store: SqlStore): Promise<SqlStore> {
+/** The store once migrated (unless `migrate` is false); closed if the migration fails. */
+async function migrated(store: SqlStore, migrate = true): Promise<SqlStore> {
+  if (!migrate) return store;
   try {
     await store.migrate();
   } catch (error) {
@@ -86,7 +90,7 @@ async function migrated(store: SqlStore): Promise<SqlStore> {
  * bigint and numeric columns (times, ids, counts, sums) come back as numbers, as they do from
  * SQLite, through parsers on this pool only; they stay far below 2^53.
  */
-async function openPostgresStore(url: string, options: StoreOptions, logger: Logger | undefined): Promise<SqlStore> {
+async function openPostgresStore(url: string, options: StoreOptions & { migrate?: boolean }, logger: Logger | undefined): Promise<SqlStore> {
   // Loaded only here, so that an embedded gateway does not carry the driver.
   const { default: pg } = await import('pg');
   const masked = maskUrl(url);
@@ -116,7 +120,7 @@ async function openPostgresStore(url: string, options: StoreOptions, logger: Log
     await store.close();
     throw new UserError(`cannot open the database ${masked}: ${redact(errorMessage(error), url)}`);
   }
-  return migrated(store);
+  return migrated(store, options.migrate);
 }
 
 /** A driver error's message; a refused connection to a name with several addresses is an AggregateError with none of its own. */

@@ -29,6 +29,19 @@ export interface Database {
     updated_at: number;
   };
   console_models: { id: string; provider_id: string; config: string; created_at: number; updated_at: number };
+  /**
+   * A discovering provider's model list as its upstream last gave it (JSON array of UpstreamModel),
+   * and its schedule: `next_at` is claimed by one process at a time (a conditional update), which
+   * then lists. `error`: why the last listing failed, when it did (the list is then the one before).
+   */
+  discovered_models: {
+    provider_id: string;
+    models: string;
+    listed_at: number | null;
+    next_at: number;
+    error: string | null;
+    error_at: number | null;
+  };
   /** Per UTC day (days since the epoch) and provider/model: traffic and probe outcomes, kept for the uptime history. */
   status_daily: {
     day: number;

@@ -1,7 +1,7 @@
 import type { Kysely } from './kysely.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
-import type { CatalogueRepository, StoredModel, StoredProvider } from './store.js';
+import type { CatalogueRepository, DiscoveredList, StoredModel, StoredProvider } from './store.js';
 import { byBytes } from './text-order.js';
 
 /** Console-registered providers and models; every change bumps `catalogue_version` in the same transaction (ChangeCounters). */
@@ -97,6 +97,62 @@ export class SqlCatalogue implements CatalogueRepository {
       if (result.numDeletedRows === 0n) return false;
       await bump('catalogue');
       return true;
+    });
+  }
+
+  async discovered(): Promise<DiscoveredList[]> {
+    const rows = await this.db.selectFrom('discovered_models').selectAll().orderBy(byBytes('provider_id', this.dialect)).execute();
+    return rows.map((row) => ({
+      providerId: row.provider_id,
+      models: JSON.parse(row.models) as unknown,
+      listedAt: row.listed_at === null ? null : Number(row.listed_at),
+      error: row.error,
+      errorAt: row.error_at === null ? null : Number(row.error_at),
+    }));
+  }
+
+  async claimDiscovery(providerId: string, now: number, intervalMs: number): Promise<boolean> {
+    // A read first: most ticks find the turn not yet come, and then nothing is written.
+    const row = await this.db.selectFrom('discovered_models').select('next_at').where('provider_id', '=', providerId).executeTakeFirst();
+    if (row !== undefined && Number(row.next_at) > now) return false;
+    if (row === undefined) {
+      await this.db.insertInto('discovered_models').values({ provider_id: providerId, models: '[]', listed_at: null, next_at: 0, error: null, error_at: null }).onConflict((oc) => oc.column('provider_id').doNothing()).execute();
+    }
+    const result = await this.db
+      .updateTable('discovered_models')
+      .set({ next_at: now + intervalMs })
+      .where('provider_id', '=', providerId)
+      .where('next_at', '<=', now)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async putDiscovered(providerId: string, models: readonly object[], now: number): Promise<boolean> {
+    const text = JSON.stringify(models);
+    return this.counters.write(this.db, async (tx, bump) => {
+      // No row: the provider's list was dropped (it stopped discovering) while it was being read.
+      const row = await tx.selectFrom('discovered_models').select('models').where('provider_id', '=', providerId).executeTakeFirst();
+      if (row === undefined) return false;
+      const changed = row.models !== text;
+      await tx.updateTable('discovered_models').set({ models: text, listed_at: now, error: null, error_at: null }).where('provider_id', '=', providerId).execute();
+      // An unchanged list (the usual case) costs the other processes no reload.
+      if (changed) await bump('catalogue');
+      return changed;
+    });
+  }
+
+  async discoveryFailed(providerId: string, error: string, now: number, retryAt: number): Promise<void> {
+    await this.db.updateTable('discovered_models').set({ error, error_at: now, next_at: retryAt }).where('provider_id', '=', providerId).execute();
+  }
+
+  async dropDiscovered(keep: readonly string[]): Promise<boolean> {
+    return this.counters.write(this.db, async (tx, bump) => {
+      let query = tx.deleteFrom('discovered_models');
+      if (keep.length > 0) query = query.where('provider_id', 'not in', keep);
+      const gone = await query.returning('models').execute();
+      const listed = gone.some((row) => row.models !== '[]');
+      if (listed) await bump('catalogue');
+      return listed;
     });
   }
 

@@ -89,6 +89,12 @@ export class SqlStore implements Store {
     if (error) throw error;
   }
 
+  /** Migrations not yet applied to this database, by name (none: it is current). */
+  async pendingMigrations(): Promise<string[]> {
+    const migrations = await new Migrator({ db: this.db, provider: migrationsFor(this.dialect) }).getMigrations();
+    return migrations.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
+  }
+
   async close(): Promise<void> {
     const destroyed = this.db.destroy();
     if (this.closeWaitMs === undefined) return destroyed;

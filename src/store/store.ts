@@ -165,6 +165,18 @@ export interface StoredModel {
   readonly updatedAt: number;
 }
 
+/** A discovering provider's stored model list (see src/discovery). */
+export interface DiscoveredList {
+  readonly providerId: string;
+  /** As stored: read with readUpstreamModels. */
+  readonly models: unknown;
+  /** When the list was last read from the upstream; null before the first success. */
+  readonly listedAt: number | null;
+  /** Why the latest listing failed, when it did (the list is the one before); no secret. */
+  readonly error: string | null;
+  readonly errorAt: number | null;
+}
+
 export interface CatalogueRepository {
   providers(): Promise<StoredProvider[]>;
   models(): Promise<StoredModel[]>;
@@ -176,6 +188,18 @@ export interface CatalogueRepository {
   deleteModel(id: string): Promise<boolean>;
   /** A counter bumped by every change above, polled by every process to reload its catalogue. */
   version(): Promise<number>;
+  discovered(): Promise<DiscoveredList[]>;
+  /**
+   * Claims the next listing of a provider's models, so that one process of many lists it: true
+   * when its turn had come at `now` (or it never had one), and then the next is `intervalMs` away.
+   */
+  claimDiscovery(providerId: string, now: number, intervalMs: number): Promise<boolean>;
+  /** Replaces a provider's list whole; true (and the catalogue version bumped) when it changed. */
+  putDiscovered(providerId: string, models: readonly object[], now: number): Promise<boolean>;
+  /** Records a failed listing, keeping the list; the next try is at `retryAt`. */
+  discoveryFailed(providerId: string, error: string, now: number, retryAt: number): Promise<void>;
+  /** Drops the lists of providers not in `keep` (gone, or no longer discovering); true when a catalogue entry went with them. */
+  dropDiscovered(keep: readonly string[]): Promise<boolean>;
 }
 
 export interface KeyUsage {

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { endStream, json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
+import { anthropicModelList, type ListedModel } from './model-lists.js';
 import {
   answer,
   decodeBase64,
@@ -68,8 +69,16 @@ import {
  *   "refusal". usage in message_start (input_tokens, cache_*, output_tokens 1) and cumulative in
  *   message_delta.
  */
-export async function startFakeAnthropic(options: { apiKey: string; models?: string[]; consecutiveTurns?: 'merge' | 'reject' }): Promise<FakeUpstream> {
+export async function startFakeAnthropic(options: {
+  apiKey: string;
+  models?: string[];
+  consecutiveTurns?: 'merge' | 'reject';
+  /** What `GET /v1/models` lists (default: `models`), at most `listPageMax` a page (default 1000); the test may change the array. */
+  listed?: ListedModel[];
+  listPageMax?: number;
+}): Promise<FakeUpstream> {
   const models = new Set(options.models ?? ['claude-test']);
+  const listed = options.listed ?? [...models].map((id) => ({ id }));
   const allowed = new Set([
     'model', 'messages', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'metadata', 'stream', 'system',
     'tools', 'tool_choice', 'thinking', 'output_config', 'output_format', 'cache_control', 'service_tier', 'container', 'inference_geo',
@@ -84,6 +93,9 @@ export async function startFakeAnthropic(options: { apiKey: string; models?: str
     if (headers['x-api-key'] !== options.apiKey && headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'authentication_error', 'invalid x-api-key');
     const version = headers['anthropic-version'];
     if (typeof version !== 'string') return error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (request.method === 'GET' && /^\/v1\/models(\?|$)/.test(request.path)) {
+      return anthropicModelList(res, request.path, listed, options.listPageMax ?? 1000, (status, type, message) => error(res, status, type, message));
+    }
     if (request.method === 'POST' && request.path === '/v1/messages/count_tokens') return countTokens(res, body, models, options.consecutiveTurns ?? 'merge', version);
     if (request.method !== 'POST' || request.path !== '/v1/messages') return error(res, 404, 'not_found_error', 'Not found');
     if (body === undefined || typeof body !== 'object') return error(res, 400, 'invalid_request_error', 'Invalid JSON');

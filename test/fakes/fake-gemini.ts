@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
+import { geminiModelList, type ListedModel } from './model-lists.js';
 import { fakeLogprob } from './generation.js';
 import { answer, isPlainObject, planToolCalls, promptTokens, signatureFor, type Answer, type OfferedTool, type ToolMode } from './chat-model.js';
 
@@ -87,8 +88,15 @@ const CACHE_TOKENS = 10;
  * - finishReason: STOP (also for function calls), MAX_TOKENS, SAFETY. candidateCount up to 8, each
  *   candidate the same answer.
  */
-export async function startFakeGemini(options: { apiKey: string; models?: string[] }): Promise<FakeUpstream> {
+export async function startFakeGemini(options: {
+  apiKey: string;
+  models?: string[];
+  /** What `GET /v1beta/models` lists (default: `models`), at most `listPageMax` a page (default 1000); the test may change the array. */
+  listed?: ListedModel[];
+  listPageMax?: number;
+}): Promise<FakeUpstream> {
   const models = new Set(options.models ?? ['gemini-test']);
+  const listed = options.listed ?? [...models].map((id) => ({ id }));
   return startFakeServer('/v1beta', async (request, res, behaviour) => {
     const { body, headers } = request;
     if (headers['x-goog-api-key'] !== options.apiKey) {
@@ -100,6 +108,9 @@ export async function startFakeGemini(options: { apiKey: string; models?: string
           details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }],
         },
       });
+    }
+    if (request.method === 'GET' && /^\/v1beta\/models(\?|$)/.test(request.path)) {
+      return geminiModelList(res, request.path, listed, options.listPageMax ?? 1000, (code, status, message) => error(res, code, status, message));
     }
     const match = /^\/v1beta\/models\/([^:/?]+):(generateContent|streamGenerateContent|countTokens)(\?alt=sse)?$/.exec(request.path);
     if (request.method !== 'POST' || !match) return error(res, 404, 'NOT_FOUND', `Not found: ${request.path}`);

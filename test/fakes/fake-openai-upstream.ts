@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { answer, decodeBase64, isPlainObject, planToolCalls, promptTokens, sniffImage, type Answer, type OfferedTool, type ToolMode } from './chat-model.js';
 import { countWords, fakeLogprob, generate, type Generation } from './generation.js';
 import { endStream, json, startFakeServer, writeEvent, type Behaviour, type FakeUpstream } from './fake-server.js';
+import { openAIModelList, type ListedModel, type OpenAIListFlavour } from './model-lists.js';
 import { fakeResponses } from './fake-openai-responses.js';
 
 export { WORDS } from './generation.js';
@@ -44,9 +45,19 @@ export type { FakeUpstream } from './fake-server.js';
  * - finish_reason: "stop", "length", "tool_calls"; a last user message containing "forbidden" is
  *   answered empty with "content_filter". `n` choices each get the same answer.
  */
-export async function startFakeOpenAI(options: { models?: string[]; apiKey?: string; reasoningField?: 'reasoning_content' | 'reasoning' } = {}): Promise<FakeUpstream> {
+export async function startFakeOpenAI(
+  options: {
+    models?: string[];
+    apiKey?: string;
+    reasoningField?: 'reasoning_content' | 'reasoning';
+    /** What `GET /v1/models` lists (default: `models`), in the shape of which server (default vLLM's); the test may change the array. */
+    listed?: ListedModel[];
+    listFlavour?: OpenAIListFlavour;
+  } = {},
+): Promise<FakeUpstream> {
   const reasoningField = options.reasoningField ?? 'reasoning_content';
   const models = new Set(options.models ?? ['upstream-model']);
+  const listed = options.listed ?? [...models].map((id) => ({ id }));
   let served = 0;
   return startFakeServer('/v1', async (request, res, behaviour) => {
     const { body } = request;
@@ -54,6 +65,7 @@ export async function startFakeOpenAI(options: { models?: string[]; apiKey?: str
       return json(res, 401, { error: 'Unauthorized' });
     }
     const path = request.path;
+    if (request.method === 'GET' && path === '/v1/models') return openAIModelList(res, listed, options.listFlavour ?? 'vllm');
     if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);
     if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) {
       return vllmError(res, 404, 'NotFoundError', 'Not Found', null);

@@ -1,5 +1,8 @@
 import type { AdminResult, FieldErrors, SecretChanges } from '../../catalogue/catalogue-admin.js';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import { importModels, type ImportOutcome } from '../../discovery/model-import.js';
+import { toGatewayError } from '../../errors.js';
+import type { DiscoveredList } from '../../store/store.js';
 import { ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS, UPSTREAM_APIS, type DeploymentConfig } from '../../config/config-file.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
@@ -63,10 +66,24 @@ function deploymentList(model: CatalogueModel): Html {
   })}</ul>`;
 }
 
-function overview(deps: ConsoleDeps, session: Session, notice: string | null) {
+/** Where an entry came from: a discovered model names its provider. */
+function originTag(origin: CatalogueModel['origin'], providerId: string): Html {
+  const label = origin === 'config' ? 'configuration file' : origin === 'console' ? 'console' : `discovered from ${providerId}`;
+  return html`<span class="tag tag-${origin}">${label}</span>`;
+}
+
+/** A provider's discovery: off, or its interval and how the last listing went. */
+function discoveryCell(interval: number | undefined, list: DiscoveredList | undefined): Html {
+  if (interval === undefined) return html`<span class="muted">off</span>`;
+  const listed = list?.listedAt == null ? 'not listed yet' : `listed ${new Date(list.listedAt).toISOString()}`;
+  return html`every ${interval / 1000} s<br><span class="muted small">${listed}</span>${list?.error ? html`<br><span class="field-error small">last listing failed: ${list.error}</span>` : ''}`;
+}
+
+function overview(deps: ConsoleDeps, session: Session, notice: string | null, lists: readonly DiscoveredList[]) {
   const providers = deps.catalogue.providers();
   const models = deps.catalogue.current().models;
-  const origin = (o: string) => html`<span class="tag tag-${o}">${o === 'config' ? 'configuration file' : 'console'}</span>`;
+  const listOf = new Map(lists.map((list) => [list.providerId, list]));
+  const origin = (o: CatalogueModel['origin']) => originTag(o, '');
   return layout({
     title: 'Catalogue',
     nav: 'catalogue',
@@ -79,13 +96,14 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 <section aria-labelledby="providers-heading">
   <div class="section-head"><h2 id="providers-heading">Providers</h2><a class="btn btn-small" href="/app/catalogue/providers/new">Add provider</a></div>
   <div class="table-scroll" role="region" aria-label="Providers" tabindex="0"><table class="data">
-    <thead><tr><th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">API key</th><th scope="col">Probe</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
-    <tbody>${providers.length === 0 ? html`<tr><td colspan="7" class="empty">No providers yet.</td></tr>` : providers.map(
+    <thead><tr><th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">API key</th><th scope="col">Probe</th><th scope="col">Discovery</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${providers.length === 0 ? html`<tr><td colspan="8" class="empty">No providers yet.</td></tr>` : providers.map(
       (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${p.config.base_url}</code></td>
       <td>${p.hasApiKey ? 'set' : html`<span class="muted">none</span>`}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}</td>
       <td>${p.config.probe ? `${p.config.probe.model} every ${p.config.probe.interval_ms / 1000} s` : html`<span class="muted">off</span>`}</td>
+      <td>${discoveryCell(p.config.discover?.interval_ms, listOf.get(p.id))}</td>
       <td>${origin(p.origin)}</td>
-      <td class="actions">${p.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/edit">Edit<span class="visually-hidden"> ${p.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/delete">Remove<span class="visually-hidden"> ${p.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
+      <td class="actions"><form method="post" action="/app/catalogue/providers/${encodeURIComponent(p.id)}/import" class="inline"><input type="hidden" name="csrf" value="${session.csrf}"><button type="submit" class="btn btn-small btn-secondary">Import models<span class="visually-hidden"> of ${p.id}</span></button></form>${p.origin === 'console' ? html` <a class="btn btn-small btn-secondary" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/edit">Edit<span class="visually-hidden"> ${p.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/delete">Remove<span class="visually-hidden"> ${p.id}</span></a>` : ''}</td></tr>`,
     )}</tbody>
   </table></div>
 </section>
@@ -97,10 +115,31 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
       (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td>${deploymentList(m)}</td>
       <td>${m.fallbacks.length === 0 ? html`<span class="muted">—</span>` : m.fallbacks.map((f, i) => html`${i > 0 ? ', ' : ''}<code>${f}</code>`)}</td>
       <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
-      <td>${origin(m.origin)}</td>
+      <td>${originTag(m.origin, m.providerId)}</td>
       <td class="actions">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
     )}</tbody>
   </table></div>
+</section>`,
+  });
+}
+
+/** What an import did: the models registered, those skipped and why, or the upstream's refusal. */
+function importPage(session: Session, providerId: string, outcome: ImportOutcome | { error: string }) {
+  return layout({
+    title: 'Import models',
+    nav: 'catalogue',
+    user: userOf(session),
+    body: html`<p class="crumbs"><a href="/app/catalogue">Catalogue</a> / import from <code>${providerId}</code></p>
+<section class="card">
+<h1>Import models from <code>${providerId}</code></h1>
+${'error' in outcome
+  ? html`<div class="notice notice-error" role="alert"><p>The upstream's model list could not be read: ${outcome.error}</p></div>`
+  : html`<p class="notice notice-ok" role="status">${outcome.added.length} added, ${outcome.skipped.length} skipped.</p>
+<h2>Added</h2>
+${outcome.added.length === 0 ? html`<p class="muted">None.</p>` : html`<ul class="plain" data-import="added">${outcome.added.map((a) => html`<li><code>${a.id}</code>${a.id === a.upstreamModel ? '' : html` <span class="muted small">(upstream <code>${a.upstreamModel}</code>)</span>`}</li>`)}</ul>`}
+<h2>Skipped</h2>
+${outcome.skipped.length === 0 ? html`<p class="muted">None.</p>` : html`<ul class="plain" data-import="skipped">${outcome.skipped.map((s) => html`<li><code>${s.upstreamModel}</code>: ${s.reason}</li>`)}</ul>`}`}
+<p><a class="btn" href="/app/catalogue">Back to the catalogue</a></p>
 </section>`,
   });
 }
@@ -460,7 +499,26 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
       const notice = new URLSearchParams(ctx.query).get('done');
       // Only our own fixed messages come back this way; anything else is dropped.
       const known = notice !== null && /^(Provider|Model) [^<>]{1,220} (added|saved|removed)\.$/.test(notice) ? notice : null;
-      return sendHtml(ctx.res, 200, overview(deps, session, known));
+      return sendHtml(ctx.res, 200, overview(deps, session, known, await deps.store.catalogue.discovered()));
+    }
+    const importing = /^\/app\/catalogue\/providers\/([^/]+)\/import$/.exec(ctx.path);
+    if (importing !== null && method === 'POST') {
+      await checkedForm(ctx, session);
+      let providerId: string;
+      try {
+        providerId = decodeURIComponent(importing[1]!);
+      } catch {
+        throw new FormError(404, 'There is no such provider.');
+      }
+      let outcome: ImportOutcome | { error: string } | undefined;
+      try {
+        outcome = await importModels(providerId, deps.catalogue, admin, deps.providers);
+      } catch (error) {
+        // GatewayError messages name the provider and the failure, never its credential.
+        outcome = { error: toGatewayError(error).message };
+      }
+      if (outcome === undefined) throw new FormError(404, `There is no provider “${providerId}”.`);
+      return sendHtml(ctx.res, 'error' in outcome ? 502 : 200, importPage(session, providerId, outcome));
     }
     const match = /^\/app\/catalogue\/(providers|models)\/(?:(new)|([^/]+)\/(edit|delete))$/.exec(ctx.path);
     if (match === null || (method !== 'GET' && method !== 'POST')) throw new FormError(404, 'There is no such page.');

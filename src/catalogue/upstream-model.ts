@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+/**
+ * A model as an upstream's own list names it, whatever its dialect (OpenAI-compatible servers,
+ * Anthropic, Gemini): what discovery, the console's import and `sluice doctor` work from.
+ */
+export interface UpstreamModel {
+  /** The upstream's name for it, which becomes a catalogue entry's `upstream_model`. */
+  readonly id: string;
+  readonly displayName?: string;
+  readonly description?: string;
+  readonly contextWindow?: number;
+  readonly maxOutputTokens?: number;
+  readonly ownedBy?: string;
+  /** Unix seconds. */
+  readonly created?: number;
+}
+
+const positive = z.number().int().positive();
+
+/** The stored form (JSON in the store): read back defensively, as any process's version may have written it. */
+const upstreamModelSchema = z.object({
+  id: z.string().min(1),
+  displayName: z.string().min(1).optional(),
+  description: z.string().optional(),
+  contextWindow: positive.optional(),
+  maxOutputTokens: positive.optional(),
+  ownedBy: z.string().min(1).optional(),
+  created: z.number().int().nonnegative().optional(),
+});
+
+/** The entries of a stored list that still read as models; anything else is dropped. */
+export function readUpstreamModels(value: unknown): UpstreamModel[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((item) => {
+    const parsed = upstreamModelSchema.safeParse(item);
+    return parsed.success ? [parsed.data as UpstreamModel] : [];
+  });
+}

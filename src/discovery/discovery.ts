@@ -1,0 +1,99 @@
+import type { Logger } from 'pino';
+import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
+import type { DiscoverConfig } from '../config/config-file.js';
+import { toGatewayError } from '../errors.js';
+import type { ProviderRegistry } from '../providers/provider-adapters.js';
+import type { CatalogueRepository } from '../store/store.js';
+
+/** How often the schedule is looked at; a provider's own `interval_ms` says how often it is listed. */
+const TICK_MS = 1_000;
+/** A listing taking longer than this has failed (the upstream's own timeouts may be far longer). */
+export const LIST_TIMEOUT_MS = 30_000;
+/** After a failed listing the next try comes sooner than a whole interval, but not at once. */
+const RETRY_MS = 60_000;
+
+/**
+ * Keeps the model lists of the providers with `discover:` in the store, where every gateway process
+ * (and replica) reads them into its catalogue (LiveCatalogue). Each tick follows the providers in
+ * force now (configuration file and console, as they change); for each one due, a claim in the
+ * store makes one process of many list it. A successful listing replaces the stored list whole (a
+ * catalogue change when it differs); a failed one keeps it and is logged. Lists of providers that
+ * are gone or no longer discover are dropped.
+ */
+export class Discovery {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly stopping = new AbortController();
+  private readonly running = new Map<string, Promise<void>>();
+  /** The discovering providers as last dropped for, so that the drop is written only when they change. */
+  private kept: string | undefined;
+  private ticking = false;
+
+  constructor(
+    private readonly repository: CatalogueRepository,
+    private readonly catalogue: LiveCatalogue,
+    private readonly providers: ProviderRegistry,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    // The first look comes at once: a provider never listed is due.
+    void this.tick();
+    this.timer = setInterval(() => void this.tick(), TICK_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.stopping.abort();
+    await Promise.all(this.running.values());
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking || this.stopping.signal.aborted) return;
+    this.ticking = true;
+    try {
+      const discovering = this.catalogue.providers().filter((entry) => entry.config.discover !== undefined);
+      const ids = discovering.map((entry) => entry.id);
+      if (this.kept !== ids.join('\u0000')) {
+        if (await this.repository.dropDiscovered(ids)) await this.catalogue.refresh();
+        this.kept = ids.join('\u0000');
+      }
+      for (const entry of discovering) {
+        if (this.running.has(entry.id)) continue;
+        const settings = entry.config.discover!;
+        if (!(await this.repository.claimDiscovery(entry.id, Date.now(), settings.interval_ms))) continue;
+        const listing = this.list(entry.id, settings).finally(() => this.running.delete(entry.id));
+        this.running.set(entry.id, listing);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'model discovery could not read or claim its schedule');
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async list(providerId: string, settings: DiscoverConfig): Promise<void> {
+    const provider = this.providers.get(providerId);
+    if (provider === undefined) return;
+    try {
+      let models;
+      try {
+        models = await provider.listModels(AbortSignal.any([this.stopping.signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]));
+      } catch (error) {
+        if (this.stopping.signal.aborted) return;
+        // The adapters' messages carry no credential (they are redacted as a caller's would be).
+        const reason = toGatewayError(error).message;
+        this.logger.warn({ provider: providerId, reason }, 'model discovery failed; the models listed before are kept');
+        const now = Date.now();
+        await this.repository.discoveryFailed(providerId, reason, now, now + Math.min(settings.interval_ms, RETRY_MS));
+        return;
+      }
+      if (await this.repository.putDiscovered(providerId, models, Date.now())) {
+        this.logger.info({ provider: providerId, models: models.length }, 'discovered models changed');
+        await this.catalogue.refresh();
+      }
+    } catch (error) {
+      this.logger.warn({ provider: providerId, err: error }, 'discovered models could not be stored');
+    }
+  }
+}

@@ -1,0 +1,223 @@
+import { accessSync, constants, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CredentialCipher } from '../catalogue/credential-cipher.js';
+import { readStoredProvider, storedModelEntry } from '../catalogue/live-catalogue.js';
+import { ConfigError, deploymentsOf, loadConfigFile, modelSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
+import { toGatewayError } from '../errors.js';
+import { maskUrl } from '../masked-url.js';
+import { createProvider } from '../providers/registry.js';
+import { describeLocation, openStore, SQLITE_FILE, storeLocation } from '../store/open-store.js';
+import type { SqlStore } from '../store/sql-store.js';
+
+/** Every network check gives up after this: a doctor that hangs is no help. */
+export const CHECK_TIMEOUT_MS = 5_000;
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+/** One line of the report: what was looked at, how it is, and (when not ok) what to do. */
+export interface Check {
+  readonly check: string;
+  readonly status: CheckStatus;
+  readonly message: string;
+  readonly fix?: string;
+}
+
+export interface DoctorOptions {
+  readonly configFile: string | undefined;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+const check = (name: string, status: CheckStatus, message: string, fix?: string): Check => ({ check: name, status, message, ...(fix === undefined ? {} : { fix }) });
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * What `sluice doctor` finds, check by check: the configuration file, the shared secrets, the
+ * store, each provider (configuration file and console) with one model listing, the models their
+ * upstreams do not list, Redis. Never a secret in a message: credentials stay in the adapters
+ * (whose errors redact them) and URLs are masked. Nothing is created or migrated.
+ */
+export async function runDoctor(options: DoctorOptions): Promise<Check[]> {
+  const env = options.env ?? process.env;
+  const checks: Check[] = [];
+  const config = checkConfig(options.configFile, checks);
+  checks.push(...checkSecrets(options, env));
+  const stored = await checkStore(options, env, checks);
+  const providers = [...(config?.providers ?? []), ...stored.providers.filter((p) => !config?.providers.some((c) => c.id === p.id))];
+  const models = [...(config?.models ?? []), ...stored.models.filter((m) => !config?.models.some((c) => c.id === m.id))];
+  checks.push(...(await Promise.all(providers.map((provider) => checkProvider(provider, models)))).flat());
+  if (options.redisUrl !== undefined) checks.push(await checkRedis(options.redisUrl));
+  return checks;
+}
+
+function checkConfig(file: string | undefined, checks: Check[]): GatewayConfig | undefined {
+  if (file === undefined) {
+    checks.push(check('config', 'warn', 'no configuration file (none named, and no ./sluice.yaml)', 'name one with --config FILE or SLUICE_CONFIG, unless every provider is registered in the console'));
+    return undefined;
+  }
+  try {
+    const config = loadConfigFile(file);
+    checks.push(check('config', 'ok', `${file}: ${config.providers.length} provider(s), ${config.models.length} model(s)`));
+    return config;
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    checks.push(check('config', 'fail', error.message, 'correct the entry and field named above (see the configuration reference in the README)'));
+    return undefined;
+  }
+}
+
+function checkSecrets(options: DoctorOptions, env: NodeJS.ProcessEnv): Check[] {
+  return (
+    [
+      ['key pepper', 'SLUICE_KEY_PEPPER', 'key-pepper'],
+      ['credential key', 'SLUICE_CREDENTIAL_KEY', 'credential-key'],
+    ] as const
+  ).map(([name, variable, file]) => {
+    const value = env[variable];
+    const path = env[`${variable}_FILE`];
+    if (value && path) return check(name, 'fail', `both ${variable} and ${variable}_FILE are set`, 'set one of them');
+    if (value) return check(name, 'ok', `from ${variable}`);
+    if (path) return existsSync(path) ? check(name, 'ok', `from ${variable}_FILE (${path})`) : check(name, 'fail', `${variable}_FILE names ${path}, which does not exist`, `point ${variable}_FILE at the shared secret file`);
+    const own = join(options.dataDir, file);
+    if (options.databaseUrl !== undefined) {
+      return check(name, 'warn', `${variable} is not set: each replica on this database would use its own ${own}`, `give every replica the same ${variable} (or ${variable}_FILE)`);
+    }
+    return existsSync(own) ? check(name, 'ok', own) : check(name, 'warn', `${own} does not exist yet`, 'it is made on the first start; back it up with the data directory');
+  });
+}
+
+interface StoredCatalogue {
+  readonly providers: ProviderConfig[];
+  readonly models: ModelConfig[];
+}
+
+const NOTHING_STORED: StoredCatalogue = { providers: [], models: [] };
+
+async function checkStore(options: DoctorOptions, env: NodeJS.ProcessEnv, checks: Check[]): Promise<StoredCatalogue> {
+  const location = storeLocation(options);
+  const where = describeLocation(location);
+  if (location.kind === 'sqlite') {
+    if (!existsSync(location.dataDir)) {
+      checks.push(check('store', 'warn', `the data directory ${location.dataDir} does not exist`, 'it is made on the first start; or name the right one with --data'));
+      return NOTHING_STORED;
+    }
+    try {
+      accessSync(location.dataDir, constants.R_OK | constants.W_OK);
+    } catch {
+      checks.push(check('store', 'fail', `the data directory ${location.dataDir} is not readable and writable by this user`, `run as the gateway's user, or chown/chmod ${location.dataDir}`));
+      return NOTHING_STORED;
+    }
+    if (!existsSync(join(location.dataDir, SQLITE_FILE))) {
+      checks.push(check('store', 'warn', `${where} does not exist yet`, 'it is made on the first start'));
+      return NOTHING_STORED;
+    }
+  }
+  let store: SqlStore;
+  try {
+    store = await withTimeout(openStore(location, { migrate: false }), 'the store did not answer');
+  } catch (error) {
+    checks.push(check('store', 'fail', messageOf(error), location.kind === 'postgres' ? 'check --database / SLUICE_DATABASE_URL, that PostgreSQL runs and accepts this user' : 'check the data directory and its sluice.db'));
+    return NOTHING_STORED;
+  }
+  try {
+    const pending = await withTimeout(store.pendingMigrations(), 'the store did not answer');
+    checks.push(
+      pending.length === 0
+        ? check('store', 'ok', `${where}: schema current`)
+        : check('store', 'warn', `${where}: ${pending.length} migration(s) pending (${pending.join(', ')})`, 'they run on the next start of `sluice serve`'),
+    );
+    // Before the console's tables exist there is nothing registered in it.
+    return pending.includes('0002_console') ? NOTHING_STORED : await storedCatalogue(store, options, env, checks);
+  } catch (error) {
+    checks.push(check('store', 'fail', `${where}: ${messageOf(error)}`, 'check the store'));
+    return NOTHING_STORED;
+  } finally {
+    await store.close();
+  }
+}
+
+/** The console's providers (credentials unsealed as the gateway would) and models. */
+async function storedCatalogue(store: SqlStore, options: DoctorOptions, env: NodeJS.ProcessEnv, checks: Check[]): Promise<StoredCatalogue> {
+  const rows = await store.catalogue.providers();
+  const models = (await store.catalogue.models()).flatMap((row) => {
+    const parsed = modelSchema.safeParse(storedModelEntry(row));
+    return parsed.success ? [parsed.data] : [];
+  });
+  if (rows.length === 0) return { providers: [], models };
+  // Without its key the credentials cannot be read; the doctor makes no key of its own.
+  const keyed = Boolean(env.SLUICE_CREDENTIAL_KEY || env.SLUICE_CREDENTIAL_KEY_FILE) || existsSync(join(options.dataDir, 'credential-key'));
+  if (!keyed) {
+    checks.push(check('console providers', 'fail', `${rows.length} console provider(s), but no credential key to read their credentials`, 'set SLUICE_CREDENTIAL_KEY (or _FILE) as the gateway has it, or pass its --data'));
+    return { providers: [], models };
+  }
+  const cipher = CredentialCipher.forDataDir(options.dataDir, env);
+  const providers: ProviderConfig[] = [];
+  for (const row of rows) {
+    const read = readStoredProvider(row, cipher);
+    if ('problem' in read) checks.push(check(`provider ${row.id}`, 'fail', `console provider: ${read.problem}`, 'use the credential key the gateway uses, or re-enter the credential in the console'));
+    else providers.push(read.config);
+  }
+  return { providers, models };
+}
+
+const FIXES: Readonly<Record<string, (p: ProviderConfig) => string>> = {
+  upstream_auth_failed: (p) => `check the api_key of provider '${p.id}' (and its headers)`,
+  upstream_unreachable: (p) => `check base_url ${p.base_url}, and that the server runs and is reachable from here`,
+  upstream_timeout: (p) => `check that ${p.base_url} answers (a firewall dropping packets looks like this)`,
+};
+
+/** One model listing: reachable, credential accepted; then each model entry the upstream does not list. */
+async function checkProvider(provider: ProviderConfig, models: readonly ModelConfig[]): Promise<Check[]> {
+  const name = `provider ${provider.id}`;
+  const adapter = createProvider(provider);
+  try {
+    const listed = await adapter.listModels(AbortSignal.timeout(CHECK_TIMEOUT_MS));
+    const ids = new Set(listed.map((model) => model.id));
+    const checks = [check(name, 'ok', `${provider.kind} at ${provider.base_url}: reachable, credential accepted, ${listed.length} model(s) listed`)];
+    for (const model of models) {
+      for (const deployment of deploymentsOf(model)) {
+        const upstream = deployment.upstream_model ?? model.id;
+        if (deployment.provider !== provider.id || ids.has(upstream.replace(/^models\//, ''))) continue;
+        checks.push(check(`model ${model.id}`, 'warn', `provider '${provider.id}' does not list upstream model '${upstream}'`, `correct upstream_model, or deploy '${upstream}' on the upstream`));
+      }
+    }
+    return checks;
+  } catch (error) {
+    const failure = toGatewayError(error);
+    const fix = FIXES[failure.kind]?.(provider) ?? `check base_url ${provider.base_url} (its model list should be at ${provider.base_url.replace(/\/+$/, '')}/models)`;
+    return [check(name, 'fail', failure.message, fix)];
+  } finally {
+    await adapter.close().catch(() => undefined);
+  }
+}
+
+async function checkRedis(url: string): Promise<Check> {
+  const masked = maskUrl(url);
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: CHECK_TIMEOUT_MS, commandTimeout: CHECK_TIMEOUT_MS, retryStrategy: () => null });
+  redis.on('error', () => undefined);
+  try {
+    await withTimeout(redis.connect(), 'no answer');
+    return check('redis', 'ok', `${masked}: ${await withTimeout(redis.ping(), 'no answer')}`);
+  } catch (error) {
+    // ioredis names the host and port, never the password.
+    return check('redis', 'fail', `${masked}: ${messageOf(error)}`, 'check --redis / SLUICE_REDIS_URL, that Redis runs, and its password');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function withTimeout<T>(work: Promise<T>, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${message} within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/** The report as lines, one per check, the fix after what is wrong. */
+export function formatChecks(checks: readonly Check[]): string {
+  const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
+  return checks.map((c) => `${mark[c.status]}  ${c.check}: ${c.message}${c.fix === undefined ? '' : ` — fix: ${c.fix}`}`).join('\n');
+}

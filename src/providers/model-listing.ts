@@ -1,0 +1,67 @@
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import { GatewayError } from '../errors.js';
+import { randomId } from '../ids.js';
+import { isObject, type Json, type UpstreamClient } from './upstream-client.js';
+import { unreadableUpstream } from './upstream-errors.js';
+
+/** A model list longer than this many pages is a server paging in a loop, not a catalogue. */
+const MAX_PAGES = 100;
+
+/** One page of an upstream's list: its models, and the cursor of the next page (undefined on the last). */
+export interface ModelPage {
+  readonly models: readonly UpstreamModel[];
+  readonly next: string | undefined;
+}
+
+/**
+ * Every page of an upstream's model list, in order: `path(cursor)` names each page (no cursor for
+ * the first), `read` turns its JSON into models and the next cursor. A cursor seen before ends the
+ * listing as unreadable rather than looping; so does a list of more than MAX_PAGES pages.
+ */
+export async function listAllPages(client: UpstreamClient, signal: AbortSignal, path: (cursor: string | undefined) => string, read: (page: Json) => ModelPage): Promise<UpstreamModel[]> {
+  const models: UpstreamModel[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  const call = { requestId: randomId('list_'), signal };
+  for (let page = 0; page < MAX_PAGES; page++) {
+    let body: Json;
+    try {
+      body = await client.getJson(path(cursor), call);
+    } catch (error) {
+      // The caller's own time limit (AbortSignal.timeout) reads as the upstream's slowness it is.
+      if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') {
+        throw new GatewayError('upstream_timeout', `The upstream provider '${client.providerId}' did not list its models in time.`, { upstreamFailure: 'timeout' });
+      }
+      throw error;
+    }
+    const { models: found, next } = read(body);
+    models.push(...found);
+    if (next === undefined) return models;
+    if (seen.has(next)) break;
+    seen.add(next);
+    cursor = next;
+  }
+  throw unreadableUpstream(client.providerId, 'a model list whose pages do not end');
+}
+
+/** The array under `field` of a list page, or an unreadable-upstream failure. */
+export function listField(client: UpstreamClient, page: Json, field: string): Json[] {
+  const items = page[field];
+  // Gemini leaves `models` out of an empty page.
+  if (items === undefined && field === 'models') return [];
+  if (!Array.isArray(items)) throw unreadableUpstream(client.providerId, `a model list without a '${field}' array`);
+  return items.filter(isObject);
+}
+
+export function optionalString(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+export function optionalCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+/** A model record without the fields the upstream did not give. */
+export function upstreamModel(fields: { [K in keyof UpstreamModel]: UpstreamModel[K] | undefined }): UpstreamModel {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as unknown as UpstreamModel;
+}

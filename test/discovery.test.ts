@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
+import OpenAI from 'openai';
+import { startFakeAnthropic } from './fakes/fake-anthropic.js';
+import { startFakeGemini } from './fakes/fake-gemini.js';
+import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
+import type { FakeUpstream } from './fakes/fake-server.js';
+import type { ListedModel } from './fakes/model-lists.js';
+import { ConsoleClient, createAccount } from './support/console.js';
+import { createKey, eventually, startSluice, type RunningSluice } from './support/sluice.js';
+import { queryStore } from './support/store.js';
+
+// What each upstream lists; the tests change these arrays while the gateway runs.
+const vllmListed: ListedModel[] = [
+  { id: 'meta-llama/Llama-3.1-8B-Instruct', contextLength: 131_072 },
+  { id: 'qwen-coder', contextLength: 65_536 },
+  { id: 'qwen-7b' },
+  { id: 'shared-model' },
+  { id: 'text-embedding-3' },
+];
+const secondListed: ListedModel[] = [{ id: 'shared-model' }, { id: 'second-only' }];
+const anthropicListed: ListedModel[] = [
+  { id: 'claude-a', displayName: 'Claude A' },
+  { id: 'claude-b', displayName: 'Claude B' },
+  { id: 'claude-c', displayName: 'Claude C' },
+];
+const geminiListed: ListedModel[] = [
+  { id: 'gemini-x', displayName: 'Gemini X', inputTokenLimit: 1_048_576, outputTokenLimit: 65_536 },
+  { id: 'gemini-y', displayName: 'Gemini Y' },
+  { id: 'text-embedding-004', methods: ['embedContent'] },
+];
+
+let vllm: FakeUpstream;
+let second: FakeUpstream;
+let ollama: FakeUpstream;
+let llamacpp: FakeUpstream;
+let slow: FakeUpstream;
+let anthropic: FakeUpstream;
+let gemini: FakeUpstream;
+let sluice: RunningSluice;
+let key: string;
+
+before(async () => {
+  [vllm, second, ollama, llamacpp, slow, anthropic, gemini] = await Promise.all([
+    startFakeOpenAI({ apiKey: 'vllm-credential', models: ['shared-model', 'qwen-coder'], listed: vllmListed }),
+    startFakeOpenAI({ apiKey: 'second-credential', models: ['shared-model', 'second-only'], listed: secondListed }),
+    startFakeOpenAI({ listed: [{ id: 'llama3.2:latest' }], listFlavour: 'ollama' }),
+    startFakeOpenAI({ listed: [{ id: 'gguf-model', contextLength: 8192 }], listFlavour: 'llamacpp' }),
+    startFakeOpenAI({ listed: [{ id: 'rarely-listed' }] }),
+    // Two a page: Sluice has to follow has_more / nextPageToken to see them all.
+    startFakeAnthropic({ apiKey: 'anthropic-credential', listed: anthropicListed, listPageMax: 2 }),
+    startFakeGemini({ apiKey: 'gemini-credential', listed: geminiListed, listPageMax: 2 }),
+  ]);
+  sluice = await startSluice({
+    args: ['--workers', '2'],
+    config: `
+providers:
+  - { id: vllm, kind: openai, base_url: '${vllm.url}', api_key: vllm-credential, discover: { interval_ms: 1000, exclude: ['text-embedding-*'] } }
+  - { id: second, kind: openai, base_url: '${second.url}', api_key: second-credential, discover: { interval_ms: 1000 } }
+  - { id: ollama, kind: openai, base_url: '${ollama.url}', discover: { interval_ms: 1000, id_prefix: 'ollama/', endpoints: [chat], upstream_api: chat } }
+  - { id: llamacpp, kind: openai, base_url: '${llamacpp.url}', discover: true }
+  - { id: slow, kind: openai, base_url: '${slow.url}', discover: { interval_ms: 600000 } }
+  - { id: anthropic, kind: anthropic, base_url: '${anthropic.url}', api_key: anthropic-credential, discover: { interval_ms: 1000 } }
+  - { id: google, kind: gemini, base_url: '${gemini.url}', api_key: gemini-credential, discover: { interval_ms: 1000 } }
+models:
+  - { id: llama-8b, provider: vllm, upstream_model: meta-llama/Llama-3.1-8B-Instruct, endpoints: [completions, chat] }
+  - { id: qwen-7b, provider: vllm, display_name: Operator Qwen, context_window: 4096 }
+`,
+  });
+  key = (await createKey(sluice.dataDir, 'acme')).key;
+});
+
+after(async () => {
+  assert.equal(await sluice.stop(), 0);
+  await Promise.all([vllm, second, ollama, llamacpp, slow, anthropic, gemini].map((fake) => fake.close()));
+});
+
+const openai = () => new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+
+async function listedIds(): Promise<string[]> {
+  return (await openai().models.list()).data.map((model) => model.id);
+}
+
+/** Waits until /v1/models lists every id of `present` and none of `absent`. */
+async function until(present: string[], absent: string[] = []): Promise<string[]> {
+  return eventually(async () => {
+    const ids = await listedIds();
+    return present.every((id) => ids.includes(id)) && absent.every((id) => !ids.includes(id)) ? ids : undefined;
+  }, 15_000, `models ${present.join(', ')} listed${absent.length > 0 ? ` and ${absent.join(', ')} not` : ''}`);
+}
+
+async function modelsJson(): Promise<any[]> {
+  const body = (await (await fetch(`${sluice.url}/models.json`)).json()) as any;
+  return body.data;
+}
+
+describe('discovery', () => {
+  test('models of vLLM, Ollama, llama.cpp, Anthropic (paged) and Gemini (paged) reach /v1/models, after the operator’s own', async () => {
+    const ids = await until(['qwen-coder', 'shared-model', 'second-only', 'ollama/llama3.2:latest', 'gguf-model', 'claude-a', 'claude-b', 'claude-c', 'gemini-x', 'gemini-y', 'rarely-listed']);
+    assert.deepEqual(ids.slice(0, 2), ['llama-8b', 'qwen-7b']);
+    // Excluded by pattern, not generateContent, or already served by the operator's llama-8b.
+    for (const absent of ['text-embedding-3', 'text-embedding-004', 'meta-llama/Llama-3.1-8B-Instruct']) assert.ok(!ids.includes(absent), absent);
+    assert.equal(ids.filter((id) => id === 'qwen-7b').length, 1);
+    assert.equal(ids.filter((id) => id === 'shared-model').length, 1);
+    // The listing carried the credential each upstream checks (the fakes answer 401 otherwise).
+    assert.ok(vllm.requests.some((r) => r.method === 'GET' && r.headers.authorization === 'Bearer vllm-credential'));
+    assert.ok(anthropic.requests.some((r) => r.method === 'GET' && r.path.includes('after_id=claude-b')), 'the second Anthropic page was asked for');
+    assert.ok(gemini.requests.some((r) => r.method === 'GET' && r.path.includes('pageToken=')), 'the second Gemini page was asked for');
+  });
+
+  test('what the upstreams tell is kept: context lengths, display names, token limits; the operator’s entry is not overridden', async () => {
+    const models = await modelsJson();
+    const byId = new Map(models.map((m) => [m.id, m]));
+    assert.equal(byId.get('qwen-coder').context_window, 65_536);
+    assert.equal(byId.get('gguf-model').context_window, 8192);
+    assert.equal(byId.get('claude-b').display_name, 'Claude B');
+    assert.equal(byId.get('gemini-x').display_name, 'Gemini X');
+    assert.equal(byId.get('gemini-x').context_window, 1_048_576);
+    assert.equal(byId.get('gemini-x').max_output_tokens, 65_536);
+    assert.equal(byId.get('ollama/llama3.2:latest').context_window, null);
+    assert.equal(byId.get('qwen-7b').display_name, 'Operator Qwen');
+    assert.equal(byId.get('qwen-7b').context_window, 4096);
+
+    const claude = [];
+    for await (const model of new Anthropic({ apiKey: key, baseURL: sluice.url, maxRetries: 0 }).models.list()) claude.push(model);
+    assert.equal(claude.find((m) => m.id === 'claude-c')?.display_name, 'Claude C');
+    const pager = await new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: sluice.url } }).models.list();
+    const seen = [];
+    for await (const model of pager) seen.push(model);
+    const x = seen.find((m) => m.name === 'models/gemini-x');
+    assert.equal(x?.inputTokenLimit, 1_048_576);
+    assert.equal(x?.outputTokenLimit, 65_536);
+  });
+
+  test('a discovered model serves requests; an id two providers list goes to the first', async () => {
+    const answer = await openai().chat.completions.create({ model: 'shared-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+    assert.ok(answer.choices[0]!.message.content);
+    assert.ok(vllm.requests.some((r) => r.method === 'POST' && r.body?.model === 'shared-model'));
+    assert.ok(!second.requests.some((r) => r.method === 'POST'));
+  });
+
+  test('of two workers, one lists each provider each interval', async () => {
+    // `slow` is due once in ten minutes: both workers' schedules see it, one claim wins.
+    await until(['rarely-listed']);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    assert.equal(slow.requests.filter((r) => r.method === 'GET').length, 1);
+    // Every worker answers with the same list (requests on fresh connections land on either).
+    const lists = await Promise.all(Array.from({ length: 6 }, async () => (await fetch(`${sluice.url}/v1/models`, { headers: { authorization: `Bearer ${key}`, connection: 'close' } }).then((r) => r.json())) as any));
+    for (const list of lists) assert.deepEqual(list.data.map((m: any) => m.id), lists[0].data.map((m: any) => m.id));
+  });
+
+  test('a refresh picks up a new model and drops a removed one', async () => {
+    vllmListed.push({ id: 'brand-new', contextLength: 16_384 });
+    vllmListed.splice(vllmListed.findIndex((m) => m.id === 'qwen-coder'), 1);
+    await until(['brand-new'], ['qwen-coder']);
+  });
+
+  test('a failing upstream keeps the list it gave before, and the failure is recorded without its credential', async () => {
+    second.behaviour = { fail: { status: 500, body: JSON.stringify({ error: { message: 'engine down', type: 'InternalServerError', param: null, code: 500 } }) }, only: (r) => r.method === 'GET' };
+    const rows = await eventually(async () => {
+      const found = await queryStore<{ error: string | null }>(sluice.dataDir, "SELECT error FROM discovered_models WHERE provider_id = 'second'");
+      return found[0]?.error ? found : undefined;
+    }, 15_000, 'the failed listing recorded');
+    assert.match(rows[0]!.error!, /second/);
+    assert.ok(!rows[0]!.error!.includes('second-credential'));
+    const ids = await listedIds();
+    assert.ok(ids.includes('second-only'), 'the models listed before are kept');
+    second.behaviour = {};
+  });
+});
+
+describe('the console’s import action', () => {
+  test('registers the upstream’s models that are not in the catalogue as console entries, and says what it skipped and why', async () => {
+    await createAccount(sluice.dataDir, 'root', 'correct horse battery', true);
+    const browser = new ConsoleClient(sluice.url);
+    await browser.signIn('root', 'correct horse battery');
+    const page = await browser.get('/app/catalogue');
+    assert.match(page.text, /discovered from anthropic/);
+    const fields = ConsoleClient.formFields(page.text, '/app/catalogue/providers/vllm/import');
+
+    // Without the session's CSRF token nothing happens.
+    const forged = await browser.post('/app/catalogue/providers/vllm/import', { csrf: 'forged' });
+    assert.equal(forged.status, 403);
+
+    const result = await browser.post('/app/catalogue/providers/vllm/import', fields);
+    assert.equal(result.status, 200);
+    const added = /data-import="added">([\s\S]*?)<\/ul>/.exec(result.text)?.[1] ?? '';
+    const skipped = /data-import="skipped">([\s\S]*?)<\/ul>/.exec(result.text)?.[1] ?? '';
+    assert.match(added, /<code>shared-model<\/code>/);
+    assert.match(added, /<code>brand-new<\/code>/);
+    assert.match(skipped, /<code>qwen-7b<\/code>: already in the catalogue \(from the configuration file\)/);
+    assert.match(skipped, /<code>meta-llama\/Llama-3.1-8B-Instruct<\/code>: already served as &#39;llama-8b&#39;|already served as 'llama-8b'/);
+    assert.match(skipped, /<code>text-embedding-3<\/code>: excluded: matches exclude pattern/);
+
+    const after = await browser.get('/app/catalogue');
+    assert.match(after.text, /href="\/app\/catalogue\/models\/brand-new\/edit"/, 'an imported model is editable in the console');
+    // A second import finds them there.
+    const again = await browser.post('/app/catalogue/providers/vllm/import', fields);
+    assert.match(again.text, /<code>brand-new<\/code>: already in the catalogue \(from the console\)/);
+  });
+
+  test('an upstream that refuses the credential is reported, without the credential', async () => {
+    const browser = new ConsoleClient(sluice.url);
+    await browser.signIn('root', 'correct horse battery');
+    const fields = ConsoleClient.formFields((await browser.get('/app/catalogue')).text, '/app/catalogue/providers/second/import');
+    second.behaviour = { fail: { status: 401, body: JSON.stringify({ error: 'Unauthorized' }) } };
+    const result = await browser.post('/app/catalogue/providers/second/import', fields);
+    second.behaviour = {};
+    assert.equal(result.status, 502);
+    assert.match(result.text, /refused the gateway&#39;s credentials|refused the gateway's credentials/);
+    assert.ok(!result.text.includes('second-credential'));
+  });
+});
