@@ -13,6 +13,9 @@ export interface InitProvider {
   readonly keyOptional: boolean;
 }
 
+/** `openai` has no default base URL (it names any compatible server): OpenAI's own is written out. */
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]', '0.0.0.0']);
 
 /** The vendors' own variable names, which their SDKs read too. */
@@ -63,7 +66,7 @@ function discoverBlock(provider: InitProvider): string[] {
   }
   return [
     '    discover: true                 # its model list, read every 5 minutes; never overrides an entry below',
-    '    # discover: { interval_ms: 300000, include: [...], exclude: [...], id_prefix: ..., endpoints: [completions, chat] }',
+    "    # discover: { interval_ms: 600000, include: ['llama*'], exclude: ['*embed*'], id_prefix: 'team/' }",
   ];
 }
 
@@ -83,6 +86,7 @@ export function renderInitConfig(providers: readonly InitProvider[]): string {
     lines.push(`  - id: ${provider.id}`);
     lines.push(`    kind: ${provider.kind}`);
     if (provider.baseUrl !== undefined) lines.push(`    base_url: ${provider.baseUrl}`);
+    else if (provider.kind === 'openai') lines.push(`    base_url: ${OPENAI_BASE_URL}`);
     else lines.push(`    # base_url: the vendor's own API`);
     lines.push(provider.keyOptional ? `    api_key: \${${provider.keyVariable}:-}   # optional: set it if the server wants a key` : `    api_key: \${${provider.keyVariable}}`);
     lines.push(...discoverBlock(provider));
