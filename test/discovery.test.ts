@@ -201,6 +201,27 @@ describe('the console’s import action', () => {
     assert.match(again.text, /<code>brand-new<\/code>: already in the catalogue \(from the console\)/);
   });
 
+  test('a console provider can discover: the form sets it, keeps it on edit and refuses a bad interval', async () => {
+    const upstream = await startFakeOpenAI({ listed: [{ id: 'console-discovered' }] });
+    try {
+      const browser = new ConsoleClient(sluice.url);
+      await browser.signIn('root', 'correct horse battery');
+      const form = ConsoleClient.formFields((await browser.get('/app/catalogue/providers/new')).text, '/app/catalogue/providers/new');
+      const bad = await browser.post('/app/catalogue/providers/new', { ...form, id: 'console-box', kind: 'openai', base_url: upstream.url, discover: '1', discover_interval_ms: '10' });
+      assert.equal(bad.status, 400);
+      assert.match(bad.text, /id="f-discover_interval_ms-err">[^<]*1000/);
+      const saved = await browser.post('/app/catalogue/providers/new', { ...form, id: 'console-box', kind: 'openai', base_url: upstream.url, discover: '1', discover_interval_ms: '1000', discover_id_prefix: 'box/' });
+      assert.equal(saved.status, 303, saved.text);
+      const client = new OpenAI({ apiKey: (await createKey(sluice.dataDir, 'console-discovery')).key, baseURL: `${sluice.url}/v1` });
+      await eventually(async () => ((await client.models.list()).data.some((m) => m.id === 'box/console-discovered') ? true : undefined), 8000, 'the console provider\'s model');
+      const edit = await browser.get('/app/catalogue/providers/console-box/edit');
+      assert.match(edit.text, /name="discover" value="1" checked/);
+      assert.match(edit.text, /name="discover_id_prefix" type="text" value="box\/"/);
+    } finally {
+      await upstream.close();
+    }
+  });
+
   test('an upstream that refuses the credential is reported, without the credential', async () => {
     const browser = new ConsoleClient(sluice.url);
     await browser.signIn('root', 'correct horse battery');

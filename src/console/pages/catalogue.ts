@@ -187,6 +187,14 @@ ${errorSummary(errors)}
     ${field('probe_interval_ms', 'Probe every (ms)', values, errors, { type: 'number', placeholder: '60000' })}
     ${errors.probe ? html`<p class="field-error">${errors.probe}</p>` : ''}
   </fieldset>
+  <fieldset class="field">
+    <legend>Model discovery <span class="muted">(optional; the upstream's own model list, kept current)</span></legend>
+    <label class="check"><input type="checkbox" name="discover" value="1"${values.discover === '1' ? html` checked` : ''}> Discover this provider's models</label>
+    ${field('discover_interval_ms', 'Read the list every (ms)', values, errors, { type: 'number', placeholder: '300000' })}
+    ${field('discover_include', 'Only names matching', values, errors, { placeholder: 'llama*, qwen*', hint: 'Comma-separated patterns (* any characters, ? one); empty: every model.' })}
+    ${field('discover_exclude', 'Leave out names matching', values, errors, { placeholder: '*embed*' })}
+    ${field('discover_id_prefix', 'Public id prefix', values, errors, { placeholder: 'team/' })}
+  </fieldset>
   <div class="row"><button type="submit" class="btn">${mode === 'create' ? 'Add provider' : 'Save provider'}</button><a class="btn btn-secondary" href="/app/catalogue">Cancel</a></div>
 </form>
 </section>`,
@@ -325,6 +333,19 @@ function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Recor
     if (probeModel === undefined || probeInterval === undefined) errors.probe = 'give both the probe model and its interval, or neither';
     else raw.probe = { model: probeModel, interval_ms: probeInterval };
   }
+  if (form.get('discover') === '1') {
+    const patterns = (name: string) => text(form, name)?.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    const discover: Record<string, unknown> = {};
+    const interval = numberField(form, 'discover_interval_ms', errors);
+    if (interval !== undefined) discover.interval_ms = interval;
+    const include = patterns('discover_include');
+    if (include !== undefined && include.length > 0) discover.include = include;
+    const exclude = patterns('discover_exclude');
+    if (exclude !== undefined && exclude.length > 0) discover.exclude = exclude;
+    const prefix = text(form, 'discover_id_prefix');
+    if (prefix !== undefined) discover.id_prefix = prefix;
+    raw.discover = discover;
+  }
   const secrets: { apiKey?: string | null; headers?: Record<string, string> | null } = {};
   const apiKey = form.get('api_key') ?? '';
   if (form.get('clear_api_key') === '1') secrets.apiKey = null;
@@ -462,7 +483,14 @@ function modelInput(form: URLSearchParams, errors: FieldErrors): { raw: Record<s
 function valuesOf(stored: Record<string, unknown>): Values {
   const values: Values = {};
   for (const [key, value] of Object.entries(stored)) {
-    if (key === 'probe' && value && typeof value === 'object') {
+    if (key === 'discover' && value && typeof value === 'object') {
+      const discover = value as { interval_ms?: number; include?: string[]; exclude?: string[]; id_prefix?: string };
+      values.discover = '1';
+      if (discover.interval_ms !== undefined) values.discover_interval_ms = String(discover.interval_ms);
+      if (discover.include !== undefined) values.discover_include = discover.include.join(', ');
+      if (discover.exclude !== undefined) values.discover_exclude = discover.exclude.join(', ');
+      if (discover.id_prefix !== undefined) values.discover_id_prefix = discover.id_prefix;
+    } else if (key === 'probe' && value && typeof value === 'object') {
       const probe = value as { model: string; interval_ms: number };
       values.probe_model = probe.model;
       values.probe_interval_ms = String(probe.interval_ms);
@@ -563,6 +591,8 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     if (kind === 'providers') {
       const { raw, secrets: changes } = providerInput(form, errors);
       result = Object.keys(errors).length > 0 ? { ok: false, errors } : await admin.saveProvider(mode, raw, changes);
+      // `discover.interval_ms` is the form's `discover_interval_ms`.
+      if (!result.ok) result = { ok: false, errors: Object.fromEntries(Object.entries(result.errors).map(([field, message]) => [field.replace(/^discover\./, 'discover_'), message])) };
     } else {
       const { raw, lines } = modelInput(form, errors);
       result = Object.keys(errors).length > 0 ? { ok: false, errors } : await admin.saveModel(mode, raw);
