@@ -74,6 +74,16 @@ export async function requireSession(deps: ConsoleDeps, ctx: RequestContext, opt
   return session;
 }
 
+/**
+ * Who is looking at a public page: the signed-in account's header, or none. Such a page differs by
+ * cookie, so it is never stored by a shared cache, and a signed-in visitor's copy not at all.
+ */
+export async function visitor(deps: ConsoleDeps, ctx: RequestContext): Promise<{ user?: LayoutOptions['user']; headers: Record<string, string> }> {
+  const session = deps.sessions.hadCookie(ctx.req) ? await deps.sessions.current(ctx.req) : undefined;
+  if (session === undefined) return { headers: { 'cache-control': 'no-cache', vary: 'Cookie' } };
+  return { user: userOf(session), headers: { 'cache-control': 'private, no-store', vary: 'Cookie' } };
+}
+
 /** Reads a state-changing form and refuses it (403) without this session's CSRF token or from another origin. */
 export async function checkedForm(ctx: RequestContext, session: Session): Promise<URLSearchParams> {
   const form = await readForm(ctx.req);
