@@ -46,6 +46,7 @@ h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .crumbs { font-size: .9rem; color: var(--muted); margin: 0; }
 .card { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: 1rem 1.25rem; margin: 1rem 0; box-shadow: var(--shadow); }
 .narrow { max-width: 40rem; }
+.card > h2:first-child { margin-top: 0; }
 .section-head, .provider-head { display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .provider-head h2 { margin: 0; }
 .table-scroll + .table-scroll { margin-top: .75rem; }
