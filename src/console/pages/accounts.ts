@@ -2,7 +2,7 @@ import type { Handler, RequestContext } from '../../http/handler.js';
 import { describeLimits, hasLimits } from '../../limits/limits.js';
 import type { AccountRecord } from '../../store/store.js';
 import { AccountError, changeAccount, createConsoleAccount, resetPassword, SIGN_IN_LINK_TTL_MS, type AccessGranted, type PasswordChoice } from '../accounts.js';
-import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
+import { accountInPath, checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatInt, html, layout, timeTag, type Html } from '../html.js';
 import { FormError, isHttps, redirect, sendHtml } from '../http.js';
 import { MIN_PASSWORD_LENGTH } from '../passwords.js';
@@ -215,14 +215,7 @@ export function accountsRoutes(deps: ConsoleDeps, accountLimits: Handler): { lis
     if (match[2] === 'limits') return accountLimits(ctx);
     const session = await requireSession(deps, ctx, { admin: true });
     if (!session) return;
-    let name: string;
-    try {
-      name = decodeURIComponent(match[1]!);
-    } catch {
-      throw new FormError(404, 'There is no such account.');
-    }
-    const account = await deps.store.accounts.byName(name);
-    if (account === undefined) throw new FormError(404, 'There is no such account.');
+    const account = await accountInPath(deps, match[1]!);
     const verb = match[2]!;
     if (verb === 'password' && ctx.req.method === 'GET') return sendHtml(ctx.res, 200, passwordPage(session, account));
     if (ctx.req.method !== 'POST') throw new FormError(405, 'Use POST here.');
