@@ -84,6 +84,18 @@ async function readPasswordFromStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
+/** `--url`: an http(s) address, without its trailing slash, for a link to be put after. */
+function consoleBase(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UserError(`--url must be the console's address, e.g. https://llm.example.com, not '${url}'.`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UserError(`--url must start with http:// or https://, not '${url}'.`);
+  return parsed.origin + parsed.pathname.replace(/\/+$/, '');
+}
+
 /**
  * Runs `work` on the store the flags (or the environment) name. With `redis` (the commands that
  * change keys), each change it commits is published there before the command returns, so running
@@ -233,12 +245,13 @@ export function buildCli(): Command {
     .addOption(new Option('--max-body-bytes <n>', 'largest request body accepted').argParser(positiveInt).default(32 * 1024 * 1024))
     .addOption(new Option('--workers <n>', 'processes serving requests (env SLUICE_WORKERS, default: the number of cores)').argParser(positiveInt))
     .addOption(new Option('--session-ttl <ms>', 'how long a console sign-in lasts').argParser(positiveInt).default(12 * 3_600_000))
+    .addOption(new Option('--session-idle <ms>', 'a console sign-in also ends after this long without activity').argParser(positiveInt).default(2 * 3_600_000))
     .addOption(redisOption('limit counters shared by every replica, and changes reaching every gateway process at once (without it: this machine\'s counters; changes polled every 250 ms)'))
     .addOption(redisPrefixOption())
     .option('--metrics-token <token>', 'serve /metrics on the gateway port to a bearer of this token (env SLUICE_METRICS_TOKEN, which keeps it out of the process list)')
     .option('--metrics-listen <host:port>', 'serve /metrics without a token on a port of its own (env SLUICE_METRICS_LISTEN)')
     .option('--no-access-log', 'no JSON line per request on the log (env SLUICE_ACCESS_LOG=off)')
-    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; redis?: string; redisPrefix?: string; metricsToken?: string; metricsListen?: string; accessLog: boolean }) => {
+    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; sessionIdle: number; redis?: string; redisPrefix?: string; metricsToken?: string; metricsListen?: string; accessLog: boolean }) => {
       const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
       const metricsListen = opts.metricsListen ?? process.env.SLUICE_METRICS_LISTEN;
       const metricsToken = opts.metricsToken ?? process.env.SLUICE_METRICS_TOKEN;
@@ -253,6 +266,7 @@ export function buildCli(): Command {
         drainTimeoutMs: opts.drainTimeout,
         workers,
         sessionTtlMs: opts.sessionTtl,
+        sessionIdleMs: opts.sessionIdle,
         metricsToken: metricsToken?.trim(),
         metricsListen: metricsListen === undefined || metricsListen === '' ? undefined : parseListen(metricsListen, '--metrics-listen'),
         accessLog: opts.accessLog && process.env.SLUICE_ACCESS_LOG !== 'off',
@@ -384,18 +398,73 @@ export function buildCli(): Command {
 
   accounts
     .command('create')
-    .description('give an account a console password (creating the account if new)')
+    .description('give an account console access (creating the account if new): a password, or a one-time sign-in link')
     .argument('<name>', 'account name, also the sign-in username')
     .option('--admin', 'an admin sees every account and manages the catalogue')
-    .requiredOption('--password-stdin', 'read the password from standard input')
+    .option('--password-stdin', 'read the password from standard input')
+    .option('--sign-in-link', 'print a one-time link (valid 24 hours) with which the account sets its own password')
+    .option('--url <base>', "with --sign-in-link: the console's address, e.g. https://llm.example.com, to print the whole link")
     .addOption(dataOption())
     .addOption(databaseOption())
-    .action(async (name: string, opts: { admin?: boolean } & StoreFlags) => {
-      const password = await readPasswordFromStdin();
+    .action(async (name: string, opts: { admin?: boolean; passwordStdin?: boolean; signInLink?: boolean; url?: string } & StoreFlags) => {
+      if (opts.passwordStdin === opts.signInLink) throw new UserError('Give either --password-stdin or --sign-in-link.');
+      if (opts.url !== undefined && !opts.signInLink) throw new UserError('--url goes with --sign-in-link.');
+      const base = opts.url === undefined ? undefined : consoleBase(opts.url);
+      const choice = opts.passwordStdin ? { password: await readPasswordFromStdin() } : ({ link: true } as const);
       const { createConsoleAccount } = await import('./console/accounts.js');
-      const account = await withStore(opts, (store) => createConsoleAccount(store, name, password, opts.admin === true));
-      console.log(`Account ${account.name} can now sign in at /app/login${account.isAdmin ? ' as an admin' : ''}.`);
+      const { account, linkPath } = await withStore(opts, (store) => createConsoleAccount(store, name, choice, opts.admin === true));
+      const role = account.isAdmin ? ' as an admin' : '';
+      if (linkPath === undefined) return console.log(`Account ${account.name} can now sign in at /app/login${role}.`);
+      console.log(`Account ${account.name} can sign in${role} once it has set its password through this one-time link, valid for 24 hours. It is shown only now:`);
+      console.log(base === undefined ? linkPath : base + linkPath);
+      if (base === undefined) console.error("Put the console's address in front of the path (or pass --url https://your-console).");
     });
+
+  accounts
+    .command('list')
+    .description('list accounts: admin, status, console access, keys')
+    .option('--json', 'print a JSON array')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .action(async (opts: { json?: boolean } & StoreFlags) => {
+      const { list, keys } = await withStore(opts, async (store) => ({ list: await store.accounts.list(), keys: await store.keys.list() }));
+      const records = list.map((account) => ({
+        name: account.name,
+        admin: account.isAdmin,
+        status: account.disabled ? 'disabled' : 'active',
+        console_access: account.hasPassword,
+        keys: keys.filter((key) => key.accountId === account.id).length,
+        created_at: new Date(account.createdAt).toISOString(),
+        limits: account.limits,
+      }));
+      if (opts.json) return console.log(JSON.stringify(records));
+      if (records.length === 0) return console.log('No accounts.');
+      const yes = (flag: boolean) => (flag ? 'yes' : 'no');
+      printTable(
+        ['NAME', 'ADMIN', 'STATUS', 'CONSOLE', 'CREATED', 'LIMITS', 'KEYS'],
+        records.map((r, i) => [r.name, yes(r.admin), r.status, yes(r.console_access), r.created_at.slice(0, 10), describeLimits(list[i]!.limits), String(r.keys)]),
+        1,
+      );
+    });
+
+  for (const [command, disabled, description] of [
+    ['disable', true, 'refuse an account: it cannot sign in (its sessions end) and its API keys are refused (403)'],
+    ['enable', false, 'accept a disabled account again'],
+  ] as const) {
+    accounts
+      .command(command)
+      .description(description)
+      .argument('<name>', 'account name')
+      .addOption(dataOption())
+      .addOption(databaseOption())
+      .addOption(redisOption("running gateways refuse or accept the account's keys at once"))
+      .addOption(redisPrefixOption())
+      .action(async (name: string, opts: StoreFlags & { redis?: string; redisPrefix?: string }) => {
+        const { changeAccount } = await import('./console/accounts.js');
+        const account = await withStore(opts, (store) => changeAccount(store, name, { disabled }), resolveRedis(opts));
+        console.log(`Account ${account.name} is ${account.disabled ? 'disabled: it cannot sign in, and its keys are refused' : 'enabled'}.`);
+      });
+  }
 
   accounts
     .command('passwd')
@@ -406,8 +475,8 @@ export function buildCli(): Command {
     .addOption(databaseOption())
     .action(async (name: string, opts: StoreFlags) => {
       const password = await readPasswordFromStdin();
-      const { changePassword } = await import('./console/accounts.js');
-      const account = await withStore(opts, (store) => changePassword(store, name, password));
+      const { resetPassword } = await import('./console/accounts.js');
+      const { account } = await withStore(opts, (store) => resetPassword(store, name, { password }));
       console.log(`Password of ${account.name} changed; its sessions are ended.`);
     });
 

@@ -17,7 +17,7 @@ import { ConfigReload } from './config/config-reload.js';
 import { DEFAULT_CONFIG_FILE } from './settings.js';
 import { LoginThrottle } from './console/login-throttle.js';
 import { consoleRoutes } from './console/routes.js';
-import { DEFAULT_SESSION_TTL_MS, Sessions } from './console/sessions.js';
+import { DEFAULT_SESSION_IDLE_MS, DEFAULT_SESSION_TTL_MS, Sessions } from './console/sessions.js';
 import { createServer } from './http/server.js';
 import { Conversations } from './dialects/openai/responses/conversation.js';
 import { ProviderAdapters } from './providers/provider-adapters.js';
@@ -49,6 +49,8 @@ export interface GatewayOptions {
   readonly logger: Logger;
   /** How long a console session lasts; default 12 hours. */
   readonly sessionTtlMs?: number;
+  /** How long a console session lasts without activity; default 2 hours. */
+  readonly sessionIdleMs?: number;
   /** `--redis`: limit counters shared by replicas and change notifications through pub/sub; without it, this machine's counters and polling (SQLite) or LISTEN/NOTIFY (PostgreSQL). */
   readonly redisUrl?: string | undefined;
   /** `--redis-prefix`: what every Redis key and channel of this deployment starts with (default `sluice:`). */
@@ -171,7 +173,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     providers: adapters,
     status,
     limits: admission,
-    sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
+    sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS),
     throttle: new LoginThrottle(store),
     logger,
   });

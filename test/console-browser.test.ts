@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -22,10 +23,17 @@ async function shot(name: string, target: Page = page): Promise<void> {
   await target.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
+/** Screenshots at 1,280 × 800 (the viewport, not the full page), for a person to look at. */
+const SCREENSHOTS_1280 = join(tmpdir(), 'sluice-screenshots-1280');
+async function shot1280(name: string, target: Page = page): Promise<void> {
+  await target.screenshot({ path: join(SCREENSHOTS_1280, `${name}.png`) });
+}
+
 before(async () => {
   // Debian's chromium is a requirement of this suite (.ci/run installs it): fail, never skip.
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`);
   mkdirSync(SCREENSHOTS, { recursive: true });
+  mkdirSync(SCREENSHOTS_1280, { recursive: true });
   fake = await startFakeOpenAI();
   const dataDir = tempDir();
   await createAccount(dataDir, 'admin', PASSWORD, true);
@@ -343,6 +351,73 @@ describe('the console in a real browser', () => {
       await phone.screenshot({ path: '/tmp/usage-05-phone.png', fullPage: true });
       await phone.close();
     } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  test('1,280 × 800: the accounts page (a one-time link made and used, an account disabled); no page scrolls sideways; no failed request', async () => {
+    const failed: string[] = [];
+    const onResponse = (response: { status(): number; url(): string }) => {
+      if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+    };
+    page.on('response', onResponse);
+    // Several keys with long names, so the keys table is at its widest.
+    for (let i = 1; i <= 3; i++) await createKey(sluice.dataDir, 'an-account-with-a-rather-long-name', ['--name', `a key with a long descriptive name, number ${i}`, '--models', 'llama-8b,other-model,chat-only']);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    try {
+      await page.goto(`${sluice.url}/app/keys`);
+      await page.getByRole('link', { name: 'Accounts' }).click();
+      assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Accounts');
+      await page.getByRole('textbox', { name: 'Name' }).fill('newcomer');
+      await page.getByRole('radio', { name: /one-time sign-in link/ }).check();
+      await page.getByRole('button', { name: 'Create account' }).click();
+      assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Account “newcomer” created');
+      const link = (await page.locator('#sign-in-link').innerText()).trim();
+      assert.match(link, new RegExp(`^${sluice.url}/app/sign-in/[\\w-]{43}$`));
+      await shot1280('accounts-link-shown');
+
+      const visitor = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const theirs = await visitor.newPage();
+      await theirs.goto(link);
+      assert.equal(await theirs.getByRole('heading', { level: 1 }).innerText(), 'Welcome, newcomer');
+      await shot1280('sign-in-link-form', theirs);
+      await theirs.getByLabel('New password').fill('newcomer-password');
+      await theirs.getByLabel('The same password again').fill('newcomer-password');
+      await theirs.getByRole('button', { name: 'Set password and sign in' }).click();
+      await theirs.waitForURL(`${sluice.url}/app/keys`);
+      assert.match(await theirs.locator('.who').innerText(), /Signed in as newcomer/);
+      await theirs.goto(link);
+      assert.equal(await theirs.getByRole('heading', { level: 1 }).innerText(), 'Link not valid', 'the link works once');
+      await visitor.close();
+
+      await page.getByRole('link', { name: 'Back to accounts' }).click();
+      const row = page.locator('tr[data-account="newcomer"]');
+      assert.match(await row.innerText(), /member\s+active\s+yes\s+0/);
+      await row.getByRole('button', { name: 'Disable newcomer' }).click();
+      assert.match(await page.getByRole('status').first().innerText(), /“newcomer” is disabled/);
+      assert.equal(await page.locator('tr[data-account="newcomer"] .pill').innerText(), 'disabled');
+      await shot1280('accounts');
+
+      await page.goto(`${sluice.url}/models`);
+      assert.match(await page.locator('.who').innerText(), /Signed in as admin/, 'a public page knows who is signed in');
+      for (const [name, path] of [
+        ['keys', '/app/keys'],
+        ['usage', '/app/usage'],
+        ['catalogue', '/app/catalogue'],
+        ['accounts', '/app/accounts'],
+        ['account-password', '/app/accounts/newcomer/password'],
+        ['models', '/models'],
+        ['model', '/models/llama-8b'],
+        ['status', '/status'],
+      ] as const) {
+        await page.goto(sluice.url + path);
+        const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+        assert.ok(width <= 1280, `${path} is ${width} px wide at 1,280`);
+        await shot1280(name);
+      }
+      assert.deepEqual(failed, [], 'no request failed (the favicon included)');
+    } finally {
+      page.off('response', onResponse);
       await page.setViewportSize({ width: 1280, height: 900 });
     }
   });

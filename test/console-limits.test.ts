@@ -339,7 +339,7 @@ describe('refusals', () => {
 
 describe('reading the use', () => {
   const key = (id: string, limits: KeyRecord['limits'], accountId = 'acct_a', accountLimits: KeyRecord['accountLimits'] = null): KeyRecord => ({
-    id, accountId, accountName: accountId, name: id, secretPrefix: 'sk-ab', secretLastFour: 'wxyz', status: 'active', models: null, expiresAt: null, createdAt: 0, lastUsedAt: null, limits, accountLimits,
+    id, accountId, accountName: accountId, name: id, secretPrefix: 'sk-ab', secretLastFour: 'wxyz', status: 'active', models: null, expiresAt: null, createdAt: 0, lastUsedAt: null, limits, accountLimits, accountDisabled: false,
   });
   const use: LimitUse = { requests: 1, tokens: 0, inFlight: 0, spentUsd: null, budgetResetsAt: null };
 

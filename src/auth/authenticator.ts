@@ -21,6 +21,8 @@ interface CachedKey {
   readonly principal: Principal;
   readonly status: KeyRecord['status'];
   readonly expiresAt: number | null;
+  /** Its account is disabled (a change to it bumps the key version too, so the cache follows). */
+  readonly accountDisabled: boolean;
 }
 
 /** How often the key version is polled: a change made by another process is seen within this, notification or not. */
@@ -113,6 +115,7 @@ export class Authenticator {
     const now = this.now();
     if (entry.status === 'disabled') throw new GatewayError('key_disabled', 'This API key is disabled. Check /app/keys.');
     if (entry.status === 'revoked') throw new GatewayError('key_revoked', 'This API key has been revoked. Check /app/keys.');
+    if (entry.accountDisabled) throw new GatewayError('key_disabled', 'The account of this API key is disabled. Ask an admin of this gateway.');
     if (entry.expiresAt !== null && entry.expiresAt <= now) {
       throw new GatewayError('key_expired', 'This API key has expired. Check /app/keys.');
     }
@@ -155,6 +158,7 @@ export class Authenticator {
       },
       status: record.status,
       expiresAt: record.expiresAt,
+      accountDisabled: record.accountDisabled,
     };
     if (cacheable) this.known.set(hash, entry);
     return entry;

@@ -6,7 +6,7 @@ import type { Handler, RequestContext } from '../http/handler.js';
 import type { LimitAdmission } from '../limits/limit-admission.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { StatusMonitor } from '../status/status-monitor.js';
-import type { Store } from '../store/store.js';
+import type { AccountRecord, Store } from '../store/store.js';
 import { html, layout, type LayoutOptions } from './html.js';
 import { FormError, readForm, redirect, safeEqual, sameOrigin, sendHtml } from './http.js';
 import type { LoginThrottle } from './login-throttle.js';
@@ -75,6 +75,29 @@ export async function requireSession(deps: ConsoleDeps, ctx: RequestContext, opt
     return undefined;
   }
   return session;
+}
+
+/**
+ * Who is looking at a public page: the signed-in account's header, or none. Such a page differs by
+ * cookie, so it is never stored by a shared cache, and a signed-in visitor's copy not at all.
+ */
+export async function visitor(deps: ConsoleDeps, ctx: RequestContext): Promise<{ user?: LayoutOptions['user']; headers: Record<string, string> }> {
+  const session = deps.sessions.hadCookie(ctx.req) ? await deps.sessions.current(ctx.req) : undefined;
+  if (session === undefined) return { headers: { 'cache-control': 'no-cache', vary: 'Cookie' } };
+  return { user: userOf(session), headers: { 'cache-control': 'private, no-store', vary: 'Cookie' } };
+}
+
+/** The account a path names (`/app/accounts/<name>/…`, percent-encoded); 404 when there is none. */
+export async function accountInPath(deps: ConsoleDeps, encoded: string): Promise<AccountRecord> {
+  let name: string;
+  try {
+    name = decodeURIComponent(encoded);
+  } catch {
+    throw new FormError(404, 'There is no such account.');
+  }
+  const account = await deps.store.accounts.byName(name);
+  if (account === undefined) throw new FormError(404, 'There is no such account.');
+  return account;
 }
 
 /** Reads a state-changing form and refuses it (403) without this session's CSRF token or from another origin. */

@@ -40,7 +40,7 @@ export interface LayoutOptions {
   readonly title: string;
   readonly body: Html;
   /** Which nav item is current. */
-  readonly nav?: 'models' | 'status' | 'keys' | 'usage' | 'catalogue' | 'login';
+  readonly nav?: 'models' | 'status' | 'keys' | 'usage' | 'catalogue' | 'accounts' | 'login';
   /** The signed-in account; public pages leave it out so they never carry account data. */
   readonly user?: { readonly name: string; readonly isAdmin: boolean; readonly csrf: string };
   /** Seconds between live refreshes of <main> (with JavaScript). */
@@ -57,6 +57,7 @@ export function layout(options: LayoutOptions): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${options.title} · Sluice</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/console.css">
 <script src="/assets/console.js" defer></script>
 </head>
@@ -71,12 +72,14 @@ export function layout(options: LayoutOptions): Html {
       ${item('keys', '/app/keys', 'API keys')}
       ${item('usage', '/app/usage', 'Usage')}
       ${user?.isAdmin ? item('catalogue', '/app/catalogue', 'Catalogue') : ''}
+      ${user?.isAdmin ? item('accounts', '/app/accounts', 'Accounts') : ''}
     </ul>
     ${
       user
         ? html`<form class="signout" method="post" action="/app/logout">
       <input type="hidden" name="csrf" value="${user.csrf}">
-      <span class="who">${user.name}${user.isAdmin ? ' (admin)' : ''}</span>
+      <span class="who">Signed in as <strong>${user.name}</strong>${user.isAdmin ? ' (admin)' : ''}</span>
+      ${options.nav === 'models' || options.nav === 'status' ? html`<a href="/app/keys">Console</a>` : ''}
       <button type="submit" class="btn btn-quiet">Sign out</button>
     </form>`
         : options.nav === 'login'

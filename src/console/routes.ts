@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Handler, MountedRoutes } from '../http/handler.js';
+import { FAVICON_SVG } from './assets/favicon.js';
 import { CONSOLE_JS } from './assets/script.js';
 import { CONSOLE_CSS } from './assets/styles.js';
+import { SIGN_IN_LINK_PREFIX } from './accounts.js';
 import type { ConsoleDeps } from './console-context.js';
 import { redirect } from './http.js';
+import { accountsRoutes } from './pages/accounts.js';
 import { catalogueRoutes } from './pages/catalogue.js';
 import { keysRoutes } from './pages/keys.js';
 import { loginRoutes } from './pages/login.js';
@@ -27,6 +30,7 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
   const status = statusRoutes(deps);
   const catalogue = catalogueRoutes(deps);
   const usage = usageRoutes(deps);
+  const accounts = accountsRoutes(deps, keys.accountLimits);
   const to = (location: string): Handler => async (ctx) => redirect(ctx.res, location);
   return {
     exact: [
@@ -40,16 +44,20 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
       ['GET /app/usage', usage.page],
       ['GET /app/usage.csv', usage.csv],
       ['GET /app/catalogue', catalogue],
+      ['GET /app/accounts', accounts.list],
+      ['POST /app/accounts', accounts.create],
       ['GET /models', models.list],
       ['GET /models.json', models.json],
       ['GET /status', status.page],
       ['GET /status.json', status.json],
       ['GET /assets/console.css', asset(CONSOLE_CSS, 'text/css; charset=utf-8')],
       ['GET /assets/console.js', asset(CONSOLE_JS, 'text/javascript; charset=utf-8')],
+      ['GET /favicon.ico', asset(FAVICON_SVG, 'image/svg+xml')],
     ],
     prefixes: [
       { methods: ['GET', 'POST'], prefix: '/app/keys/', handler: keys.action },
-      { methods: ['GET', 'POST'], prefix: '/app/accounts/', handler: keys.accountLimits },
+      { methods: ['GET', 'POST'], prefix: '/app/accounts/', handler: accounts.action },
+      { methods: ['GET', 'POST'], prefix: SIGN_IN_LINK_PREFIX, handler: login.link },
       { methods: ['GET', 'POST'], prefix: '/app/catalogue/', handler: catalogue },
       { methods: ['GET'], prefix: '/models/', handler: models.detail },
     ],

@@ -1,20 +1,20 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { AccountRecord, Store } from '../store/store.js';
 import { cookie, parseCookies } from './http.js';
+import { hashToken, newToken, TOKEN_PATTERN } from './tokens.js';
 
 export const SESSION_COOKIE = 'sluice_session';
 export const DEFAULT_SESSION_TTL_MS = 12 * 3_600_000;
+export const DEFAULT_SESSION_IDLE_MS = 2 * 3_600_000;
+/** Activity is written at most this often per session (a page view is then rarely a write), or a tenth of a short idle time. */
+const TOUCH_EVERY_MS = 60_000;
 
 export interface Session {
   readonly account: AccountRecord;
   readonly tokenHash: string;
   /** The CSRF token every state-changing form of this session must carry. */
   readonly csrf: string;
-}
-
-function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
 }
 
 /**
@@ -28,32 +28,36 @@ function csrfFor(token: string): string {
 /**
  * Console sessions: a random 256-bit token in an HttpOnly SameSite cookie; the store keeps only
  * its SHA-256, with a fixed expiry, so any process can check it and a stolen database holds no
- * usable session.
+ * usable session. A session also ends after `idleMs` without activity; activity is recorded at
+ * most once a minute, so the idle time is kept to within that minute.
  */
 export class Sessions {
   constructor(
     private readonly store: Store,
     readonly ttlMs: number,
+    readonly idleMs: number = DEFAULT_SESSION_IDLE_MS,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** Starts a session and returns the Set-Cookie header value. */
   async start(req: IncomingMessage, account: AccountRecord): Promise<string> {
-    const token = randomBytes(32).toString('base64url');
+    const token = newToken();
     const now = this.now();
-    await this.store.sessions.deleteExpired(now);
-    await this.store.sessions.create({ tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + this.ttlMs });
+    await this.store.sessions.deleteExpired(now, this.idleMs);
+    await this.store.sessions.create({ tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + this.ttlMs, lastSeenAt: now });
     return cookie(req, SESSION_COOKIE, token, { maxAgeSeconds: Math.ceil(this.ttlMs / 1000) });
   }
 
   async current(req: IncomingMessage): Promise<Session | undefined> {
     const token = parseCookies(req).get(SESSION_COOKIE);
-    if (token === undefined || !/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+    if (token === undefined || !TOKEN_PATTERN.test(token)) return undefined;
     const tokenHash = hashToken(token);
-    const session = await this.store.sessions.find(tokenHash, this.now());
+    const now = this.now();
+    const session = await this.store.sessions.find(tokenHash, now, this.idleMs);
     if (session === undefined) return undefined;
     const account = await this.store.accounts.get(session.accountId);
-    if (account === undefined || !account.hasPassword) return undefined;
+    if (account === undefined || !account.hasPassword || account.disabled) return undefined;
+    if (now - session.lastSeenAt >= Math.min(TOUCH_EVERY_MS, this.idleMs / 10)) await this.store.sessions.touch(tokenHash, now);
     return { account, tokenHash, csrf: csrfFor(token) };
   }
 

@@ -217,6 +217,25 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await rollUpWholeLedger(db);
       },
     },
+    '0009_console_accounts': {
+      async up(db: Kysely<any>) {
+        // A disabled account cannot sign in, and its keys are refused.
+        await db.schema.alterTable('accounts').addColumn('disabled', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        // Sessions also end after a time without activity; older sessions were last seen when made.
+        await db.schema.alterTable('console_sessions').addColumn('last_seen_at', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+        await db.updateTable('console_sessions').set({ last_seen_at: sql`created_at` }).execute();
+        // One-time sign-in links: only a SHA-256 of the token is kept.
+        await db.schema
+          .createTable('sign_in_links')
+          .addColumn('token_hash', 'text', (c) => c.primaryKey())
+          .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('used_at', 'bigint')
+          .execute();
+        await db.schema.createIndex('sign_in_links_account').on('sign_in_links').column('account_id').execute();
+      },
+    },
     '0010_discovered_models': {
       async up(db: Kysely<any>) {
         // One row per discovering provider: its list replaced whole, so a reader never sees half of one.

@@ -12,9 +12,13 @@ export interface Database {
     is_admin: Generated<number>;
     /** JSON limits (limits/limits.ts), null for none. */
     limits: Generated<string | null>;
+    /** 1: cannot sign in, and its keys are refused. */
+    disabled: Generated<number>;
   };
   /** Console sessions; only a SHA-256 of the session token is kept. */
-  console_sessions: { token_hash: string; account_id: string; created_at: number; expires_at: number };
+  console_sessions: { token_hash: string; account_id: string; created_at: number; expires_at: number; last_seen_at: number };
+  /** One-time sign-in links; only a SHA-256 of the token is kept. `used_at` null: not used yet. */
+  sign_in_links: { token_hash: string; account_id: string; created_at: number; expires_at: number; used_at: number | null };
   /**
    * Console sign-in attempts per `username|ip`, so every process slows the same guesser down:
    * `failures` counts attempts since the last success (each is counted before its check), `last_failure_at` is the latest.

@@ -14,30 +14,43 @@ export class SqlSessions implements SessionsRepository {
         account_id: session.accountId,
         created_at: session.createdAt,
         expires_at: session.expiresAt,
+        last_seen_at: session.lastSeenAt,
       })
       .execute();
   }
 
-  async find(tokenHash: string, now: number): Promise<SessionRecord | undefined> {
+  async find(tokenHash: string, now: number, idleMs: number): Promise<SessionRecord | undefined> {
     const row = await this.db
       .selectFrom('console_sessions')
       .selectAll()
       .where('token_hash', '=', tokenHash)
       .where('expires_at', '>', now)
+      .where('last_seen_at', '>', now - idleMs)
       .executeTakeFirst();
-    return row && { tokenHash: row.token_hash, accountId: row.account_id, createdAt: Number(row.created_at), expiresAt: Number(row.expires_at) };
+    return (
+      row && {
+        tokenHash: row.token_hash,
+        accountId: row.account_id,
+        createdAt: Number(row.created_at),
+        expiresAt: Number(row.expires_at),
+        lastSeenAt: Number(row.last_seen_at),
+      }
+    );
+  }
+
+  async touch(tokenHash: string, now: number): Promise<void> {
+    await this.db.updateTable('console_sessions').set({ last_seen_at: now }).where('token_hash', '=', tokenHash).where('last_seen_at', '<', now).execute();
   }
 
   async delete(tokenHash: string): Promise<void> {
     await this.db.deleteFrom('console_sessions').where('token_hash', '=', tokenHash).execute();
   }
 
-  async deleteForAccount(accountId: string): Promise<void> {
-    await this.db.deleteFrom('console_sessions').where('account_id', '=', accountId).execute();
-  }
-
-  async deleteExpired(now: number): Promise<void> {
-    await this.db.deleteFrom('console_sessions').where('expires_at', '<=', now).execute();
+  async deleteExpired(now: number, idleMs: number): Promise<void> {
+    await this.db
+      .deleteFrom('console_sessions')
+      .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - idleMs)]))
+      .execute();
   }
 }
 

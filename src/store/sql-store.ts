@@ -1,12 +1,12 @@
 import type { Selectable } from 'kysely';
 import { Kysely, Migrator } from './kysely.js';
 import type { ChangeHook } from '../changes/change-feed.js';
-import { randomId } from '../ids.js';
 import { parseStoredLimits, storedLimits, type Limits } from '../limits/limits.js';
 import { ChangeCounters } from './change-counters.js';
 import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';
 import { SqlCatalogue } from './sql-catalogue.js';
+import { SqlAccounts, SqlSignInLinks } from './sql-accounts.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
 import { SqlResponses } from './sql-responses.js';
 import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
@@ -14,7 +14,6 @@ import { addToUsageDaily, ROLLED_UP_COLUMNS, SqlUsageDaily, type RolledUpRow } f
 import { countsAgainstProvider } from './store.js';
 import { byBytes } from './text-order.js';
 import type {
-  AccountRecord,
   DailyStatusRow,
   AccountsRepository,
   CatalogueRepository,
@@ -26,6 +25,7 @@ import type {
   LoginThrottleRepository,
   NewKey,
   SessionsRepository,
+  SignInLinksRepository,
   StatusRepository,
   Store,
   TrafficSample,
@@ -54,6 +54,7 @@ export class SqlStore implements Store {
   readonly usage: UsageRepository;
   readonly usageDaily: UsageDailyRepository;
   readonly sessions: SessionsRepository;
+  readonly signInLinks: SignInLinksRepository;
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
   readonly status: StatusRepository;
@@ -77,6 +78,7 @@ export class SqlStore implements Store {
     this.usage = new SqlUsage(db);
     this.usageDaily = new SqlUsageDaily(db, dialect);
     this.sessions = new SqlSessions(db);
+    this.signInLinks = new SqlSignInLinks(db);
     this.loginThrottle = new SqlLoginThrottle(db);
     this.catalogue = new SqlCatalogue(db, counters, dialect);
     this.status = new SqlStatus(db);
@@ -105,74 +107,6 @@ export class SqlStore implements Store {
   }
 }
 
-class SqlAccounts implements AccountsRepository {
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly counters: ChangeCounters,
-    private readonly dialect: 'sqlite' | 'postgres',
-  ) {}
-
-  async ensure(name: string): Promise<AccountRecord> {
-    await this.db
-      .insertInto('accounts')
-      .values({ id: randomId('acct_'), name, created_at: Date.now() })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
-    return (await this.byName(name))!;
-  }
-
-  async byName(name: string): Promise<AccountRecord | undefined> {
-    const row = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
-    return row && toAccountRecord(row);
-  }
-
-  async get(id: string): Promise<AccountRecord | undefined> {
-    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
-    return row && toAccountRecord(row);
-  }
-
-  async list(): Promise<AccountRecord[]> {
-    return (await this.db.selectFrom('accounts').selectAll().orderBy(byBytes('name', this.dialect)).execute()).map(toAccountRecord);
-  }
-
-  async passwordHash(name: string): Promise<{ account: AccountRecord; passwordHash: string } | undefined> {
-    const row = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
-    if (row === undefined || row.password_hash === null) return undefined;
-    return { account: toAccountRecord(row), passwordHash: row.password_hash };
-  }
-
-  async setConsoleAccess(name: string, access: { passwordHash: string; isAdmin?: boolean }): Promise<AccountRecord | undefined> {
-    await this.db
-      .updateTable('accounts')
-      .set({ password_hash: access.passwordHash, ...(access.isAdmin === undefined ? {} : { is_admin: access.isAdmin ? 1 : 0 }) })
-      .where('name', '=', name)
-      .execute();
-    return this.byName(name);
-  }
-
-  async setLimits(name: string, limits: Limits | null): Promise<AccountRecord | undefined> {
-    const changed = await this.counters.write(this.db, async (tx, bump) => {
-      const result = await tx.updateTable('accounts').set({ limits: storedLimits(limits) }).where('name', '=', name).executeTakeFirst();
-      if (result.numUpdatedRows === 0n) return false;
-      // Cached keys carry their account's limits.
-      await bump('keys');
-      return true;
-    });
-    return changed ? this.byName(name) : undefined;
-  }
-}
-
-function toAccountRecord(row: Selectable<Database['accounts']>): AccountRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    createdAt: Number(row.created_at),
-    isAdmin: Number(row.is_admin) === 1,
-    hasPassword: row.password_hash !== null,
-    limits: parseStoredLimits(row.limits),
-  };
-}
-
 const keyColumns = [
   'api_keys.id',
   'api_keys.account_id',
@@ -187,9 +121,10 @@ const keyColumns = [
   'api_keys.last_used_at',
   'api_keys.limits',
   'accounts.limits as account_limits',
+  'accounts.disabled as account_disabled',
 ] as const;
 
-type KeyRow = Omit<Selectable<Database['api_keys']>, 'secret_hash' | 'updated_at'> & { account_name: string; account_limits: string | null };
+type KeyRow = Omit<Selectable<Database['api_keys']>, 'secret_hash' | 'updated_at'> & { account_name: string; account_limits: string | null; account_disabled: number };
 
 function toKeyRecord(row: KeyRow): KeyRecord {
   return {
@@ -206,6 +141,7 @@ function toKeyRecord(row: KeyRow): KeyRecord {
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
     limits: parseStoredLimits(row.limits),
     accountLimits: parseStoredLimits(row.account_limits),
+    accountDisabled: Number(row.account_disabled) === 1,
   };
 }
 

@@ -17,6 +17,8 @@ export interface AccountRecord {
   readonly hasPassword: boolean;
   /** Limits shared by every key of the account; null for none. */
   readonly limits: Limits | null;
+  /** A disabled account cannot sign in, and its keys are refused. */
+  readonly disabled: boolean;
 }
 
 export interface KeyRecord {
@@ -36,6 +38,8 @@ export interface KeyRecord {
   /** The key's own limits and its account's; null for none. */
   readonly limits: Limits | null;
   readonly accountLimits: Limits | null;
+  /** The owning account is disabled: the key is refused whatever its own status. */
+  readonly accountDisabled: boolean;
 }
 
 export interface NewKey {
@@ -105,8 +109,21 @@ export interface AccountsRepository {
   list(): Promise<AccountRecord[]>;
   /** The stored password hash, for signing in; undefined for an unknown name or an account without one. */
   passwordHash(name: string): Promise<{ account: AccountRecord; passwordHash: string } | undefined>;
-  /** Sets the password hash (and, when given, the admin flag) of an existing account. */
-  setConsoleAccess(name: string, access: { passwordHash: string; isAdmin?: boolean }): Promise<AccountRecord | undefined>;
+  /**
+   * Gives an account console access, making the account when missing, in one transaction: a
+   * password hash, or none and a link with which to set one. 'has_password': it can sign in already.
+   */
+  grantConsoleAccess(name: string, access: { passwordHash: string | null; isAdmin: boolean; link?: NewSignInLink }): Promise<AccountRecord | 'has_password'>;
+  /**
+   * Replaces the password (null: none until `link` is used) in one transaction that also ends the
+   * account's sessions and its unused links; undefined for an unknown name.
+   */
+  resetPassword(name: string, access: { passwordHash: string | null; link?: NewSignInLink }): Promise<AccountRecord | undefined>;
+  /**
+   * Changes the admin flag and status in one transaction (a key change for caches); disabling also
+   * ends the account's sessions. 'last_admin' (and nothing changed) when no enabled admin would be left.
+   */
+  update(name: string, change: { isAdmin?: boolean; disabled?: boolean }): Promise<AccountRecord | 'last_admin' | undefined>;
   /** Replaces the account's limits (a key change for caches, which hold them); undefined for an unknown name. */
   setLimits(name: string, limits: Limits | null): Promise<AccountRecord | undefined>;
 }
@@ -116,15 +133,37 @@ export interface SessionRecord {
   readonly accountId: string;
   readonly createdAt: number;
   readonly expiresAt: number;
+  /** The last activity recorded (at most about once a minute), for the idle timeout. */
+  readonly lastSeenAt: number;
 }
 
 export interface SessionsRepository {
   create(session: SessionRecord): Promise<void>;
-  /** The session with that token hash, if it has not expired at `now`. */
-  find(tokenHash: string, now: number): Promise<SessionRecord | undefined>;
+  /** The session with that token hash, unless at `now` it has expired or been idle for `idleMs`. */
+  find(tokenHash: string, now: number, idleMs: number): Promise<SessionRecord | undefined>;
+  /** Records activity of the session at `now`. */
+  touch(tokenHash: string, now: number): Promise<void>;
   delete(tokenHash: string): Promise<void>;
-  deleteForAccount(accountId: string): Promise<void>;
-  deleteExpired(now: number): Promise<void>;
+  deleteExpired(now: number, idleMs: number): Promise<void>;
+}
+
+/** A one-time sign-in link as stored: a SHA-256 of its token, never the token. */
+export interface NewSignInLink {
+  readonly tokenHash: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface SignInLinksRepository {
+  /** The (enabled) account a link signs in, while it is unused and unexpired at `now`. */
+  find(tokenHash: string, now: number): Promise<AccountRecord | undefined>;
+  /**
+   * Uses a link, once, in one transaction: marks it used, sets the account's password and ends its
+   * other sessions. Undefined (and nothing changed) when it is unknown, used, expired or its account disabled.
+   */
+  redeem(tokenHash: string, now: number, passwordHash: string): Promise<AccountRecord | undefined>;
+  /** Ids of the accounts with a link still usable at `now`. */
+  pending(now: number): Promise<Set<string>>;
 }
 
 export interface LoginAttempt {
@@ -360,6 +399,7 @@ export interface Store {
   readonly usage: UsageRepository;
   readonly usageDaily: UsageDailyRepository;
   readonly sessions: SessionsRepository;
+  readonly signInLinks: SignInLinksRepository;
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
   readonly status: StatusRepository;

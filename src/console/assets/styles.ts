@@ -23,7 +23,7 @@ code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospac
 pre { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: .75rem 1rem; overflow-x: auto; }
 .skip { position: absolute; left: -999px; top: 0; background: var(--surface); padding: .5rem 1rem; z-index: 10; }
 .skip:focus { left: .5rem; }
-.visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); clip-path: inset(50%); white-space: nowrap; }
 .top { background: var(--surface); border-bottom: 1px solid var(--border); }
 .top nav { max-width: 96rem; margin: 0 auto; padding: .6rem 1rem; display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.25rem; }
 .brand { font-weight: 700; font-size: 1.1rem; text-decoration: none; color: var(--text); }
@@ -46,6 +46,7 @@ h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .crumbs { font-size: .9rem; color: var(--muted); margin: 0; }
 .card { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: 1rem 1.25rem; margin: 1rem 0; box-shadow: var(--shadow); }
 .narrow { max-width: 40rem; }
+.card > h2:first-child { margin-top: 0; }
 .section-head, .provider-head { display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .provider-head h2 { margin: 0; }
 .table-scroll + .table-scroll { margin-top: .75rem; }
@@ -63,6 +64,7 @@ table.data code, table.data time { white-space: nowrap; }
 .num { text-align: right !important; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .empty { color: var(--muted); text-align: center !important; padding: 1.5rem !important; }
 .actions { white-space: nowrap; }
+form.inline { display: inline; margin: 0; }
 td.limits { min-width: 15rem; }
 td.limits li + li { margin-top: .2rem; }
 .limit { white-space: nowrap; font-variant-numeric: tabular-nums; }

@@ -4,7 +4,7 @@ import type { Handler, RequestContext } from '../../http/handler.js';
 import { describeLimits, hasLimits, type Limits } from '../../limits/limits.js';
 import type { AccountRecord, KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
 import { accountFilterForm } from '../account-filter.js';
-import { checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
+import { accountInPath, checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
 import {
   anyLimitTyped,
@@ -421,17 +421,7 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
     if (match === null) throw new FormError(404, 'There is no such page.');
     const session = await requireSession(deps, ctx, { admin: true });
     if (!session) return;
-    let name: string;
-    try {
-      name = decodeURIComponent(match[1]!);
-    } catch {
-      throw new FormError(404, 'There is no such account.');
-    }
-    const find = async () => {
-      const account = await deps.store.accounts.byName(name);
-      if (account === undefined) throw new FormError(404, 'There is no such account.');
-      return account;
-    };
+    const find = () => accountInPath(deps, match[1]!);
     if (ctx.req.method === 'GET') {
       const account = await find();
       return sendHtml(ctx.res, 200, await accountLimitsPage(deps, session, account, limitValuesOf(account.limits), {}));

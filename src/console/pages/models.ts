@@ -2,8 +2,8 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { operationsOf } from '../../catalogue/access.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Health } from '../../status/health.js';
-import { page, type ConsoleDeps } from '../console-context.js';
-import { formatInt, formatPrice, html, layout, type Html } from '../html.js';
+import { page, visitor, type ConsoleDeps } from '../console-context.js';
+import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { FormError, sendHtml, sendPublicJson, wantsJson } from '../http.js';
 
 export const KEY_DEPENDENT_NOTE =
@@ -59,7 +59,7 @@ function price(value: number | undefined): Html {
   return value === undefined ? html`<span class="muted">—</span>` : html`${formatPrice(value)}`;
 }
 
-function listPage(models: CatalogueModel[], health: Map<string, Health>, q: string, sort: SortKey, dir: 'asc' | 'desc', total: number) {
+function listPage(models: CatalogueModel[], health: Map<string, Health>, q: string, sort: SortKey, dir: 'asc' | 'desc', total: number, user: LayoutOptions['user']) {
   const header = (key: SortKey, label: string, numeric = false) => {
     const active = sort === key;
     const nextDir = active && dir === 'asc' ? 'desc' : 'asc';
@@ -68,6 +68,7 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
   };
   return layout({
     title: 'Models',
+    user,
     nav: 'models',
     body: html`<div class="page-head">
   <h1>Models</h1>
@@ -118,9 +119,10 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
   });
 }
 
-function detailPage(m: CatalogueModel, health: Health) {
+function detailPage(m: CatalogueModel, health: Health, user: LayoutOptions['user']) {
   return layout({
     title: m.displayName ?? m.id,
+    user,
     nav: 'models',
     body: html`<p class="crumbs"><a href="/models">Models</a> / <code>${m.id}</code></p>
 <div class="page-head">
@@ -169,7 +171,8 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
     if (forceJson || wantsJson(ctx.req, query)) {
       return sendPublicJson(ctx.res, { object: 'list', note: KEY_DEPENDENT_NOTE, data: models.map((m) => modelJson(m, health.get(m.id) ?? 'unknown')) });
     }
-    sendHtml(ctx.res, 200, listPage(models, health, q, sort, dir, all.length), { 'cache-control': 'no-cache' });
+    const { user, headers } = await visitor(deps, ctx);
+    sendHtml(ctx.res, 200, listPage(models, health, q, sort, dir, all.length, user), headers);
   };
 
   const detail = page(deps, async (ctx) => {
@@ -188,7 +191,8 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
     }
     const health = (await deps.status.modelHealth()).get(model.id) ?? 'unknown';
     if (json) return sendPublicJson(ctx.res, { ...modelJson(model, health), note: KEY_DEPENDENT_NOTE });
-    sendHtml(ctx.res, 200, detailPage(model, health), { 'cache-control': 'no-cache' });
+    const { user, headers } = await visitor(deps, ctx);
+    sendHtml(ctx.res, 200, detailPage(model, health, user), headers);
   });
 
   return { list: page(deps, (ctx) => respondList(ctx, false)), json: page(deps, (ctx) => respondList(ctx, true)), detail };

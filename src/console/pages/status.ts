@@ -2,8 +2,8 @@ import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Figures, Health } from '../../status/health.js';
 import type { DeploymentState } from '../../routing/deployment-health.js';
 import { HISTORY_DAYS, type ComponentStatus, type DayBar, type ModelStatus, type StatusSnapshot } from '../../status/status-monitor.js';
-import { page, type ConsoleDeps } from '../console-context.js';
-import { formatDate, formatInt, html, layout, type Html } from '../html.js';
+import { page, visitor, type ConsoleDeps } from '../console-context.js';
+import { formatDate, formatInt, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
 import { healthPill } from './models.js';
 
@@ -84,9 +84,10 @@ function deploymentTable(providerId: string, models: readonly ModelStatus[]): Ht
   </table></div>`;
 }
 
-function statusPage(snapshot: StatusSnapshot) {
+function statusPage(snapshot: StatusSnapshot, user: LayoutOptions['user']) {
   return layout({
     title: 'Status',
+    user,
     nav: 'status',
     refreshSeconds: 15,
     body: html`<div class="page-head">
@@ -130,7 +131,8 @@ export function statusRoutes(deps: ConsoleDeps): { page: Handler; json: Handler 
   const respond = async (ctx: RequestContext, forceJson: boolean) => {
     const snapshot = await deps.status.snapshot();
     if (forceJson || wantsJson(ctx.req, new URLSearchParams(ctx.query))) return sendPublicJson(ctx.res, statusJson(snapshot));
-    sendHtml(ctx.res, 200, statusPage(snapshot), { 'cache-control': 'no-cache' });
+    const { user, headers } = await visitor(deps, ctx);
+    sendHtml(ctx.res, 200, statusPage(snapshot, user), headers);
   };
   return { page: page(deps, (ctx) => respond(ctx, false)), json: page(deps, (ctx) => respond(ctx, true)) };
 }
