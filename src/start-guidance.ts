@@ -30,9 +30,10 @@ export function startGuidance(facts: SetupFacts): { lines: string[]; summary: st
     '    Write one: sluice init --provider openai=http://127.0.0.1:8000/v1   (or --provider anthropic, --provider gemini)',
     `  Console: ${facts.url}/app/catalogue (an admin registers providers and models there; public catalogue at ${facts.url}/models)`,
   ];
-  if (!facts.hasAdmin) lines.push(`  No console admin yet. Make one: sluice accounts create admin --admin --password-stdin${store}   (type the password, then Ctrl-D)`);
+  const makeAdmin = `sluice accounts create admin --admin --sign-in-link --url ${facts.url}${store}`;
+  if (!facts.hasAdmin) lines.push(`  No console admin yet. Make one (it prints a one-time sign-in link): ${makeAdmin}`);
   lines.push(`  Check the set-up: sluice doctor${store}`);
-  const admin = facts.hasAdmin ? '' : `; make the first console admin with \`sluice accounts create admin --admin --password-stdin${store}\``;
+  const admin = facts.hasAdmin ? '' : `; make the first console admin with \`${makeAdmin}\``;
   const summary = `no models are configured: write ${path} (\`sluice init\`, read again when it changes) or register models in the console at ${facts.url}/app/catalogue${admin}`;
   return { lines, summary };
 }

@@ -171,7 +171,7 @@ describe('a gateway with no models guides its operator', () => {
     assert.match(out, /Configuration file: \.\/sluice\.yaml does not exist; it is read as soon as it appears/);
     assert.match(out, /sluice init --provider openai=/);
     assert.match(out, new RegExp(`Console: ${sluice.url}/app/catalogue`));
-    assert.match(out, /No console admin yet\. Make one: sluice accounts create admin --admin --password-stdin/);
+    assert.match(out, new RegExp(`No console admin yet\\. Make one \\(it prints a one-time sign-in link\\): sluice accounts create admin --admin --sign-in-link --url ${sluice.url}`));
     assert.equal(out.match(/No models are configured yet/g)!.length, 1, 'said once, not once per worker');
     const warning = await eventually(() => sluice.stderr().split('\n').find((line) => line.includes('no models are configured')), 3000, 'the log line');
     assert.equal(JSON.parse(warning).level, 40);
