@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
-import { Catalogue, modelFromConfig, routingBlocksOf } from './catalogue.js';
+import { Catalogue, modelFromConfig, routingBlocksOf, withListPrices } from './catalogue.js';
+import { pricesInForce } from '../pricing/price-list.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 
@@ -110,7 +111,7 @@ export class LiveCatalogue {
       return;
     }
     this.cache.misses++;
-    const [storedProviders, storedModels] = await Promise.all([this.repository.providers(), this.repository.models()]);
+    const [storedProviders, storedModels, storedPrices] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.priceList()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
     const configModelIds = new Set(this.config.models.map((m) => m.id));
 
@@ -137,7 +138,8 @@ export class LiveCatalogue {
       ...this.config.providers.map((provider) => entryFor(provider, 'config')),
       ...consoleProviders.map(({ config }) => entryFor(config, 'console')),
     ];
-    this.snapshot = new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]);
+    const prices = pricesInForce(storedPrices?.document, (error) => this.logger.warn({ err: error }, 'the imported price list is not valid; the shipped one prices the catalogue'));
+    this.snapshot = withListPrices(new Catalogue([...Catalogue.fromConfig(this.config).models, ...consoleModels]), prices, (id) => kinds.get(id));
     this.version = version;
     this.onProviders([
       ...this.config.providers.map((provider) => ({ config: provider, stamp: 'config' })),
