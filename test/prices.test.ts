@@ -16,7 +16,7 @@ import type { FakeUpstream } from './fakes/fake-server.js';
 // own, `sluice prices import` puts a newer list in force in every running process, and the ledger
 // costs requests at the price in force.
 
-const SHIPPED_FILE = join(import.meta.dirname, '../data/price-list.json');
+const SHIPPED_FILE = join(import.meta.dirname, '../prices/price-list.json');
 const SHIPPED = JSON.parse(readFileSync(SHIPPED_FILE, 'utf8')) as { as_of: string; models: { family: string; model: string; input_per_mtok: number; output_per_mtok: number; cached_input_per_mtok?: number; cache_write_per_mtok?: number }[] };
 const shippedEntry = (family: string, model: string) => SHIPPED.models.find((entry) => entry.family === family && entry.model === model)!;
 
@@ -145,7 +145,7 @@ describe('the shipped price list', () => {
     assert.equal(list.find('google', 'models/gemini-2.0-flash-001')?.model, 'gemini-2.0-flash');
     assert.equal(list.find('google', 'gpt-4o'), undefined, 'a name is looked up in its family only');
     const files = (JSON.parse(readFileSync(join(import.meta.dirname, '../package.json'), 'utf8')) as { files: string[] }).files;
-    assert.ok(files.includes('data'), 'package.json ships data/');
+    assert.ok(files.includes('prices'), 'package.json ships prices/');
   });
 });
 

@@ -4,7 +4,7 @@ import { describeIssue, pricingSchema, type ProviderKind } from '../config/confi
 import { UserError } from '../user-error.js';
 
 /**
- * Price lists: the one shipped with Sluice (`data/price-list.json`) and one an operator imports
+ * Price lists: the one shipped with Sluice (`prices/price-list.json`) and one an operator imports
  * (`sluice prices import`), in the same JSON format. A list prices a hosted model by the name its
  * vendor knows it by; the catalogue fills the price of an entry that has none of its own.
  */
@@ -93,8 +93,8 @@ export function parsePriceList(text: string, source: string): PriceList {
   return new PriceList(parsed.data);
 }
 
-/** Next to `dist/pricing/` and `src/pricing/` alike: the package ships `data/`. */
-export const SHIPPED_PRICE_LIST_FILE = new URL('../../data/price-list.json', import.meta.url);
+/** Next to `dist/pricing/` and `src/pricing/` alike: the package ships `prices/` (not `data/`, the default data directory). */
+export const SHIPPED_PRICE_LIST_FILE = new URL('../../prices/price-list.json', import.meta.url);
 
 let shipped: PriceList | undefined;
 
