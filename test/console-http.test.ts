@@ -414,7 +414,7 @@ describe('public pages', () => {
     assert.match(json.note, /depends on the key/);
     assert.deepEqual(json.data.find((m: any) => m.id === 'llama-8b'), {
       id: 'llama-8b', display_name: 'Llama 3.1 8B', owned_by: 'meta', description: null, created: 1721692800, context_window: 131072,
-      max_output_tokens: 4096, pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6, currency: 'USD' }, operations: ['/v1/completions'],
+      max_output_tokens: 4096, pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6, currency: 'USD' }, pricing_source: { kind: 'entry' }, operations: ['/v1/completions'],
       health: json.data.find((m: any) => m.id === 'llama-8b').health,
     });
     const detail = await fetch(`${sluice.url}/models/llama-8b`);

@@ -135,6 +135,9 @@ describe('the store on PostgreSQL', () => {
       gateway = await startSluice({ config, dataDir: source, env: embedded });
       const { key } = await createKeyOn(source, embedded);
       await createKeyOn(source, embedded, 'other-team');
+      const prices = join(source, 'prices.json');
+      writeFileSync(prices, JSON.stringify({ as_of: '2099-01-01', models: [{ family: 'openai', model: 'gpt-4o', input_per_mtok: 2, output_per_mtok: 8 }] }));
+      assert.equal((await cli(['prices', 'import', prices, '--data', source], embedded)).code, 0, 'an imported price list');
       const admin = await cliWithInput(['accounts', 'create', 'alice', '--admin', '--password-stdin', '--data', source], 'alice-password-1\n', embedded);
       assert.equal(admin.code, 0, admin.stderr);
       const console = new ConsoleClient(gateway.url);
@@ -176,7 +179,7 @@ describe('the store on PostgreSQL', () => {
       assert.match(copied.stdout, /Imported 3 ledger rows left in /, 'the journal came first');
       const ledgerRows = sqliteCount(source, 'usage_ledger');
       assert.equal(ledgerRows, 5 + 1 + 1 + 3 + 1, 'the source has every request, the journal’s included');
-      const tables = ['accounts', 'api_keys', 'console_providers', 'console_models', 'stored_responses', 'stored_response_items', 'status_daily', 'status_probes', 'usage_ledger'];
+      const tables = ['accounts', 'api_keys', 'console_providers', 'console_models', 'price_list', 'stored_responses', 'stored_response_items', 'status_daily', 'status_probes', 'usage_ledger'];
       for (const table of tables) {
         const n = sqliteCount(source, table);
         assert.match(copied.stdout, new RegExp(`\\n  ${table} +${n} copied +0 already there\\n`), `${table}: ${n} rows copied`);
@@ -212,6 +215,8 @@ describe('the store on PostgreSQL', () => {
       assert.equal((await moved.completions.create({ model: 'selfhosted-70b', prompt: 'hi', max_tokens: 2 })).choices[0]!.text, ' The quick', 'the console credential decrypts');
       assert.equal(guarded.requests.at(-1)!.headers.authorization, 'Bearer console-upstream-credential', 'and goes upstream');
       assert.equal((await moved.responses.retrieve(response.id)).id, response.id, 'the stored response is found');
+      const movedPrices = await cli(['prices', 'show', '--json'], { SLUICE_DATABASE_URL: database.url });
+      assert.deepEqual(JSON.parse(movedPrices.stdout).in_force, { origin: 'imported', as_of: '2099-01-01' }, 'the imported price list is in force');
       const after = await eventually(async () => ((await count(database.url, 'usage_ledger')) === ledgerRows + 2 ? true : undefined), 3000, 'the new rows');
       assert.equal(after, true, 'new rows follow the copied ones');
       const console2 = new ConsoleClient(gateway.url);

@@ -274,9 +274,10 @@ describe('daily usage roll-ups', () => {
     const dir = tempDir();
     const made = await cli(['keys', 'create', '--account', 'old', '--data', dir]);
     assert.equal(made.code, 0, made.stderr);
-    // The store as it was before migration 0008, with ledger rows of two days written then.
+    // The store as it was before migration 0008 (so before the later ones too), with ledger rows of two days written then.
     await queryStore(dir, 'DROP TABLE usage_daily');
-    await queryStore(dir, "DELETE FROM kysely_migration WHERE name = '0008_usage_daily'");
+    await queryStore(dir, 'DROP TABLE price_list');
+    await queryStore(dir, "DELETE FROM kysely_migration WHERE name >= '0008'");
     const insert = 'INSERT INTO usage_ledger (entry_id, at, request_id, account_id, key_id, operation, model, provider_id, status, error_kind, stream, prompt_tokens, completion_tokens, tokens_counted, latency_ms, ttfb_ms, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, 1, NULL, ?)';
     const now = Date.now();
     for (const [entry, at, model, status, input, cost] of [['a', now, 'm1', 200, 10, 0.5], ['b', now, 'm1', 503, 0, 0], ['c', now - DAY_MS, 'm2', 200, 3, 0.125], ['d', null, 'm2', 200, 1, 1]] as const) {

@@ -1,4 +1,5 @@
-import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
 
 /**
  * `config`: from the configuration file (changed there); `console`: registered in the console, kept
@@ -29,6 +30,8 @@ export interface CatalogueModel {
   /** A Responses request's hosted tools are left out (and named in a header) rather than refused, where the upstream has none. */
   readonly dropHostedTools: boolean;
   readonly pricing: Pricing | undefined;
+  /** Where `pricing` came from; undefined when there is none. */
+  readonly pricingSource: PricingSource | undefined;
   /** Where the entry came from, shown by the console ("configuration file" entries are edited there). */
   readonly origin: CatalogueOrigin;
   /** In configuration order; at least one. */
@@ -67,6 +70,49 @@ export interface Pricing {
   readonly outputPerMtok: number;
   readonly cachedInputPerMtok: number;
   readonly cacheWritePerMtok: number;
+}
+
+/** A model's price is its entry's own, else a price list's (see pricing/price-list.ts). */
+export type PricingSource = { readonly kind: 'entry' } | { readonly kind: 'price_list'; readonly asOf: string; readonly origin: PriceListOrigin };
+
+const ENTRY_PRICING: PricingSource = { kind: 'entry' };
+
+/** Prices as written in an entry or a price list; unset cache prices are the input price. */
+function pricingOf(written: NonNullable<ModelConfig['pricing']> | PriceEntry): Pricing {
+  return {
+    inputPerMtok: written.input_per_mtok,
+    outputPerMtok: written.output_per_mtok,
+    cachedInputPerMtok: written.cached_input_per_mtok ?? written.input_per_mtok,
+    cacheWritePerMtok: written.cache_write_per_mtok ?? written.input_per_mtok,
+  };
+}
+
+/**
+ * The catalogue with list prices filled in: an entry without its own `pricing` gets the list's
+ * price for its first deployment's upstream model, looked up in the family of that deployment's
+ * provider kind (cost is per model, and the model's upstream fields are its first deployment's).
+ * Models the list does not know stay unpriced.
+ */
+export function withListPrices(catalogue: Catalogue, prices: PricesInForce, kindOf: (providerId: string) => ProviderKind | undefined): Catalogue {
+  const source: PricingSource = { kind: 'price_list', asOf: prices.list.asOf, origin: prices.origin };
+  return new Catalogue(
+    catalogue.models.map((model) => {
+      if (model.pricing !== undefined) return model;
+      const kind = kindOf(model.providerId);
+      const entry = kind === undefined ? undefined : prices.list.find(FAMILY_OF_KIND[kind], model.upstreamModel);
+      return entry === undefined ? model : repriced(model, pricingOf(entry), source);
+    }),
+  );
+}
+
+/** The model, and each deployment's view of it, with another price. */
+function repriced(model: CatalogueModel, pricing: Pricing, pricingSource: PricingSource): CatalogueModel {
+  const deployments: Deployment[] = [];
+  const priced: CatalogueModel = { ...model, pricing, pricingSource, deployments };
+  for (const [index, deployment] of model.deployments.entries()) {
+    deployments.push({ ...deployment, model: index === 0 ? priced : { ...deployment.model, pricing, pricingSource, deployments } });
+  }
+  return priced;
 }
 
 /**
@@ -121,12 +167,8 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
     maxOutputTokens: entry.max_output_tokens,
     endpoints: new Set(entry.endpoints),
     dropHostedTools: entry.drop_hosted_tools ?? false,
-    pricing: entry.pricing && {
-      inputPerMtok: entry.pricing.input_per_mtok,
-      outputPerMtok: entry.pricing.output_per_mtok,
-      cachedInputPerMtok: entry.pricing.cached_input_per_mtok ?? entry.pricing.input_per_mtok,
-      cacheWritePerMtok: entry.pricing.cache_write_per_mtok ?? entry.pricing.input_per_mtok,
-    },
+    pricing: entry.pricing && pricingOf(entry.pricing),
+    pricingSource: entry.pricing && ENTRY_PRICING,
     origin,
     deployments,
     fallbacks: entry.fallbacks ?? [],

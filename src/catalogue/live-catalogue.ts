@@ -4,7 +4,8 @@ import type { ChangeFeed } from '../changes/change-feed.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { discoveredModels } from './discovered.js';
-import { Catalogue, modelFromConfig, routingBlocksOf } from './catalogue.js';
+import { Catalogue, modelFromConfig, routingBlocksOf, withListPrices } from './catalogue.js';
+import { pricesInForce } from '../pricing/price-list.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 
@@ -128,7 +129,7 @@ export class LiveCatalogue {
       return;
     }
     this.cache.misses++;
-    const [storedProviders, storedModels, discovered] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.discovered()]);
+    const [storedProviders, storedModels, discovered, storedPrices] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.discovered(), this.repository.priceList()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
     const configModelIds = new Set(this.config.models.map((m) => m.id));
 
@@ -164,7 +165,8 @@ export class LiveCatalogue {
       this.clashesLogged.add(key);
       this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
     });
-    this.snapshot = new Catalogue([...operator, ...found]);
+    const prices = pricesInForce(storedPrices?.document, (error) => this.logger.warn({ err: error }, 'the imported price list is not valid; the shipped one prices the catalogue'));
+    this.snapshot = withListPrices(new Catalogue([...operator, ...found]), prices, (id) => kinds.get(id));
     this.version = version;
     this.onProviders([
       ...this.config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })),

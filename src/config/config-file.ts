@@ -204,7 +204,8 @@ export const providerSchema = z.strictObject({
   }
 });
 
-const pricingSchema = z.strictObject({
+/** USD per million tokens; also the shape of a price list's entries (pricing/price-list.ts). */
+export const pricingSchema = z.strictObject({
   input_per_mtok: z.number().nonnegative(),
   output_per_mtok: z.number().nonnegative(),
   /** Input read from the upstream's prompt cache; default: the input price. */
@@ -329,8 +330,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
   const interpolated = interpolateEnv(raw, env, source, [], raw);
   const parsed = configSchema.safeParse(interpolated);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`${source}: ${describePath(interpolated, issue.path)}: ${issueMessage(issue)}`);
+    throw new ConfigError(`${source}: ${describeIssue(interpolated, parsed.error.issues[0]!)}`);
   }
   const config = parsed.data;
   checkReferences(config, source);
@@ -408,13 +408,19 @@ function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, source: string, 
   return value;
 }
 
-/** "models[2] (id: llama-8b): field 'pricing.input_per_mtok'" from a path into the document. */
+/** "models[2] (id: llama-8b): field 'pricing.input_per_mtok': …", one line naming where in `root` the issue is. */
+export function describeIssue(root: unknown, issue: z.core.$ZodIssue): string {
+  return `${describePath(root, issue.path)}: ${issueMessage(issue)}`;
+}
+
+/** "models[2] (id: llama-8b): field 'pricing.input_per_mtok'" from a path into the document (an entry is named by its `id`, else its `model`). */
 function describePath(root: unknown, path: readonly PropertyKey[]): string {
   if (path.length === 0) return 'top level';
   const [section, index, ...rest] = path;
   if (typeof section === 'string' && typeof index === 'number') {
     const entry = (root as Record<string, unknown[] | undefined> | undefined)?.[section]?.[index] as Record<string, unknown> | undefined;
-    const id = typeof entry?.id === 'string' ? ` (id: ${entry.id})` : '';
+    const name = (['id', 'model'] as const).find((field) => typeof entry?.[field] === 'string');
+    const id = name === undefined ? '' : ` (${name}: ${String(entry![name])})`;
     const field = rest.length > 0 ? `: field '${rest.map(String).join('.')}'` : '';
     return `${section}[${index}]${id}${field}`;
   }

@@ -250,6 +250,17 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
           .execute();
       },
     },
+    '0011_price_list': {
+      async up(db: Kysely<any>) {
+        // The imported price list (`sluice prices import`): at most one row, of id 'imported'.
+        await db.schema
+          .createTable('price_list')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('document', 'text', (c) => c.notNull())
+          .addColumn('imported_at', 'bigint', (c) => c.notNull())
+          .execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

@@ -46,6 +46,8 @@ export interface Database {
     error: string | null;
     error_at: number | null;
   };
+  /** The imported price list (pricing/price-list.ts), its JSON document as validated; one row, of id 'imported'. */
+  price_list: { id: string; document: string; imported_at: number };
   /** Per UTC day (days since the epoch) and provider/model: traffic and probe outcomes, kept for the uptime history. */
   status_daily: {
     day: number;

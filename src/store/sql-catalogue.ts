@@ -1,7 +1,7 @@
 import type { Kysely } from './kysely.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
-import type { CatalogueRepository, DiscoveredList, StoredModel, StoredProvider } from './store.js';
+import type { CatalogueRepository, DiscoveredList, StoredModel, StoredPriceList, StoredProvider } from './store.js';
 import { byBytes } from './text-order.js';
 
 /** Console-registered providers and models; every change bumps `catalogue_version` in the same transaction (ChangeCounters). */
@@ -153,6 +153,22 @@ export class SqlCatalogue implements CatalogueRepository {
       const listed = gone.some((row) => row.models !== '[]');
       if (listed) await bump('catalogue');
       return listed;
+    });
+  }
+
+  async priceList(): Promise<StoredPriceList | undefined> {
+    const row = await this.db.selectFrom('price_list').selectAll().where('id', '=', 'imported').executeTakeFirst();
+    return row && { document: row.document, importedAt: Number(row.imported_at) };
+  }
+
+  async putPriceList(document: string | null, importedAt: number): Promise<boolean> {
+    // The catalogue's prices change with the list: every process reloads it.
+    return this.counters.write(this.db, async (tx, bump) => {
+      const removed = await tx.deleteFrom('price_list').where('id', '=', 'imported').executeTakeFirst();
+      if (document !== null) await tx.insertInto('price_list').values({ id: 'imported', document, imported_at: importedAt }).execute();
+      else if (removed.numDeletedRows === 0n) return false;
+      await bump('catalogue');
+      return true;
     });
   }
 

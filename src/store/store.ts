@@ -216,6 +216,12 @@ export interface DiscoveredList {
   readonly errorAt: number | null;
 }
 
+/** An imported price list: its JSON document, validated when it was imported. */
+export interface StoredPriceList {
+  readonly document: string;
+  readonly importedAt: number;
+}
+
 export interface CatalogueRepository {
   providers(): Promise<StoredProvider[]>;
   models(): Promise<StoredModel[]>;
@@ -225,6 +231,10 @@ export interface CatalogueRepository {
   deleteProvider(id: string): Promise<'deleted' | 'missing' | 'in_use'>;
   putModel(entry: { id: string; providerId: string; config: object }, mode: 'create' | 'update'): Promise<boolean>;
   deleteModel(id: string): Promise<boolean>;
+  /** The price list imported by `sluice prices import`; undefined when none is. */
+  priceList(): Promise<StoredPriceList | undefined>;
+  /** Replaces the imported price list (null: none, back to the shipped one); false when there was none to remove. */
+  putPriceList(document: string | null, importedAt: number): Promise<boolean>;
   /** A counter bumped by every change above, polled by every process to reload its catalogue. */
   version(): Promise<number>;
   discovered(): Promise<DiscoveredList[]>;

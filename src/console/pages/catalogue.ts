@@ -8,6 +8,7 @@ import type { Handler, RequestContext } from '../../http/handler.js';
 import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatPrice, html, layout, type Html } from '../html.js';
 import { FormError, redirect, sendHtml } from '../http.js';
+import { priceSource } from './models.js';
 import type { Session } from '../sessions.js';
 
 type Values = Record<string, string | string[]>;
@@ -110,11 +111,12 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 <section aria-labelledby="models-heading">
   <div class="section-head"><h2 id="models-heading">Models</h2>${providers.length > 0 ? html`<a class="btn btn-small" href="/app/catalogue/models/new">Add model</a>` : html`<span class="muted small">Add a provider first.</span>`}</div>
   <div class="table-scroll" role="region" aria-label="Models" tabindex="0"><table class="data">
-    <thead><tr><th scope="col">Id</th><th scope="col">Deployments</th><th scope="col">Fallbacks</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
-    <tbody>${models.length === 0 ? html`<tr><td colspan="8" class="empty">No models yet.</td></tr>` : models.map(
+    <thead><tr><th scope="col">Id</th><th scope="col">Deployments</th><th scope="col">Fallbacks</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Price from</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${models.length === 0 ? html`<tr><td colspan="9" class="empty">No models yet.</td></tr>` : models.map(
       (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td>${deploymentList(m)}</td>
       <td>${m.fallbacks.length === 0 ? html`<span class="muted">—</span>` : m.fallbacks.map((f, i) => html`${i > 0 ? ', ' : ''}<code>${f}</code>`)}</td>
       <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
+      <td class="price-source">${priceSource(m)}</td>
       <td>${originTag(m.origin, m.providerId)}</td>
       <td class="actions">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
     )}</tbody>

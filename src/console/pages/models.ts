@@ -1,4 +1,4 @@
-import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import type { CatalogueModel, PricingSource } from '../../catalogue/catalogue.js';
 import { operationsOf } from '../../catalogue/access.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Health } from '../../status/health.js';
@@ -30,9 +30,25 @@ function modelJson(model: CatalogueModel, health: Health) {
     context_window: model.contextWindow ?? null,
     max_output_tokens: model.maxOutputTokens ?? null,
     pricing: model.pricing ? { input_per_mtok: model.pricing.inputPerMtok, output_per_mtok: model.pricing.outputPerMtok, currency: 'USD' } : null,
+    pricing_source: pricingSourceJson(model.pricingSource),
     operations: operationsOf(model),
     health,
   };
+}
+
+function pricingSourceJson(source: PricingSource | undefined) {
+  if (source === undefined) return null;
+  return source.kind === 'entry' ? { kind: source.kind } : { kind: source.kind, origin: source.origin, as_of: source.asOf };
+}
+
+/** Where a model's price came from, in words: its own entry, or which price list; a dash when unpriced. */
+export function priceSource(model: CatalogueModel): Html {
+  return model.pricingSource === undefined ? html`<span class="muted">—</span>` : html`${pricingSourceLabel(model.pricingSource, model)}`;
+}
+
+function pricingSourceLabel(source: PricingSource, model: CatalogueModel): string {
+  if (source.kind === 'entry') return model.origin === 'config' ? 'the configuration file entry' : model.origin === 'console' ? 'the console entry' : "the model's entry";
+  return source.origin === 'shipped' ? `Sluice price list of ${source.asOf}` : `imported price list of ${source.asOf}`;
 }
 
 /** Search over id, display name, owner and description; sorting with missing values last either way. */
@@ -93,13 +109,13 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
 <table class="data" id="models-table">
   <thead><tr>
     ${header('id', 'Model')}${header('owner', 'Owner')}${header('context', 'Context', true)}${header('output', 'Max output', true)}
-    ${header('input_price', 'Input / 1M', true)}${header('output_price', 'Output / 1M', true)}
+    ${header('input_price', 'Input / 1M', true)}${header('output_price', 'Output / 1M', true)}<th scope="col">Price from</th>
     <th scope="col">Operations</th><th scope="col">Health</th>
   </tr></thead>
   <tbody>
   ${
     models.length === 0
-      ? html`<tr><td colspan="8" class="empty">No model matches.</td></tr>`
+      ? html`<tr><td colspan="9" class="empty">No model matches.</td></tr>`
       : models.map(
           (m) => html`<tr data-model="${m.id}">
     <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th>
@@ -108,6 +124,7 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
     <td class="num">${m.maxOutputTokens === undefined ? html`<span class="muted">—</span>` : formatInt(m.maxOutputTokens)}</td>
     <td class="num price-in">${price(m.pricing?.inputPerMtok)}</td>
     <td class="num price-out">${price(m.pricing?.outputPerMtok)}</td>
+    <td class="price-source">${priceSource(m)}</td>
     <td>${operationsOf(m).map((path, i) => html`${i > 0 ? ' ' : ''}<code>${path}</code>`)}</td>
     <td>${healthPill(health.get(m.id) ?? 'unknown')}</td>
   </tr>`,
@@ -137,6 +154,9 @@ ${m.description ? html`<p class="lead">${m.description}</p>` : ''}
   <dt>Max output</dt><dd>${m.maxOutputTokens === undefined ? '—' : `${formatInt(m.maxOutputTokens)} tokens`}</dd>
   <dt>Input price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.inputPerMtok)} per million tokens` : 'not priced'}</dd>
   <dt>Output price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.outputPerMtok)} per million tokens` : 'not priced'}</dd>
+  ${m.pricing ? html`<dt>Cached input price</dt><dd>${formatPrice(m.pricing.cachedInputPerMtok)} per million tokens</dd>
+  <dt>Cache write price</dt><dd>${formatPrice(m.pricing.cacheWritePerMtok)} per million tokens</dd>` : ''}
+  <dt>Price from</dt><dd class="price-source">${priceSource(m)}</dd>
   <dt>Operations</dt><dd>${operationsOf(m).map((path, i) => html`${i > 0 ? ', ' : ''}<code>POST ${path}</code>`)}</dd>
   ${m.version ? html`<dt>Version</dt><dd>${m.version}</dd>` : ''}
   ${m.created ? html`<dt>Released</dt><dd>${new Date(m.created * 1000).toISOString().slice(0, 10)}</dd>` : ''}
