@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
 import { sharedSecretFromEnv } from './auth/data-dir-secret.js';
@@ -12,7 +13,6 @@ import { LiveCatalogue } from './catalogue/live-catalogue.js';
 import { Discovery } from './discovery/discovery.js';
 import { LimitAdmission } from './limits/limit-admission.js';
 import { openLimitCounter } from './limits/open-counter.js';
-import { resolve } from 'node:path';
 import { ConfigReload } from './config/config-reload.js';
 import { DEFAULT_CONFIG_FILE } from './settings.js';
 import { LoginThrottle } from './console/login-throttle.js';

@@ -275,8 +275,13 @@ describe('daily usage roll-ups', () => {
     const made = await cli(['keys', 'create', '--account', 'old', '--data', dir]);
     assert.equal(made.code, 0, made.stderr);
     // The store as it was before migration 0008 (so before the later ones too), with ledger rows of two days written then.
-    await queryStore(dir, 'DROP TABLE usage_daily');
+    // Undone in reverse: 0011, 0010, 0009, then 0008's table.
     await queryStore(dir, 'DROP TABLE price_list');
+    await queryStore(dir, 'DROP TABLE discovered_models');
+    await queryStore(dir, 'DROP TABLE sign_in_links');
+    await queryStore(dir, 'ALTER TABLE console_sessions DROP COLUMN last_seen_at');
+    await queryStore(dir, 'ALTER TABLE accounts DROP COLUMN disabled');
+    await queryStore(dir, 'DROP TABLE usage_daily');
     await queryStore(dir, "DELETE FROM kysely_migration WHERE name >= '0008'");
     const insert = 'INSERT INTO usage_ledger (entry_id, at, request_id, account_id, key_id, operation, model, provider_id, status, error_kind, stream, prompt_tokens, completion_tokens, tokens_counted, latency_ms, ttfb_ms, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, 1, NULL, ?)';
     const now = Date.now();
