@@ -246,7 +246,7 @@ async function startOtlpSink() {
 }
 
 function telemetryConfigurations(baseCommit) {
-  const before = baseCommit === null ? [] : [{ id: 'before', label: `the build before, commit ${baseCommit.slice(0, 12)} (no metrics)`, bin: path.join(S.baseDir, 'bin', 'sluice.js'), args: [], env: {}, base: null }];
+  const before = baseCommit === null ? [] : [{ id: 'before', label: `the build before, commit ${baseCommit.slice(0, 12)}`, bin: path.join(S.baseDir, 'bin', 'sluice.js'), args: [], env: {}, base: null }];
   const base = before.length ? 'before' : null;
   return [
     ...before,
@@ -298,7 +298,7 @@ async function scenarioTelemetry(work, state) {
       const dataDir = path.join(work, `data-telemetry-${c.id}`);
       fs.mkdirSync(dataDir, { recursive: true });
       const config = writeConfig(dataDir, upstream.port);
-      const key = await createKeyWithCli(dataDir);
+      const key = await createKeyWithCli(dataDir, c.bin);
       const env = Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, v === 'SINK' ? sink.url : v]));
       const metricsPort = c.id === 'metrics' ? await freePort() : null;
       const args = [...c.args, ...(c.id === 'before' ? [] : ['--metrics-token', token]), ...(metricsPort ? ['--metrics-listen', `127.0.0.1:${metricsPort}`] : [])];
@@ -531,13 +531,14 @@ ${S.flakyRouting ? `    routing: ${S.flakyRouting}\n` : ''}`
   return file;
 }
 
-async function createKeyWithCli(dataDir) {
-  return (await createKeyRecordWithCli(dataDir)).key;
+/** `bin`: another build's CLI, for a gateway of that build (a newer CLI would migrate its store beyond what it knows). */
+async function createKeyWithCli(dataDir, bin = SLUICE_BIN) {
+  return (await createKeyRecordWithCli(dataDir, 'bench', [], bin)).key;
 }
 
 /** `sluice keys create … --json`: the key's JSON (id, limits, …) with its secret in `key`; `flags` are more CLI flags (limits). */
-async function createKeyRecordWithCli(dataDir, name = 'bench', flags = []) {
-  const r = await run(process.execPath, [SLUICE_BIN, 'keys', 'create', '--account', 'bench', '--name', name, ...flags, '--json', '--data', dataDir], { cwd: ROOT });
+async function createKeyRecordWithCli(dataDir, name = 'bench', flags = [], bin = SLUICE_BIN) {
+  const r = await run(process.execPath, [bin, 'keys', 'create', '--account', 'bench', '--name', name, ...flags, '--json', '--data', dataDir], { cwd: ROOT });
   if (r.code !== 0) throw new Error(`sluice keys create failed (${r.code}): ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1));
 }
