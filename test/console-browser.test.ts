@@ -412,8 +412,15 @@ describe('the console in a real browser', () => {
       ] as const) {
         await page.goto(sluice.url + path);
         const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
-        assert.ok(width <= 1280, `${path} is ${width} px wide at 1,280`);
         await shot1280(name);
+        assert.ok(width <= 1280, `${path} is ${width} px wide at 1,280`);
+        // A table that scrolls inside its box hides its last columns (the keys table's actions): each must fit.
+        const clipped = await page.evaluate(() =>
+          [...(globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<{ scrollWidth: number; clientWidth: number; getAttribute(n: string): string | null; querySelector(s: string): { getAttribute(n: string): string | null } | null }> } }).document.querySelectorAll('.table-scroll')]
+            .filter((box) => box.scrollWidth > box.clientWidth + 1)
+            .map((box) => `${box.querySelector('table')?.getAttribute('aria-labelledby') ?? box.getAttribute('aria-label') ?? 'a table'}: ${box.scrollWidth} > ${box.clientWidth}`),
+        );
+        assert.deepEqual(clipped, [], `${path}: every table fits its box at 1,280`);
       }
       assert.deepEqual(failed, [], 'no request failed (the favicon included)');
     } finally {

@@ -185,7 +185,7 @@ describe('list prices in a gateway', () => {
     const page = await (await fetch(`${sluice.url}/models`)).text();
     const row = (id: string) => new RegExp(`<tr data-model="${id}">[\\s\\S]*?</tr>`).exec(page)![0];
     assert.match(row('sonnet'), new RegExp(`price-source">Sluice price list of ${SHIPPED.as_of}<`));
-    assert.match(row('own-price'), /price-source">the configuration file entry</);
+    assert.match(row('own-price'), /price-source">its own pricing</);
     assert.match(row('selfhosted'), /price-source"><span class="muted">—/);
     const detail = await (await fetch(`${sluice.url}/models/sonnet`)).text();
     assert.match(detail, new RegExp(`<dt>Price from</dt><dd class="price-source">Sluice price list of ${SHIPPED.as_of}</dd>`));
@@ -277,7 +277,7 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
     await console.signIn('admin', 'prices-admin-password');
     const admin = (await console.get('/app/catalogue')).text;
     assert.match(/<tr data-model="sonnet">[\s\S]*?<\/tr>/.exec(admin)![0], /price-source">imported price list of 2099-01-01</);
-    assert.match(/<tr data-model="own-price">[\s\S]*?<\/tr>/.exec(admin)![0], /price-source">the configuration file entry</);
+    assert.match(/<tr data-model="own-price">[\s\S]*?<\/tr>/.exec(admin)![0], /price-source">its own pricing</);
 
     await chat(sluice, key, 'sonnet');
     assertCost((await ledgerRows(sluice, 'sonnet', 1))[0]!, NEWER.models[0]!, 'sonnet at the imported price');

@@ -64,8 +64,14 @@ table.data code, table.data time { white-space: nowrap; }
 .num { text-align: right !important; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .empty { color: var(--muted); text-align: center !important; padding: 1.5rem !important; }
 .actions { white-space: nowrap; }
+/* Wide tables: their buttons one above another, so that the actions column stays narrow at 1,280 px. */
+td.actions.stacked .btn { display: block; width: max-content; }
+td.actions.stacked .btn + .btn { margin-top: .3rem; }
 form.inline { display: inline; margin: 0; }
-td.limits { min-width: 15rem; }
+td.limits { min-width: 12rem; }
+td.dates { white-space: nowrap; }
+/* Tables of many columns (keys, models): narrower gutters, so that every column shows at 1,280 px. */
+table.data.wide th, table.data.wide td { padding-left: .5rem; padding-right: .5rem; }
 td.limits li + li { margin-top: .2rem; }
 .limit { white-space: nowrap; font-variant-numeric: tabular-nums; }
 .limit-full { color: var(--danger); font-weight: 600; }

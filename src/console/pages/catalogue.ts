@@ -118,7 +118,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
       <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
       <td class="price-source">${priceSource(m)}</td>
       <td>${originTag(m.origin, m.providerId)}</td>
-      <td class="actions">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
+      <td class="actions stacked">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
     )}</tbody>
   </table></div>
 </section>`,

@@ -93,14 +93,12 @@ function keyRow(key: KeyRecord, usage: KeyUsage | undefined, uses: Uses, isAdmin
   <td><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></td>
   <td><span class="pill pill-${status}">${status}</span></td>
   <td>${key.models === null ? html`<span class="muted">all models</span>` : key.models.map((m, i) => html`${i > 0 ? ', ' : ''}<code>${m}</code>`)}</td>
-  <td>${key.expiresAt === null ? html`<span class="muted">never</span>` : timeTag(key.expiresAt)}</td>
-  <td>${timeTag(key.createdAt, false)}</td>
-  <td>${timeTag(key.lastUsedAt)}</td>
+  <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, false)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, false)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
   <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
   ${limitsCell(key, uses, now)}
-  <td class="actions">${actions.length > 0 ? actions : html`<span class="muted">—</span>`}</td>
+  <td class="actions stacked">${actions.length > 0 ? actions : html`<span class="muted">—</span>`}</td>
 </tr>`;
 }
 
@@ -138,16 +136,16 @@ async function keysPage(
 ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
 ${isAdmin ? accountFilterForm('/app/keys', accounts, accountFilter) : ''}
 <div class="table-scroll" role="region" aria-label="API keys" tabindex="0">
-<table class="data">
+<table class="data wide">
   <thead><tr>
     <th scope="col">Name</th>${isAdmin ? html`<th scope="col">Account</th>` : ''}<th scope="col">Key</th><th scope="col">Status</th><th scope="col">Models</th>
-    <th scope="col">Expires</th><th scope="col">Created</th><th scope="col">Last used</th>
-    <th scope="col" class="num">Requests <span class="muted">30 d</span></th><th scope="col" class="num">Tokens <span class="muted">30 d</span></th><th scope="col" class="num">Cost <span class="muted">30 d</span></th>
-    <th scope="col">Limits <span class="muted">used now</span></th>
+    <th scope="col">Dates</th>
+    <th scope="col" class="num">Requests<br><span class="muted">30 d</span></th><th scope="col" class="num">Tokens<br><span class="muted">30 d</span></th><th scope="col" class="num">Cost<br><span class="muted">30 d</span></th>
+    <th scope="col">Limits<br><span class="muted">used now</span></th>
     <th scope="col">Actions</th>
   </tr></thead>
   <tbody>
-  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 13 : 12}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
+  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 11 : 10}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
   </tbody>
 </table>
 </div>

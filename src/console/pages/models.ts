@@ -43,11 +43,12 @@ function pricingSourceJson(source: PricingSource | undefined) {
 
 /** Where a model's price came from, in words: its own entry, or which price list; a dash when unpriced. */
 export function priceSource(model: CatalogueModel): Html {
-  return model.pricingSource === undefined ? html`<span class="muted">—</span>` : html`${pricingSourceLabel(model.pricingSource, model)}`;
+  return model.pricingSource === undefined ? html`<span class="muted">—</span>` : html`${pricingSourceLabel(model.pricingSource)}`;
 }
 
-function pricingSourceLabel(source: PricingSource, model: CatalogueModel): string {
-  if (source.kind === 'entry') return model.origin === 'config' ? 'the configuration file entry' : model.origin === 'console' ? 'the console entry' : "the model's entry";
+function pricingSourceLabel(source: PricingSource): string {
+  // The admin page's Origin column says which entry; the public page needs no more.
+  if (source.kind === 'entry') return 'its own pricing';
   return source.origin === 'shipped' ? `Sluice price list of ${source.asOf}` : `imported price list of ${source.asOf}`;
 }
 
@@ -106,7 +107,7 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
 </form>
 <p class="muted small" role="status">${models.length === total ? `${total} model${total === 1 ? '' : 's'}` : `${models.length} of ${total} models match “${q}”`}. Prices in USD per million tokens.</p>
 <div class="table-scroll" role="region" aria-label="Models" tabindex="0">
-<table class="data" id="models-table">
+<table class="data wide" id="models-table">
   <thead><tr>
     ${header('id', 'Model')}${header('owner', 'Owner')}${header('context', 'Context', true)}${header('output', 'Max output', true)}
     ${header('input_price', 'Input / 1M', true)}${header('output_price', 'Output / 1M', true)}<th scope="col">Price from</th>
