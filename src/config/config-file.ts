@@ -312,13 +312,18 @@ export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  let text: string;
+  return parseConfig(readConfigText(path, false)!, path, env);
+}
+
+/** The file's text; undefined when it is missing and `optional`; else a ConfigError naming the file. */
+export function readConfigText(path: string, optional: boolean): string | undefined {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`${path}: cannot read the configuration file (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && optional) return undefined;
+    throw new ConfigError(`${path}: cannot read the configuration file (${code ?? String(error)})`);
   }
-  return parseConfig(text, path, env);
 }
 
 export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {

@@ -1,8 +1,8 @@
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, emptyConfig, parseConfig, type GatewayConfig } from './config-file.js';
+import { emptyConfig, parseConfig, readConfigText, type GatewayConfig } from './config-file.js';
 
 /** Editors write a file in several steps (truncate, write, rename): one reload once they are done. */
 const SETTLE_MS = 150;
@@ -37,14 +37,8 @@ export class ConfigReload {
 
   /** The configuration to start with; a ConfigError (one line) when the file cannot be read or is invalid. */
   load(): GatewayConfig {
-    try {
-      this.lastText = readFileSync(this.path, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && this.optional) return emptyConfig();
-      throw new ConfigError(`${this.path}: cannot read the configuration file (${code ?? String(error)})`);
-    }
-    return parseConfig(this.lastText, this.path, this.env);
+    this.lastText = readConfigText(this.path, this.optional);
+    return this.lastText === undefined ? emptyConfig() : parseConfig(this.lastText, this.path, this.env);
   }
 
   /** Reloads on SIGHUP and on changes to the file from now on. */
