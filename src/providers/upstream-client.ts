@@ -4,6 +4,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
 import type { ConnectionUse } from '../generation/provider.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
+import { fetchWhole, type WholeAnswer } from './whole-answer.js';
 
 export type Json = Record<string, unknown>;
 
@@ -17,6 +18,9 @@ export interface UpstreamCall {
   readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 export type ResponseBody = Dispatcher.ResponseData['body'];
+
+/** Stateless between calls (no `stream` option), so one serves every body; it drops a byte-order mark as JSON needs. */
+const UTF8 = new TextDecoder();
 
 /**
  * undici (imported by upstream-pool) is loaded with the first upstream call rather than at
@@ -83,40 +87,25 @@ export class UpstreamClient {
   }
 
   /** GETs a JSON object (a model list); `path` may carry a query. */
-  async getJson(path: string, call: UpstreamCall): Promise<Json> {
-    return this.readJson(await this.request('GET', path, undefined, call));
+  getJson(path: string, call: UpstreamCall): Promise<Json> {
+    return this.requestJson('GET', path, undefined, call);
   }
 
-  private async request(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
-    let response: Dispatcher.ResponseData;
+  /** POSTs JSON and reads a whole JSON object back; rejects with a GatewayError otherwise. */
+  async postJson(path: string, body: unknown, call: UpstreamCall): Promise<Json> {
+    // Outside the request: a body Sluice cannot write is Sluice's failure, not the upstream's.
+    return this.requestJson('POST', path, JSON.stringify(body), call);
+  }
+
+  private async requestJson(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<Json> {
+    let answer: WholeAnswer;
     try {
-      if (this.pool === undefined) {
-        const { createUpstreamPool } = await (pools ??= import('./upstream-pool.js'));
-        this.pool ??= createUpstreamPool(this.origin, this.poolOptions);
-      }
-      response = await this.pool.request({
-        method,
-        path: this.basePath + path,
-        headers:
-          call.headers === undefined && call.traceHeaders === undefined
-            ? { ...this.headers, 'x-request-id': call.requestId }
-            : { ...this.headers, ...call.headers, ...call.traceHeaders, 'x-request-id': call.requestId },
-        body: json,
-        signal: call.signal,
-      });
+      answer = await fetchWhole(this.pool ?? (await this.dispatcher()), this.dispatchOptions(method, path, json, call), { signal: call.signal, limit: this.maxResponseBytes, tooLarge: this.tooLarge });
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
-    throw await this.failure(response);
-  }
-
-  async postJson(path: string, body: unknown, call: UpstreamCall): Promise<Json> {
-    return this.readJson(await this.post(path, body, call));
-  }
-
-  private async readJson(response: Dispatcher.ResponseData): Promise<Json> {
-    const text = await this.readWhole(response);
+    const text = UTF8.decode(answer.body);
+    if (answer.statusCode < 200 || answer.statusCode >= 300) throw this.failureOf(answer.statusCode, answer.retryAfter, text);
     try {
       const parsed: unknown = JSON.parse(text);
       if (isObject(parsed)) return parsed;
@@ -124,6 +113,39 @@ export class UpstreamClient {
       // Reported below.
     }
     throw unreadableUpstream(this.providerId, 'an answer that is not a JSON object');
+  }
+
+  private async request(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      const pool = this.pool ?? (await this.dispatcher());
+      response = await pool.request({ ...this.dispatchOptions(method, path, json, call), signal: call.signal });
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    throw await this.failure(response);
+  }
+
+  /** The pool, made on the first call. */
+  private async dispatcher(): Promise<Pool> {
+    if (this.pool === undefined) {
+      const { createUpstreamPool } = await (pools ??= import('./upstream-pool.js'));
+      this.pool ??= createUpstreamPool(this.origin, this.poolOptions);
+    }
+    return this.pool;
+  }
+
+  private dispatchOptions(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Dispatcher.DispatchOptions {
+    return {
+      method,
+      path: this.basePath + path,
+      headers:
+        call.headers === undefined && call.traceHeaders === undefined
+          ? { ...this.headers, 'x-request-id': call.requestId }
+          : { ...this.headers, ...call.headers, ...call.traceHeaders, 'x-request-id': call.requestId },
+      body: json,
+    };
   }
 
   /** The events of a server-sent event stream, as they arrive; transport failures become GatewayErrors. */
@@ -179,8 +201,7 @@ export class UpstreamClient {
    */
   private async readWhole(response: Dispatcher.ResponseData): Promise<string> {
     const limit = this.maxResponseBytes;
-    const tooLarge = () =>
-      new GatewayError('upstream_error', `The answer of the upstream provider '${this.providerId}' exceeded the gateway's limit of ${limit} bytes (max_response_bytes).`);
+    const tooLarge = this.tooLarge;
     if (Number(response.headers['content-length']) > limit) {
       // Cut unread; the body then reports its abort, which nothing else listens for.
       response.body.on('error', () => undefined).destroy();
@@ -197,8 +218,11 @@ export class UpstreamClient {
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
-    return new TextDecoder().decode(Buffer.concat(chunks, size));
+    return UTF8.decode(Buffer.concat(chunks, size));
   }
+
+  private readonly tooLarge = (): GatewayError =>
+    new GatewayError('upstream_error', `The answer of the upstream provider '${this.providerId}' exceeded the gateway's limit of ${this.maxResponseBytes} bytes (max_response_bytes).`);
 
   private async failure(response: Dispatcher.ResponseData): Promise<GatewayError> {
     let text = '';
@@ -208,10 +232,14 @@ export class UpstreamClient {
       // The status alone still says what went wrong.
     }
     const retryAfter = response.headers['retry-after'];
+    return this.failureOf(response.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, text);
+  }
+
+  private failureOf(statusCode: number, retryAfter: string | undefined, text: string): GatewayError {
     return upstreamHttpError({
       providerId: this.providerId,
-      status: this.credentialRejected(response.statusCode, text) ? 401 : response.statusCode,
-      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      status: this.credentialRejected(statusCode, text) ? 401 : statusCode,
+      retryAfter,
       ...readErrorBody(text),
       secrets: this.secrets,
       body: text,
