@@ -207,6 +207,8 @@ async function streams() {
   });
   await new Promise((r) => setTimeout(r, 500));
   const interval = (opts.rampSeconds * 1000) / n;
+  // The warm-up is over: from here the target's CPU is the measured streams' (run.mjs reads it at this line).
+  log('EVENT ramp-start');
   const t0 = performance.now() + 20;
   loopDelay.reset();
   let resolveAll;

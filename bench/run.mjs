@@ -60,6 +60,7 @@ const S = {
     return { n, tps: r || 20 };
   }),
   streamSeconds: num('BENCH_STREAM_SECONDS', 5, 3),
+  streamStartStreams: num('BENCH_STREAM_START', 1000, 1000),
   // /v1/chat/completions beside /v1/completions (closed loop and streams); BENCH_CHAT=0 leaves it
   // out (and the model's endpoints are then [completions] only, for builds without chat).
   chat: env('BENCH_CHAT', '1') !== '0',
@@ -790,6 +791,33 @@ async function scenarioStreams(targets, key) {
   for (const point of chatPoints) plan.push({ ...point, operation: 'chat' });
   for (const { n, tps, operation } of plan) out[operation].push(...(await streamPoint(targets, key, n, tps, operation)));
   for (const line of chatVsCompletionsStreams(out.completions, out.chat)) log(`chat vs completions streams through sluice, ${line}`);
+  return out;
+}
+
+/**
+ * What starting a stream costs: BENCH_STREAM_START streams of one token each, started evenly over
+ * one second, and the target's CPU from the first of them to the end of the last, per stream. One
+ * token and the stream's end are included, so it is an upper bound on the start alone.
+ */
+async function streamStartCost(targets, key) {
+  const n = S.streamStartStreams;
+  const out = [];
+  log(`stream start: ${n} one-token streams started over 1 s (CPU per stream, start to end)`);
+  for (const t of targets) {
+    if (!alive(t)) continue;
+    let cpuAtRamp = NaN;
+    const r = await runClient(
+      { mode: 'stream', url: `${t.url}/v1/completions`, streams: n, tokens: 1, tokensPerSecond: 20, rampSeconds: 1, body: streamBody(1, 20), tokenMarker: '"text"', headers: authHeaders(t.name === 'sluice' ? key : undefined) },
+      (line) => {
+        if (line === 'EVENT ramp-start') cpuAtRamp = treeCpuSeconds(t.pid());
+      },
+    );
+    const cpuSeconds = treeCpuSeconds(t.pid()) - cpuAtRamp;
+    const row = { target: t.name, streams: n, complete: r.complete, cpuSeconds, cpuUsPerStream: (cpuSeconds * 1e6) / n, ttftMs: r.ttftMs };
+    log(`  ${t.name.padEnd(6)} complete ${r.complete}/${n}  CPU ${f(row.cpuUsPerStream, 0)} µs per stream  TTFT p50 ${f(r.ttftMs.p50, 2)} ms p99 ${f(r.ttftMs.p99, 2)} ms`);
+    if (t.name === 'sluice' && r.complete !== n) fail(`stream start: ${n - r.complete} of ${n} one-token streams through sluice incomplete (${JSON.stringify(r.statuses)}, ${JSON.stringify(r.errors)})`);
+    out.push(row);
+  }
   return out;
 }
 
@@ -2054,31 +2082,6 @@ function streamTable(L, streams) {
   }
 }
 
-function streamTargetRows(streams) {
-  const rows = [];
-  const rates = [...new Set(streams.filter((x) => x.streams === 10000).map((x) => x.tokensPerSecond))];
-  if (rates.length === 0) return [['10,000 streams: resident ≤ 512 MB, p99 added TTFT < 5 ms', 'not run', 'not measurable']];
-  for (const tps of rates) {
-    const s = streams.find((x) => x.target === 'sluice' && x.streams === 10000 && x.tokensPerSecond === tps);
-    const d = streams.find((x) => x.target === 'direct' && x.streams === 10000 && x.tokensPerSecond === tps);
-    const baselineOk = d && d.complete === d.streams;
-    const sOk = s && s.complete === s.streams;
-    const why = !s ? 'not run' : !baselineOk ? `direct baseline itself incomplete (${d?.complete ?? 0}/10000): the machine cannot carry this load` : '';
-    rows.push([
-      `10,000 streams @ ${tps} tokens/s: resident ≤ 512 MB`,
-      s ? `${f(s.plateauRssMB, 0)} MB RSS (${f(s.plateauPssMB, 0)} MB PSS), ${s.complete}/10000 complete${s.plateauSamples ? '' : ', no plateau'}` : 'not run',
-      !s ? 'not measurable' : sOk ? met(s.plateauRssMB <= 512) : baselineOk ? '**not met** (streams failed)' : `not measurable (${why})`,
-    ]);
-    const added = s && d ? s.ttftMs.p99 - d.ttftMs.p99 : NaN;
-    rows.push([
-      `10,000 streams @ ${tps} tokens/s: p99 added TTFT < 5 ms`,
-      s && d ? `${f(added, 2)} ms (${f(s.ttftMs.p99, 2)} vs ${f(d.ttftMs.p99, 2)} direct)` : 'not run',
-      !s || !d ? 'not measurable' : !baselineOk ? `not measurable (${why})` : sOk ? met(added < 5) : '**not met** (streams failed)',
-    ]);
-  }
-  return rows;
-}
-
 function report(state) {
   const { targets, idle, closed, closedChat, open, streams, streamsChat, keys, ledger, routing, limits } = state;
   const names = targets.map((t) => t.name);
@@ -2112,24 +2115,13 @@ function report(state) {
   L.push('');
 
   // Targets
-  const med = closedMedians(closed);
-  const g = (t, c) => med[`${t}|${c}`];
-  const s32 = g('sluice', 32);
-  const n32 = g('nginx', 32);
-  const d32 = g('direct', 32);
-  const s1 = g('sluice', 1);
-  const d1 = g('direct', 1);
-  const idleS = idle.sluice;
-  const targetsRows = [
-    ['32 connections: Sluice ≥ 40% of nginx req/s', n32 && s32 ? `${pct(s32.rps, n32.rps)} of nginx` : `nginx not measured (Sluice = ${pct(s32?.rps, d32?.rps)} of direct)`, met(n32 && s32 ? s32.rps >= 0.4 * n32.rps : null)],
-    ['32 connections: aim 70% of nginx req/s', n32 && s32 ? `${pct(s32.rps, n32.rps)} of nginx` : 'nginx not measured', met(n32 && s32 ? s32.rps >= 0.7 * n32.rps : null)],
-    ['1 connection: median added ≤ 0.2 ms', s1 && d1 ? `${f(s1.p50 - d1.p50, 3)} ms` : 'n/a', met(s1 && d1 ? s1.p50 - d1.p50 <= 0.2 : null)],
-    ...streamTargetRows(streams),
-    ['idle resident memory < 80 MB', idleS ? `${f(idleS.rss, 1)} MB RSS, ${idleS.processes} processes (${f(idleS.pss, 1)} MB PSS)` : 'n/a', met(idleS ? idleS.rss < 80 : null)],
-    ['ledger rows = 2xx responses (under load, across restart)', ledger ? `${ledger.underLoad.ledgerRows}/${ledger.underLoad.responses2xx}; ${ledger.acrossRestart.ledgerRowsTotal}/${ledger.acrossRestart.total2xx}` : 'not run', ledger ? (ledger.pass ? '**pass**' : '**FAIL**') : 'not run'],
-  ];
-  L.push('## Targets of issue 5', '', '| target | this run | |', '|---|---|---|');
-  for (const r of targetsRows) L.push(`| ${r.join(' | ')} |`);
+  L.push('## Targets of issue 17 (performance, second round)', '');
+  L.push(
+    'Key check, routing, metering and metrics on, per-key limits off (the Redis row: on, counters on Redis). "Added" is against calling the upstream directly, in the same run; nginx is a plain reverse proxy in front of the same upstream.',
+    '',
+  );
+  L.push('| target | this run | |', '|---|---|---|');
+  for (const r of issue17Targets(state)) L.push(`| ${r.join(' | ')} |`);
   L.push('');
 
   // Closed loop
@@ -2177,6 +2169,12 @@ function report(state) {
   }
 
   // Streams
+  if (state.streamStart.length) {
+    L.push(`## Stream start: ${S.streamStartStreams} one-token streams started over 1 s`, '');
+    L.push('| target | complete | CPU µs per stream | TTFT p50 ms | TTFT p99 ms |', '|---|---|---|---|---|');
+    for (const r of state.streamStart) L.push(`| ${r.target} | ${r.complete}/${r.streams} | ${f(r.cpuUsPerStream, 0)} | ${f(r.ttftMs.p50, 2)} | ${f(r.ttftMs.p99, 2)} |`);
+    L.push('', "CPU = the target's process tree from the first measured stream (after the client's warm-up) to the end of the last, per stream: the start, one token and the end.", '');
+  }
   if (streams.length) {
     L.push(`## Streaming: concurrent streams (started at up to 2,000/s, all open together for about ${S.streamSeconds} s)`, '');
     streamTable(L, streams);
@@ -2240,12 +2238,85 @@ function report(state) {
 
 // ---------------------------------------------------------------- main
 /** results.json's scenarios: the keys of earlier runs unchanged, the chat rows under keys of their own. */
+/** Every target of issue 17 as [target, figure, verdict]; a scenario that did not run says so. */
+function issue17Targets(state) {
+  const { idle, closed, closedChat, streamStart, streams, keys, ledger, limits } = state;
+  const rows = [];
+  for (const [operation, list] of [['completions', closed], ['chat', closedChat]]) {
+    const med = closedMedians(list);
+    const s32 = med['sluice|32'];
+    const n32 = med['nginx|32'];
+    rows.push([
+      `32 connections, ${operation}: Sluice ≥ 50% of nginx req/s (aim 70%)`,
+      s32 && n32 ? `${pct(s32.rps, n32.rps)} of nginx (${f(s32.rps, 0)} vs ${f(n32.rps, 0)} req/s)` : s32 ? 'nginx not measured' : 'not run',
+      s32 && n32 ? `${met(s32.rps >= 0.5 * n32.rps)}${s32.rps >= 0.7 * n32.rps ? ', aim met' : ', aim not met'}` : 'not measurable',
+    ]);
+    const s1 = med['sluice|1'];
+    const d1 = med['direct|1'];
+    rows.push([
+      `1 connection, ${operation}: median added ≤ 0.15 ms`,
+      s1 && d1 ? `${f(s1.p50 - d1.p50, 3)} ms (${f(s1.p50, 3)} vs ${f(d1.p50, 3)} direct)` : 'not run',
+      s1 && d1 ? met(s1.p50 - d1.p50 <= 0.15) : 'not measurable',
+    ]);
+  }
+  const start = streamStart.find((x) => x.target === 'sluice');
+  rows.push([
+    'streams: CPU per stream start ≤ 0.25 ms',
+    start ? `${f(start.cpuUsPerStream / 1000, 3)} ms (${start.streams} one-token streams at ${start.streams}/s, start to end; ${start.complete}/${start.streams} complete)` : 'not run',
+    start ? (start.complete === start.streams ? met(start.cpuUsPerStream <= 250) : '**not met** (streams failed)') : 'not measurable',
+  ]);
+  const point = (n, tps, target) => streams.find((x) => x.target === target && x.streams === n && x.tokensPerSecond === tps);
+  const ttftRow = (n, tps, limitMs, label) => {
+    const s = point(n, tps, 'sluice');
+    const d = point(n, tps, 'direct');
+    if (!s || !d) return [label, 'not run', 'not measurable'];
+    const added = s.ttftMs.p99 - d.ttftMs.p99;
+    const whole = s.complete === s.streams && d.complete === d.streams;
+    return [label, `${f(added, 2)} ms (${f(s.ttftMs.p99, 2)} vs ${f(d.ttftMs.p99, 2)} direct; ${s.complete}/${s.streams} complete)`, whole ? met(added < limitMs) : '**not met** (streams incomplete)'];
+  };
+  rows.push(ttftRow(1000, 20, 20, '1,000 streams started at 1,000/s: added first-token p99 < 20 ms'));
+  const big = point(10000, 2, 'sluice');
+  rows.push([
+    '10,000 streams @ 2 tokens/s: whole process tree ≤ 512 MB',
+    big ? `${f(big.plateauRssMB, 0)} MB RSS (${f(big.plateauPssMB, 0)} MB PSS)${big.plateauSamples ? '' : ', no plateau'}; ${big.complete}/10000 complete` : 'not run',
+    big ? (big.complete === big.streams ? met(big.plateauRssMB <= 512) : '**not met** (streams incomplete)') : 'not measurable',
+  ]);
+  rows.push(ttftRow(10000, 2, 50, '10,000 streams @ 2 tokens/s: added first-token p99 < 50 ms'));
+  const idleS = idle.sluice;
+  rows.push([
+    'idle: primary and two workers ≤ 150 MB',
+    idleS ? `${f(idleS.rss, 1)} MB RSS, ${idleS.processes} processes (${f(idleS.pss, 1)} MB PSS)` : 'not run',
+    idleS ? met(idleS.rss <= 150) : 'not measurable',
+  ]);
+  if (keys.length) {
+    const single = median(keys.filter((r) => r.mode === 'single').map((r) => r.rps));
+    const random = median(keys.filter((r) => r.mode === 'random').map((r) => r.rps));
+    rows.push([`${S.keys.toLocaleString('en-US')} keys: a random key per request ≥ 90% of one key's req/s`, `${pct(random, single)} (${f(random, 0)} vs ${f(single, 0)} req/s, c=32, after each point's warm-up)`, met(random >= 0.9 * single)]);
+  } else rows.push(['100,000 keys: random key ≥ 90% of one key', 'not run', 'not measurable']);
+  const redisRows = limits ? roundsTable(limits).filter((x) => x.config === 'redis' && x.connections === 1) : [];
+  if (redisRows.length) {
+    const worst = Math.max(...redisRows.map((x) => x.dP50Us));
+    rows.push([
+      'limits on Redis: ≤ 0.1 ms more at the median, one connection',
+      redisRows.map((x) => `${x.operation} ${signed(x.dP50Us / 1000, 3)} ms`).join(', ') + ' (key with limits on a Redis gateway vs a key without limits, --workers 1)',
+      met(worst <= 100),
+    ]);
+  } else rows.push(['limits on Redis: ≤ 0.1 ms more at the median, one connection', 'not run (limits scenario, Redis)', 'not measurable']);
+  rows.push([
+    'ledger rows = 2xx responses (under load, across restart)',
+    ledger ? `${ledger.underLoad.ledgerRows}/${ledger.underLoad.responses2xx}; ${ledger.acrossRestart.ledgerRowsTotal}/${ledger.acrossRestart.total2xx}` : 'not run',
+    ledger ? (ledger.pass ? '**pass**' : '**FAIL**') : 'not run',
+  ]);
+  return rows;
+}
+
 function scenariosOf(state) {
   return {
     idle: state.idle,
     closed: state.closed,
     closedChat: state.closedChat,
     open: state.open,
+    streamStart: state.streamStart,
     streams: state.streams,
     streamsChat: state.streamsChat,
     keys: state.keys,
@@ -2265,7 +2336,7 @@ async function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   fs.mkdirSync(OUT_DIR, { recursive: true });
   // closed and streams hold the completion rows as they always did; closedChat and streamsChat the chat rows.
-  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streams: [], streamsChat: [], keys: [], ledger: null, routing: null, limits: null, usage: null };
+  const state = { targets: [], idle: {}, closed: [], closedChat: [], open: [], streamStart: [], streams: [], streamsChat: [], keys: [], ledger: null, routing: null, limits: null, usage: null };
   let ok = false;
   try {
     upstream = await startUpstream();
@@ -2313,6 +2384,7 @@ async function main() {
     await step('open', async () => (state.open = await scenarioOpen(targets, key)));
     if (!sluice.proc.exited) state.idle.sluiceAfterLoad = treeMemoryMB(sluice.pid());
     await step('streams', async () => {
+      state.streamStart = await streamStartCost(targets, key);
       const rows = await scenarioStreams(targets, key);
       state.streams = rows.completions;
       state.streamsChat = rows.chat;
