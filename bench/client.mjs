@@ -198,12 +198,14 @@ async function streams() {
   const statuses = {};
   const errorKinds = {};
   const incomplete = { tokens: 0, noDone: 0 };
-  // Warm-up: a few short streams first (JIT, first connections), not measured.
-  const warm = Math.min(1000, Math.max(100, Math.ceil(n / 5)));
+  // Warm-up, not measured: short streams started at the measured pass's rate (a target just
+  // restarted has its code still cold, and a burst would measure a queue rather than a start).
+  const warm = Math.min(n, 2000);
   const warmBody = JSON.stringify({ ...JSON.parse(body), max_tokens: 2 });
+  const warmInterval = (opts.rampSeconds * 1000) / n;
   await new Promise((resolve) => {
     let left = warm;
-    for (let i = 0; i < warm; i++) send(pool, warmBody, () => --left === 0 && resolve());
+    for (let i = 0; i < warm; i++) setTimeout(() => send(pool, warmBody, () => --left === 0 && resolve()), i * warmInterval);
   });
   await new Promise((r) => setTimeout(r, 500));
   const interval = (opts.rampSeconds * 1000) / n;

@@ -2126,7 +2126,7 @@ function report(state) {
 
   // Closed loop
   L.push('## Non-streaming completions, closed loop', '');
-  closedTable(L, med, names);
+  closedTable(L, closedMedians(closed), names);
   L.push(
     '"target CPU ms/req" = utime+stime of the target\'s processes (Sluice: primary and workers; direct: the upstream) over the run, per request. CPU columns are % of one core; ' +
       `"machine busy" is of all ${os.availableParallelism()} cores; "other CPU" = what processes outside the measurement used meanwhile (anything else running on the machine).`,
