@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ClusterCounter } from './cluster-counter.js';
 import type { LimitCounter } from './counter.js';
@@ -23,6 +22,8 @@ const CONNECT_WAIT_MS = 2_000;
 export async function openLimitCounter(options: { redisUrl: string | undefined; redisPrefix: string; logger: Logger }): Promise<OpenCounter> {
   const local = cluster.isWorker ? new ClusterCounter() : new LocalCounter();
   if (options.redisUrl === undefined) return { counter: local, degradation: () => null };
+  // Loaded only when Redis is configured: the client is a sizeable part of an idle worker's memory.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(options.redisUrl, {
     // Fail at once while disconnected, so a request falls back instead of waiting.
     enableOfflineQueue: false,

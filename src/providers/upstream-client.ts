@@ -4,6 +4,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../errors.js';
 import type { ConnectionUse } from '../generation/provider.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
+import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';
 
 export type Json = Record<string, unknown>;
@@ -17,7 +18,7 @@ export interface UpstreamCall {
   /** Headers that carry the caller's trace context on to the upstream (W3C `traceparent`), when there is one. */
   readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
-export type ResponseBody = Dispatcher.ResponseData['body'];
+export type ResponseBody = AsyncIterable<Buffer>;
 
 /** Stateless between calls (no `stream` option), so one serves every body; it drops a byte-order mark as JSON needs. */
 const UTF8 = new TextDecoder();
@@ -81,7 +82,7 @@ export class UpstreamClient {
   }
 
   /** POSTs JSON; resolves with a 2xx response, rejects with a GatewayError otherwise. */
-  post(path: string, body: unknown, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+  post(path: string, body: unknown, call: UpstreamCall): Promise<StreamedAnswer> {
     // Outside the request: a body Sluice cannot write is Sluice's failure, not the upstream's.
     return this.request('POST', path, JSON.stringify(body), call);
   }
@@ -115,11 +116,10 @@ export class UpstreamClient {
     throw unreadableUpstream(this.providerId, 'an answer that is not a JSON object');
   }
 
-  private async request(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
-    let response: Dispatcher.ResponseData;
+  private async request(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<StreamedAnswer> {
+    let response: StreamedAnswer;
     try {
-      const pool = this.pool ?? (await this.dispatcher());
-      response = await pool.request({ ...this.dispatchOptions(method, path, json, call), signal: call.signal });
+      response = await fetchStreamed(this.pool ?? (await this.dispatcher()), this.dispatchOptions(method, path, json, call), call.signal);
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
@@ -155,7 +155,7 @@ export class UpstreamClient {
     const decoder = new TextDecoder();
     try {
       for await (const bytes of body) {
-        parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
+        parser.feed(decoder.decode(bytes, { stream: true }));
         for (let i = 0; i < pending.length; i++) yield pending[i]!;
         pending.length = 0;
       }
@@ -199,18 +199,18 @@ export class UpstreamClient {
    * would hold whatever came): from content-length up front, else by counting while reading. The
    * rest of the body is then not read, and the connection is dropped.
    */
-  private async readWhole(response: Dispatcher.ResponseData): Promise<string> {
+  private async readWhole(response: StreamedAnswer): Promise<string> {
     const limit = this.maxResponseBytes;
     const tooLarge = this.tooLarge;
-    if (Number(response.headers['content-length']) > limit) {
-      // Cut unread; the body then reports its abort, which nothing else listens for.
-      response.body.on('error', () => undefined).destroy();
+    if (response.contentLength > limit) {
+      // Cut unread.
+      await response.body[Symbol.asyncIterator]().return?.();
       throw tooLarge();
     }
     const chunks: Buffer[] = [];
     let size = 0;
     try {
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      for await (const chunk of response.body) {
         size += chunk.length;
         if (size > limit) throw tooLarge(); // leaving the loop cuts the body
         chunks.push(chunk);
@@ -224,15 +224,14 @@ export class UpstreamClient {
   private readonly tooLarge = (): GatewayError =>
     new GatewayError('upstream_error', `The answer of the upstream provider '${this.providerId}' exceeded the gateway's limit of ${this.maxResponseBytes} bytes (max_response_bytes).`);
 
-  private async failure(response: Dispatcher.ResponseData): Promise<GatewayError> {
+  private async failure(response: StreamedAnswer): Promise<GatewayError> {
     let text = '';
     try {
       text = await this.readWhole(response);
     } catch {
       // The status alone still says what went wrong.
     }
-    const retryAfter = response.headers['retry-after'];
-    return this.failureOf(response.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined, text);
+    return this.failureOf(response.statusCode, response.retryAfter, text);
   }
 
   private failureOf(statusCode: number, retryAfter: string | undefined, text: string): GatewayError {

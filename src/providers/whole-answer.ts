@@ -20,7 +20,7 @@ export interface WholeAnswerOptions {
  * Sends one request and collects its whole answer straight from undici's dispatch callbacks.
  * `pool.request` would make a Readable body, an async resource and a header object for every call,
  * only for Sluice to read the body at once: whole answers are most of a gateway's traffic, so they
- * take this shorter way. Streams keep `pool.request`, whose Readable applies back-pressure.
+ * take this shorter way (streams take fetchStreamed's).
  */
 export function fetchWhole(dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, options: WholeAnswerOptions): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
@@ -34,6 +34,19 @@ export function fetchWhole(dispatcher: Dispatcher, request: Dispatcher.DispatchO
 
 const CONTENT_LENGTH = 'content-length';
 const RETRY_AFTER = 'retry-after';
+
+/** The two headers Sluice reads of an answer, from undici's raw name/value list: the declared length (NaN if none) and `retry-after`. */
+export function readAnswerHeaders(rawHeaders: readonly (Buffer | string)[] | null): { contentLength: number; retryAfter: string | undefined } {
+  let contentLength = NaN;
+  let retryAfter: string | undefined;
+  for (let i = 0; rawHeaders !== null && i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    // Only two names are read; comparing lengths first skips the others cheaply.
+    if (name.length === CONTENT_LENGTH.length && name.toString().toLowerCase() === CONTENT_LENGTH) contentLength = Number(rawHeaders[i + 1]!.toString());
+    else if (name.length === RETRY_AFTER.length && name.toString().toLowerCase() === RETRY_AFTER) retryAfter = rawHeaders[i + 1]!.toString();
+  }
+  return { contentLength, retryAfter };
+}
 
 /** undici's callback-style handler for one whole answer (the interface the upstream pool's retrying client speaks). */
 class WholeAnswerHandler implements Dispatcher.DispatchHandler {
@@ -67,14 +80,9 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
     if (statusCode < 200) return true; // 1xx: the answer is still to come
     this.statusCode = statusCode;
-    let declared = 0;
-    for (let i = 0; rawHeaders !== null && i + 1 < rawHeaders.length; i += 2) {
-      const name = rawHeaders[i]!;
-      // Only two names are read; comparing lengths first skips the others cheaply.
-      if (name.length === CONTENT_LENGTH.length && name.toString().toLowerCase() === CONTENT_LENGTH) declared = Number(rawHeaders[i + 1]!.toString());
-      else if (name.length === RETRY_AFTER.length && name.toString().toLowerCase() === RETRY_AFTER) this.retryAfter = rawHeaders[i + 1]!.toString();
-    }
-    if (declared > this.options.limit) return this.cut();
+    const { contentLength, retryAfter } = readAnswerHeaders(rawHeaders);
+    this.retryAfter = retryAfter;
+    if (contentLength > this.options.limit) return this.cut();
     return true;
   }
 

@@ -1,6 +1,8 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { LeanCounter, LeanHistogram, type Labels } from './lean-metrics.js';
 import { clientOperationName, DURATION_BUCKETS, providerName, serverOf, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
 import type { ConnectionUse } from '../generation/provider.js';
+import type { Deployment } from '../catalogue/catalogue.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest } from './telemetry.js';
 
 
@@ -16,7 +18,16 @@ export interface MetricSources {
   connections(): Iterable<{ readonly provider: string; readonly use: ConnectionUse }>;
 }
 
-type Labels = Record<string, string | number>;
+
+/** An attempt's label sets: its call's, and the call's with each token type. */
+interface AttemptLabels {
+  readonly call: Labels;
+  readonly input: Labels;
+  readonly output: Labels;
+}
+
+/** More distinct request label sets than any catalogue has models: the cache then starts over. */
+const MAX_CACHED_LABEL_SETS = 10_000;
 
 /** Sluice's overhead is sub-millisecond when all is well: finer buckets than the conventions' durations. */
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -41,66 +52,68 @@ const CLIENT_LABELS = [
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly requestDuration: Histogram;
-  private readonly timeToFirstToken: Histogram;
-  private readonly timePerOutputToken: Histogram;
-  private readonly operationDuration: Histogram;
-  private readonly tokenUsage: Histogram;
-  private readonly requests: Counter;
-  private readonly overhead: Histogram;
-  private readonly cost: Counter;
-  private readonly retries: Counter;
-  private readonly fallbacks: Counter;
+  private readonly requestDuration: LeanHistogram;
+  private readonly timeToFirstToken: LeanHistogram;
+  private readonly timePerOutputToken: LeanHistogram;
+  private readonly operationDuration: LeanHistogram;
+  private readonly tokenUsage: LeanHistogram;
+  private readonly requests: LeanCounter;
+  private readonly overhead: LeanHistogram;
+  private readonly cost: LeanCounter;
+  private readonly retries: LeanCounter;
+  private readonly fallbacks: LeanCounter;
+  private readonly attemptLabelSets = new WeakMap<Deployment, Map<string, AttemptLabels>>();
+  private readonly generationLabelSets = new Map<string, Labels>();
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.requestDuration = new Histogram({
+    this.requestDuration = new LeanHistogram({
       name: 'gen_ai_server_request_duration_seconds',
       help: 'gen_ai.server.request.duration: generation requests Sluice served, until the last byte.',
       labelNames: SERVER_LABELS,
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.timeToFirstToken = new Histogram({
+    this.timeToFirstToken = new LeanHistogram({
       name: 'gen_ai_server_time_to_first_token_seconds',
       help: 'gen_ai.server.time_to_first_token: successful streams, until their first content reached the caller.',
       labelNames: SERVER_LABELS,
       buckets: TIME_TO_FIRST_TOKEN_BUCKETS,
       registers,
     });
-    this.timePerOutputToken = new Histogram({
+    this.timePerOutputToken = new LeanHistogram({
       name: 'gen_ai_server_time_per_output_token_seconds',
       help: 'gen_ai.server.time_per_output_token: successful streams, per output token after the first.',
       labelNames: SERVER_LABELS,
       buckets: TIME_PER_OUTPUT_TOKEN_BUCKETS,
       registers,
     });
-    this.operationDuration = new Histogram({
+    this.operationDuration = new LeanHistogram({
       name: 'gen_ai_client_operation_duration_seconds',
       help: "gen_ai.client.operation.duration: Sluice's calls to upstreams, one per routing attempt.",
       labelNames: CLIENT_LABELS,
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.tokenUsage = new Histogram({
+    this.tokenUsage = new LeanHistogram({
       name: 'gen_ai_client_token_usage',
       help: "gen_ai.client.token.usage: tokens of Sluice's calls to upstreams, by gen_ai_token_type.",
       labelNames: [...CLIENT_LABELS, 'gen_ai_token_type'],
       buckets: TOKEN_BUCKETS,
       registers,
     });
-    this.requests = new Counter({ name: 'sluice_http_requests_total', help: 'HTTP requests by route pattern, caller dialect and status.', labelNames: ['route', 'dialect', 'status'], registers });
-    this.overhead = new Histogram({
+    this.requests = new LeanCounter({ name: 'sluice_http_requests_total', help: 'HTTP requests by route pattern, caller dialect and status.', labelNames: ['route', 'dialect', 'status'], registers });
+    this.overhead = new LeanHistogram({
       name: 'sluice_overhead_seconds',
       help: 'What Sluice added to a generation request: its whole time less the time spent waiting on upstreams.',
       labelNames: ['route'],
       buckets: OVERHEAD_BUCKETS,
       registers,
     });
-    this.cost = new Counter({ name: 'sluice_cost_usd_total', help: 'Cost in USD of the requests served, by public model.', labelNames: ['model'], registers });
-    this.retries = new Counter({ name: 'sluice_routing_retries_total', help: 'Attempts after the first, by the public model asked for.', labelNames: ['model'], registers });
-    this.fallbacks = new Counter({ name: 'sluice_routing_fallbacks_total', help: 'Attempts that went to a fallback model, by the public model asked for.', labelNames: ['model'], registers });
+    this.cost = new LeanCounter({ name: 'sluice_cost_usd_total', help: 'Cost in USD of the requests served, by public model.', labelNames: ['model'], registers });
+    this.retries = new LeanCounter({ name: 'sluice_routing_retries_total', help: 'Attempts after the first, by the public model asked for.', labelNames: ['model'], registers });
+    this.fallbacks = new LeanCounter({ name: 'sluice_routing_fallbacks_total', help: 'Attempts that went to a fallback model, by the public model asked for.', labelNames: ['model'], registers });
 
     new Gauge({ name: 'sluice_http_requests_in_flight', help: 'HTTP requests whose handlers are running.', registers, collect: function () { this.set(sources.inFlight()); } });
     new Gauge({ name: 'sluice_ledger_rows_buffered', help: 'Ledger rows recorded but not yet written to the store.', registers, collect: function () { this.set(sources.ledger().buffered); } });
@@ -148,31 +161,39 @@ export class GatewayMetrics {
   }
 
   attemptEnded(start: AttemptStart, outcome: AttemptOutcome): void {
+    const labels = this.attemptLabels(start, outcome);
+    this.operationDuration.observe(labels.call, outcome.durationMs / 1000);
+    if (outcome.inputTokens > 0) this.tokenUsage.observe(labels.input, outcome.inputTokens);
+    if (outcome.outputTokens > 0) this.tokenUsage.observe(labels.output, outcome.outputTokens);
+  }
+
+  /** An attempt's label sets, made once per deployment and outcome and kept (the metrics find their cells by them). */
+  private attemptLabels(start: AttemptStart, outcome: AttemptOutcome): AttemptLabels {
     const { deployment } = start;
-    const server = serverOf(start.origin);
-    const labels: Labels = {
-      gen_ai_operation_name: clientOperationName(start.providerKind, deployment.model.upstreamApi, outcome.relayed),
-      gen_ai_provider_name: providerName(start.providerKind),
-      gen_ai_request_model: deployment.upstreamModel,
-      server_address: server.address,
-      server_port: server.port,
-      sluice_model: deployment.model.id,
-      sluice_deployment: deployment.name,
-    };
-    if (outcome.errorKind !== null) labels.error_type = outcome.errorKind;
-    this.operationDuration.observe(labels, outcome.durationMs / 1000);
-    if (outcome.inputTokens > 0) this.tokenUsage.observe({ ...labels, gen_ai_token_type: 'input' }, outcome.inputTokens);
-    if (outcome.outputTokens > 0) this.tokenUsage.observe({ ...labels, gen_ai_token_type: 'output' }, outcome.outputTokens);
+    let byOutcome = this.attemptLabelSets.get(deployment);
+    if (byOutcome === undefined) this.attemptLabelSets.set(deployment, (byOutcome = new Map()));
+    const key = `${start.providerKind}\u0000${start.origin}\u0000${outcome.relayed}\u0000${outcome.errorKind}`;
+    let labels = byOutcome.get(key);
+    if (labels === undefined) {
+      const server = serverOf(start.origin);
+      const call: Labels = {
+        gen_ai_operation_name: clientOperationName(start.providerKind, deployment.model.upstreamApi, outcome.relayed),
+        gen_ai_provider_name: providerName(start.providerKind),
+        gen_ai_request_model: deployment.upstreamModel,
+        server_address: server.address,
+        server_port: server.port,
+        sluice_model: deployment.model.id,
+        sluice_deployment: deployment.name,
+      };
+      if (outcome.errorKind !== null) call.error_type = outcome.errorKind;
+      labels = { call, input: { ...call, gen_ai_token_type: 'input' }, output: { ...call, gen_ai_token_type: 'output' } };
+      byOutcome.set(key, labels);
+    }
+    return labels;
   }
 
   generationEnded(start: GenerationStart, record: GenerationRecord): void {
-    const labels: Labels = {
-      gen_ai_operation_name: serverOperationName(start.operation),
-      gen_ai_provider_name: providerName(record.providerKind),
-      gen_ai_request_model: start.model,
-      gen_ai_response_model: record.model,
-    };
-    if (record.errorKind !== null) labels.error_type = record.errorKind;
+    const labels = generationLabelsOf(this.generationLabelSets, start, record);
     this.requestDuration.observe(labels, record.durationMs / 1000);
     if (record.errorKind === null && start.stream && record.firstByteMs !== null) {
       this.timeToFirstToken.observe(labels, record.firstByteMs / 1000);
@@ -189,6 +210,24 @@ export class GatewayMetrics {
  * A counter whose value another part keeps as a plain number (so that part needs no metrics
  * library): read at each scrape, and the growth since the last one added.
  */
+/** A request's label sets by what they are made of; bounded, as the model a caller names is any string until it is checked. */
+function generationLabelsOf(cache: Map<string, Labels>, start: GenerationStart, record: GenerationRecord): Labels {
+  const key = `${start.operation}\u0000${record.providerKind}\u0000${start.model}\u0000${record.model}\u0000${record.errorKind}`;
+  let labels = cache.get(key);
+  if (labels === undefined) {
+    labels = {
+      gen_ai_operation_name: serverOperationName(start.operation),
+      gen_ai_provider_name: providerName(record.providerKind),
+      gen_ai_request_model: start.model,
+      gen_ai_response_model: record.model,
+    };
+    if (record.errorKind !== null) labels.error_type = record.errorKind;
+    if (cache.size >= MAX_CACHED_LABEL_SETS) cache.clear();
+    cache.set(key, labels);
+  }
+  return labels;
+}
+
 function countedBy(registers: Registry[], name: string, help: string, labelNames: string[], read: () => Iterable<readonly [Labels, number]>): void {
   const seen = new Map<string, number>();
   new Counter({

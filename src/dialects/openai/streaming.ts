@@ -40,11 +40,12 @@ export abstract class OpenAIStreamWriter extends ChunkedWriter implements Stream
     this.open(newGenerationId(this.idPrefix), Math.floor(Date.now() / 1000));
   }
 
-  /** The usage chunk (`choices: []`), only when the caller asked for it; then `[DONE]`. */
+  /** The usage chunk (`choices: []`), only when the caller asked for it; then `[DONE]`: one write with the end. */
   async close(usage: Usage): Promise<void> {
     if (this.includeUsage && !this.usageWritten) {
       this.usageWritten = true;
-      await this.write(`${this.chunkPrefix}],"usage":${JSON.stringify(this.wireUsage(usage))}}\n\n`);
+      this.endWith(`${this.chunkPrefix}],"usage":${JSON.stringify(this.wireUsage(usage))}}\n\n${DONE}`);
+      return;
     }
     this.endWith(DONE);
   }
