@@ -794,6 +794,19 @@ async function scenarioStreams(targets, key) {
   return out;
 }
 
+/** A gateway of the build before (BENCH_BASE_DIR), on a data directory of its own, its key made with its own CLI. */
+async function startBeforeGateway(work) {
+  const dataDir = path.join(work, 'data-before');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const bin = path.join(S.baseDir, 'bin', 'sluice.js');
+  const beforeKey = await createKeyWithCli(dataDir, bin);
+  const gw = await startSluice('before', dataDir, writeConfig(dataDir, upstream.port), await freePort(), { bin });
+  gw.name = 'before';
+  gw.key = beforeKey;
+  log(`the build before on ${gw.url} (${S.baseDir})`);
+  return gw;
+}
+
 /**
  * What starting a stream costs: BENCH_STREAM_START streams of one token each, started evenly over
  * one second, and the target's CPU from the first of them to the end of the last, per stream. One
@@ -807,7 +820,7 @@ async function streamStartCost(targets, key) {
     if (!alive(t)) continue;
     let cpuAtRamp = NaN;
     const r = await runClient(
-      { mode: 'stream', url: `${t.url}/v1/completions`, streams: n, tokens: 1, tokensPerSecond: 20, rampSeconds: 1, body: streamBody(1, 20), tokenMarker: '"text"', headers: authHeaders(t.name === 'sluice' ? key : undefined) },
+      { mode: 'stream', url: `${t.url}/v1/completions`, streams: n, tokens: 1, tokensPerSecond: 20, rampSeconds: 1, body: streamBody(1, 20), tokenMarker: '"text"', headers: authHeaders(t.key ?? (t.name === 'sluice' ? key : undefined)) },
       (line) => {
         if (line === 'EVENT ramp-start') cpuAtRamp = treeCpuSeconds(t.pid());
       },
@@ -2223,7 +2236,7 @@ function report(state) {
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
-  const idleLabel = { sluice: 'sluice, after start', sluiceAfterLoad: 'sluice, after the closed- and open-loop runs', direct: 'fake upstream', nginx: 'nginx' };
+  const idleLabel = { sluice: 'sluice, after start', before: 'the build before (BENCH_BASE_DIR), after start', sluiceAfterLoad: 'sluice, after the closed- and open-loop runs', direct: 'fake upstream', nginx: 'nginx' };
   for (const [t, mem] of Object.entries(idle)) L.push(`| ${idleLabel[t] ?? t} | ${f(mem.rss, 1)} | ${f(mem.pss, 1)} | ${mem.processes} |`);
   L.push('');
 
@@ -2358,6 +2371,9 @@ async function main() {
     state.idle.sluice = await idleMemory(sluice);
     state.idle.direct = treeMemoryMB(upstream.pid());
     if (nginx) state.idle.nginx = treeMemoryMB(nginx.pid());
+    // The build before (BENCH_BASE_DIR) beside this one, for the idle memory and the stream start.
+    const before = S.baseDir ? await startBeforeGateway(work) : null;
+    if (before) state.idle.before = await idleMemory(before);
 
     const save = () => {
       results.scenarios = scenariosOf(state);
@@ -2384,7 +2400,8 @@ async function main() {
     await step('open', async () => (state.open = await scenarioOpen(targets, key)));
     if (!sluice.proc.exited) state.idle.sluiceAfterLoad = treeMemoryMB(sluice.pid());
     await step('streams', async () => {
-      state.streamStart = await streamStartCost(targets, key);
+      state.streamStart = await streamStartCost(before ? [...targets, before] : targets, key);
+      if (before) await stopGateway(before);
       const rows = await scenarioStreams(targets, key);
       state.streams = rows.completions;
       state.streamsChat = rows.chat;
