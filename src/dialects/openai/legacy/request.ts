@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors.js';
-import { invalid, validationError } from '../validation.js';
+import { invalid, logitBiasSchema, validationError } from '../validation.js';
 import type { CompletionRequest } from './completion.js';
 
 /**
@@ -31,7 +31,7 @@ const completionBodySchema = z.looseObject({
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
   presence_penalty: number(-2, 2).nullish(),
   frequency_penalty: number(-2, 2).nullish(),
-  logit_bias: z.record(z.string().regex(/^\d+$/), number(-100, 100)).nullish(),
+  logit_bias: logitBiasSchema.nullish(),
   user: z.string().nullish(),
   seed: z.number().int().nullish(),
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../errors.js';
 import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
-import { invalid, validationError } from '../validation.js';
+import { invalid, metadataSchema, validationError } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
 
 /**
@@ -70,7 +70,7 @@ const envelope = z.looseObject({
     })
     .nullish(),
   include: z.array(z.string()).nullish(),
-  metadata: z.record(z.string(), z.string().max(512)).nullish(),
+  metadata: metadataSchema(z.string().max(512)).nullish(),
   prompt_cache_key: z.string().nullish(),
   stream: z.boolean().nullish(),
   store: z.boolean().nullish(),
