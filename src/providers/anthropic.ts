@@ -18,7 +18,7 @@ const CAPABILITIES: Capabilities = {
   logitBias: false,
   penalties: false,
   topK: true,
-  jsonWithoutSchema: true, // through a forced tool: see jsonModeTool
+  jsonWithoutSchema: true, // through a forced tool: see JSON_MODE_TOOL
   forwardsExtensions: false,
 };
 
@@ -319,8 +319,7 @@ export class AnthropicProvider extends TranslatingProvider {
       else if (jsonMode && block.type === 'tool_use' && block.name === JSON_MODE_TOOL) {
         jsonAnswers++;
         content.push({ type: 'text', text: JSON.stringify(block.input ?? {}) });
-      }
-      else if (block.type === 'thinking') content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
+      } else if (block.type === 'thinking') content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
       else if (block.type === 'redacted_thinking') content.push({ type: 'reasoning', text: '', redactedData: String(block.data ?? '') });
       else if (block.type === 'tool_use') content.push({ type: 'tool_call', id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
     }
