@@ -54,7 +54,7 @@ describe('hostile input', () => {
     }
   });
 
-  test('a "__proto__" key in logit_bias or metadata is refused by name, as any other bad key, and never dropped on the way upstream', async () => {
+  test('a "__proto__" key in logit_bias, metadata or the body is refused by name, as any other bad key, and never dropped on the way upstream', async () => {
     const upstream = await startFakeOpenAI();
     const sluice = await startSluice({ config: configFor(upstream.url, '  - { id: chat-responses, provider: fake-vllm, upstream_model: upstream-model, endpoints: [chat, responses] }\n') });
     try {
@@ -77,6 +77,12 @@ describe('hostile input', () => {
           assert.equal(refused.error.param, 'logit_bias.__proto__');
           assert.equal(refused.error.message, letters.error.message.replace('logit_bias.abc', 'logit_bias.__proto__'));
         }
+      }
+      // A field of that name, which Sluice would otherwise refuse as unknown (translated) or relay (compatible upstreams).
+      for (const send of [chat, legacy]) {
+        const field = await send('"__proto__":{"temperature":2}');
+        assert.equal(field.status, 400);
+        assert.equal(field.error.param, '__proto__');
       }
       const metadata = await chat('"metadata":{"__proto__":"x"}');
       assert.equal(metadata.status, 400);

@@ -8,7 +8,7 @@ const TOKEN_ID_KEYS = 'keys must be token ids written as strings of digits';
  * a word, so the entry would be lost on its way upstream. A map the caller sends refuses that key
  * by name instead, with `message`.
  */
-export function withoutProtoKey<T extends z.ZodType>(schema: T, message: string) {
+export function withoutProtoKey<T extends z.ZodType>(schema: T, message = "the key '__proto__' is not accepted") {
   return z
     .unknown()
     .superRefine((value, ctx) => {
@@ -21,7 +21,7 @@ export function withoutProtoKey<T extends z.ZodType>(schema: T, message: string)
 export const logitBiasSchema = withoutProtoKey(z.record(z.string().regex(/^\d+$/), z.number().min(-100).max(100)), TOKEN_ID_KEYS);
 
 /** `metadata`: string keys (`__proto__` refused) → string values. */
-export const metadataSchema = (value: z.ZodString) => withoutProtoKey(z.record(z.string(), value), "the key '__proto__' is not accepted");
+export const metadataSchema = (value: z.ZodString) => withoutProtoKey(z.record(z.string(), value));
 
 /** OpenAI-dialect validation errors, worded as OpenAI words them so that clients that show them read naturally. */
 export function invalid(param: string, message: string, code?: string): GatewayError {

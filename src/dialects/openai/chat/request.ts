@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors.js';
 import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
-import { invalid, logitBiasSchema, metadataSchema, validationError } from '../validation.js';
+import { invalid, logitBiasSchema, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 
 /**
  * `POST /v1/chat/completions` bodies, with the types and bounds of OpenAI's reference. What real
@@ -89,6 +89,9 @@ const chatBodySchema = z.looseObject({
 
 type ChatBody = z.infer<typeof chatBodySchema>;
 
+/** The body, a top-level `__proto__` key refused rather than lost. */
+const chatBodySchemaWithoutProtoKey = withoutProtoKey(chatBodySchema);
+
 /** The validated body; the generation model is built from it only when the request is translated. */
 export interface ChatRequest {
   readonly model: string;
@@ -100,7 +103,7 @@ export interface ChatRequest {
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseChatRequest(body: unknown): ChatRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const parsed = chatBodySchema.safeParse(body, { reportInput: true });
+  const parsed = chatBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   const data = parsed.data;
   const stream = data.stream ?? false;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors.js';
-import { invalid, logitBiasSchema, validationError } from '../validation.js';
+import { invalid, logitBiasSchema, validationError, withoutProtoKey } from '../validation.js';
 import type { CompletionRequest } from './completion.js';
 
 /**
@@ -36,12 +36,15 @@ const completionBodySchema = z.looseObject({
   seed: z.number().int().nullish(),
 });
 
+/** The body, a top-level `__proto__` key refused rather than lost. */
+const completionBodySchemaWithoutProtoKey = withoutProtoKey(completionBodySchema);
+
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseCompletionRequest(body: unknown): CompletionRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }
-  const parsed = completionBodySchema.safeParse(body, { reportInput: true });
+  const parsed = completionBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   const data = parsed.data;
   const n = data.n ?? 1;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../errors.js';
 import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
-import { invalid, metadataSchema, validationError } from '../validation.js';
+import { invalid, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
 
 /**
@@ -80,6 +80,9 @@ const envelope = z.looseObject({
 
 export type ResponsesBody = z.infer<typeof envelope>;
 
+/** The body, a top-level `__proto__` key refused rather than lost. */
+const envelopeWithoutProtoKey = withoutProtoKey(envelope);
+
 /** The validated body; the generation model is built from it only when the request is translated. */
 export interface ResponsesRequest {
   /** The body as it came, for a native Responses upstream. */
@@ -96,7 +99,7 @@ export interface ResponsesRequest {
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseResponsesRequest(body: unknown): ResponsesRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const parsed = envelope.safeParse(body, { reportInput: true });
+  const parsed = envelopeWithoutProtoKey.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   const data = parsed.data;
   const input: Item[] = [];
