@@ -124,6 +124,37 @@ for (const { name, model } of MODELS) {
       assert.equal(typeof parsed.confirmed, 'boolean');
     });
 
+    test('JSON mode (response_format json_object): the JSON object as the content, whole and streamed', async () => {
+      const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Answer in JSON: is it ok?' }];
+      const whole = await client().chat.completions.create({ model, messages, response_format: { type: 'json_object' } });
+      assert.equal(whole.choices[0]!.finish_reason, 'stop');
+      assert.equal(whole.choices[0]!.message.tool_calls, undefined);
+      assert.deepEqual(JSON.parse(whole.choices[0]!.message.content!), { ok: true });
+      assert.ok(whole.usage!.completion_tokens > 0);
+
+      const stream = await client().chat.completions.create({ model, messages, response_format: { type: 'json_object' }, stream: true, stream_options: { include_usage: true } });
+      let content = '';
+      let deltas = 0;
+      let finish: string | null = null;
+      let usage: OpenAI.CompletionUsage | undefined;
+      for await (const chunk of stream) {
+        if (chunk.usage) usage = chunk.usage;
+        for (const c of chunk.choices) {
+          assert.equal(c.delta.tool_calls, undefined);
+          if (c.delta.content) {
+            content += c.delta.content;
+            deltas++;
+          }
+          finish = c.finish_reason ?? finish;
+        }
+      }
+      assert.deepEqual(JSON.parse(content), { ok: true });
+      assert.ok(deltas > 1, 'the JSON text streams in fragments');
+      assert.equal(finish, 'stop');
+      assert.equal(usage!.completion_tokens, whole.usage!.completion_tokens);
+      assert.equal(usage!.prompt_tokens, whole.usage!.prompt_tokens);
+    });
+
     test('runTools runs the function and finishes with an answer', async () => {
       const runner = client().chat.completions.runTools({
         model,
@@ -165,6 +196,12 @@ for (const { name, model } of MODELS) {
       const person = await chat().withStructuredOutput(Person).invoke('Ada is 36.');
       assert.equal(typeof person.name, 'string');
       assert.equal(typeof person.age, 'number');
+    });
+
+    test('withStructuredOutput in JSON mode: the parsed object', async () => {
+      const Answer = z.object({ ok: z.boolean() });
+      const answer = await chat().withStructuredOutput(Answer, { method: 'jsonMode' }).invoke('Is it ok? Answer in JSON with the key "ok".');
+      assert.deepEqual(answer, { ok: true });
     });
 
     test('streams text', async () => {

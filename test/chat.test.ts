@@ -163,7 +163,6 @@ describe('chat completions: what each upstream cannot do', () => {
       ['claude', { temperature: 1.5 }, 'temperature'],
       ['claude', { frequency_penalty: 0.5 }, 'frequency_penalty'],
       ['claude', { guided_json: { type: 'object' } }, 'guided_json'],
-      ['claude', { response_format: { type: 'json_object' } }, 'response_format'],
       ['gemini-flash', { stop: ['a', 'b', 'c', 'd', 'e', 'f'] }, 'stop'],
       ['gemini-flash', { logit_bias: { '42': 3 } }, 'logit_bias'],
     ];
@@ -272,6 +271,63 @@ for (const upstream of UPSTREAMS) {
     });
   });
 }
+
+describe('JSON mode (json_object) on Anthropic: a forced tool that takes any object', () => {
+  const weatherTool: OpenAI.ChatCompletionTool = {
+    type: 'function',
+    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } },
+  };
+
+  test('the answer is the tool input as text; Anthropic gets a forced tool of type object, never an open output schema', async () => {
+    const completion = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'Answer in JSON.' }], response_format: { type: 'json_object' } });
+    assert.equal(completion.choices[0]!.finish_reason, 'stop');
+    assert.deepEqual(JSON.parse(completion.choices[0]!.message.content!), { ok: true });
+    const sent = anthropic.requests.at(-1)!.body;
+    assert.deepEqual(sent.tools.map((t: { name: string; input_schema: unknown }) => [t.name, t.input_schema]), [['json_answer', { type: 'object' }]]);
+    assert.deepEqual(sent.tool_choice, { type: 'tool', name: 'json_answer', disable_parallel_tool_use: true });
+    assert.equal(sent.output_config, undefined);
+  });
+
+  test("beside the caller's tools (auto) the model calls one of them or answers in JSON", async () => {
+    const call = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'The weather in Paris, in JSON.' }], tools: [weatherTool], response_format: { type: 'json_object' } });
+    assert.equal(call.choices[0]!.finish_reason, 'tool_calls');
+    assert.deepEqual(call.choices[0]!.message.tool_calls!.map((c) => (c as OpenAI.ChatCompletionMessageFunctionToolCall).function.name), ['get_weather']);
+    assert.deepEqual(anthropic.requests.at(-1)!.body.tool_choice, { type: 'any' });
+
+    const answered = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'Just JSON.' }], tools: [weatherTool], response_format: { type: 'json_object' }, stream: true });
+    let content = '';
+    let finish: string | null = null;
+    for await (const chunk of answered) {
+      for (const c of chunk.choices) {
+        assert.equal(c.delta.tool_calls, undefined);
+        content += c.delta.content ?? '';
+        finish = c.finish_reason ?? finish;
+      }
+    }
+    assert.deepEqual(JSON.parse(content), { ok: true });
+    assert.equal(finish, 'stop');
+  });
+
+  test("a tool choice that asks for the caller's own call leaves JSON mode's tool out", async () => {
+    const completion = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'Weather in Paris.' }], tools: [weatherTool], tool_choice: 'required', response_format: { type: 'json_object' } });
+    assert.equal(completion.choices[0]!.finish_reason, 'tool_calls');
+    const sent = anthropic.requests.at(-1)!.body;
+    assert.deepEqual(sent.tools.map((t: { name: string }) => t.name), ['get_weather']);
+    assert.deepEqual(sent.tool_choice, { type: 'any' });
+  });
+
+  test('with reasoning, or beside a tool of the same name, it is a 400 naming the parameter, and nothing goes upstream', async () => {
+    const reasoning = await post({ model: 'claude', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' }, reasoning_effort: 'low', max_completion_tokens: 4000 });
+    assert.equal(reasoning.status, 400);
+    assert.equal(reasoning.body.error.param, 'response_format');
+    assert.match(reasoning.body.error.message, /reasoning/);
+    const clash = await post({ model: 'claude', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' }, tools: [{ type: 'function', function: { name: 'json_answer', parameters: { type: 'object' } } }] });
+    assert.equal(clash.status, 400);
+    assert.equal(clash.body.error.param, 'tools');
+    assert.match(clash.body.error.message, /json_answer/);
+    assert.equal(anthropic.requests.length, 0);
+  });
+});
 
 describe('chat usage details', () => {
   test('cached input tokens are reported and priced at the cached price', async () => {

@@ -53,4 +53,51 @@ describe('hostile input', () => {
       await upstream.close();
     }
   });
+
+  test('a "__proto__" key in logit_bias, metadata or the body is refused by name, as any other bad key, and never dropped on the way upstream', async () => {
+    const upstream = await startFakeOpenAI();
+    const sluice = await startSluice({ config: configFor(upstream.url, '  - { id: chat-responses, provider: fake-vllm, upstream_model: upstream-model, endpoints: [chat, responses] }\n') });
+    try {
+      const { key } = await createKey(sluice.dataDir, 'acme');
+      // Raw JSON text: only JSON.parse makes "__proto__" an own key, as a hostile client's body does.
+      const post = async (path: string, body: string) => {
+        const response = await fetch(`${sluice.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+        return { status: response.status, error: ((await response.json()) as any).error };
+      };
+      const chat = (extra: string) => post('/v1/chat/completions', `{"model":"chat-responses","messages":[{"role":"user","content":"hi"}],"max_tokens":1,${extra}}`);
+      const legacy = (extra: string) => post('/v1/completions', `{"model":"llama-8b","prompt":"hi","max_tokens":1,${extra}}`);
+      for (const send of [chat, legacy]) {
+        const letters = await send('"logit_bias":{"abc":5}');
+        assert.equal(letters.status, 400);
+        assert.equal(letters.error.param, 'logit_bias.abc');
+        for (const bias of ['{"__proto__":5}', '{"42":3,"__proto__":5}', '{"__proto__":{"42":100}}']) {
+          const refused = await send(`"logit_bias":${bias}`);
+          assert.equal(refused.status, 400, bias);
+          assert.equal(refused.error.type, 'invalid_request_error');
+          assert.equal(refused.error.param, 'logit_bias.__proto__');
+          assert.equal(refused.error.message, letters.error.message.replace('logit_bias.abc', 'logit_bias.__proto__'));
+        }
+      }
+      // A field of that name, which Sluice would otherwise refuse as unknown (translated) or relay (compatible upstreams).
+      for (const send of [chat, legacy]) {
+        const field = await send('"__proto__":{"temperature":2}');
+        assert.equal(field.status, 400);
+        assert.equal(field.error.param, '__proto__');
+      }
+      const metadata = await chat('"metadata":{"__proto__":"x"}');
+      assert.equal(metadata.status, 400);
+      assert.equal(metadata.error.param, 'metadata.__proto__');
+      const responsesMetadata = await post('/v1/responses', '{"model":"chat-responses","input":"hi","metadata":{"__proto__":"x"}}');
+      assert.equal(responsesMetadata.status, 400);
+      assert.equal(responsesMetadata.error.param, 'metadata.__proto__');
+      assert.equal(upstream.requests.length, 0);
+
+      // Token ids pass as they came.
+      assert.equal((await chat('"logit_bias":{"42":3}')).status, 200);
+      assert.deepEqual(upstream.requests.at(-1)!.body.logit_bias, { '42': 3 });
+    } finally {
+      assert.equal(await sluice.stop(), 0);
+      await upstream.close();
+    }
+  });
 });

@@ -202,6 +202,23 @@ for (const upstream of UPSTREAMS) {
       assert.deepEqual(response.output_parsed, { name: 'example', attendees: ['example'], confirmed: true });
     });
 
+    test('text.format json_object: the JSON object as the output text, whole and streamed', async () => {
+      const request = { model, input: 'Answer in JSON: is it ok?', text: { format: { type: 'json_object' as const } } };
+      const whole = await client().responses.create(request);
+      assert.equal(whole.status, 'completed');
+      assert.deepEqual(JSON.parse(whole.output_text), { ok: true });
+      assert.ok(whole.output.every((item) => item.type !== 'function_call'));
+      let text = '';
+      let completed: OpenAI.Responses.Response | undefined;
+      for await (const event of client().responses.stream(request)) {
+        if (event.type === 'response.output_text.delta') text += event.delta;
+        if (event.type === 'response.completed') completed = event.response;
+      }
+      assert.deepEqual(JSON.parse(text), { ok: true });
+      assert.equal(completed!.status, 'completed');
+      assert.equal(completed!.usage!.output_tokens, whole.usage!.output_tokens);
+    });
+
     test('a stored response is retrieved and deleted by its account only', async () => {
       const created = await client().responses.create({ model, input: 'remember me' });
       const retrieved = await client().responses.retrieve(created.id);

@@ -18,7 +18,7 @@ const CAPABILITIES: Capabilities = {
   logitBias: false,
   penalties: false,
   topK: true,
-  jsonWithoutSchema: false,
+  jsonWithoutSchema: true, // through a forced tool: see JSON_MODE_TOOL
   forwardsExtensions: false,
 };
 
@@ -138,6 +138,57 @@ function conversation(messages: readonly Message[]): { system: Json[]; turns: { 
   return { system, turns: turns.map((turn) => (turn.content.length === 1 && isPlainText(turn.content[0]!) ? { role: turn.role, content: turn.content[0]!.text as string } : turn)) };
 }
 
+/**
+ * OpenAI's JSON mode (`json_object`, and Gemini's JSON MIME type without a schema) on Anthropic.
+ * Structured outputs want every object closed (`additionalProperties: false`), so no schema there
+ * stands for "any JSON object"; a tool's input schema may be open, and a tool's input is always
+ * an object, as JSON mode's answer is. So the model is made to call this tool, and its input is
+ * the answer's text. A caller's tool choice that asks for a call of its own leaves nothing to
+ * answer in text, so the tool is not offered then.
+ */
+export const JSON_MODE_TOOL = 'json_answer';
+
+/** Whether the request's answer comes through JSON_MODE_TOOL. */
+export function usesJsonModeTool(r: GenerationRequest): boolean {
+  return r.responseFormat?.type === 'json_object' && (r.toolChoice === undefined || r.toolChoice.type === 'auto' || r.toolChoice.type === 'none');
+}
+
+/**
+ * `tools` and `tool_choice` for a request, JSON mode's tool included. A forced tool cannot go
+ * with extended thinking, and the tool's name must not be one of the caller's: each is a 400.
+ */
+export function toolFields(r: GenerationRequest, model: CatalogueModel): Json {
+  const jsonMode = usesJsonModeTool(r);
+  if (r.tools.length === 0 && !jsonMode) return {};
+  const tools: Json[] = r.tools.map((tool) => ({ name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), input_schema: tool.parameters }));
+  const noParallel = r.parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
+  const choice = r.toolChoice ?? { type: 'auto' };
+  if (jsonMode) {
+    if (r.reasoning !== undefined) throw unsupported(model, CAPABILITIES, 'response_format', 'JSON output without a schema together with reasoning (JSON mode forces a tool call, which extended thinking does not allow)');
+    if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, CAPABILITIES, 'tools', `JSON output without a schema beside a tool named '${JSON_MODE_TOOL}' (the name JSON mode uses)`);
+    // First, so that it leads the tools the model reads.
+    tools.unshift({ name: JSON_MODE_TOOL, description: 'Give your answer: the JSON object asked for, as this tool\'s input.', input_schema: { type: 'object' } });
+    // With tools of the caller's it may use, the model calls one of them or answers; otherwise it answers.
+    const callerToolsAllowed = r.tools.length > 0 && choice.type === 'auto';
+    return { tools, tool_choice: callerToolsAllowed ? { type: 'any', ...noParallel } : { type: 'tool', name: JSON_MODE_TOOL, disable_parallel_tool_use: true } };
+  }
+  // The tools stay declared under `none`: a conversation holding tool_use blocks needs them.
+  const toolChoice =
+    choice.type === 'none'
+      ? { type: 'none' }
+      : choice.type === 'auto'
+        ? { type: 'auto', ...noParallel }
+        : choice.type === 'required'
+          ? { type: 'any', ...noParallel }
+          : { type: 'tool', name: choice.name, ...noParallel };
+  return { tools, ...(choice.type === 'auto' && r.parallelToolCalls !== false ? {} : { tool_choice: toolChoice }) };
+}
+
+/** A finish that says "tool_use" when the only tool called was JSON mode's is the end of an answer. */
+function jsonModeFinish(finish: Finish, callerToolCalls: number, jsonAnswers: number): Finish {
+  return finish.reason === 'tool_calls' && callerToolCalls === 0 && jsonAnswers > 0 ? { reason: 'stop', raw: 'end_turn' } : finish;
+}
+
 /** Chat through Anthropic's Messages API. */
 export class AnthropicProvider extends TranslatingProvider {
   readonly kind = 'anthropic';
@@ -223,7 +274,7 @@ export class AnthropicProvider extends TranslatingProvider {
       max_tokens: maxTokens,
       ...(system.length > 0 ? { system } : {}),
       messages: turns,
-      ...this.tools(r),
+      ...toolFields(r, call.model),
       ...this.thinking(r, call.model, maxTokens),
       ...(r.responseFormat?.type === 'json_schema' ? { output_config: { format: { type: 'json_schema', schema: r.responseFormat.schema } } } : {}),
       stop_sequences: r.stop.length > 0 ? r.stop : undefined,
@@ -231,23 +282,6 @@ export class AnthropicProvider extends TranslatingProvider {
       metadata: r.user === undefined ? undefined : { user_id: r.user },
       stream: stream || undefined,
     };
-  }
-
-  private tools(r: GenerationRequest): Json {
-    if (r.tools.length === 0) return {};
-    const tools = r.tools.map((tool) => ({ name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), input_schema: tool.parameters }));
-    const noParallel = r.parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
-    const choice = r.toolChoice ?? { type: 'auto' };
-    // The tools stay declared under `none`: a conversation holding tool_use blocks needs them.
-    const toolChoice =
-      choice.type === 'none'
-        ? { type: 'none' }
-        : choice.type === 'auto'
-          ? { type: 'auto', ...noParallel }
-          : choice.type === 'required'
-            ? { type: 'any', ...noParallel }
-            : { type: 'tool', name: choice.name, ...noParallel };
-    return { tools, ...(choice.type === 'auto' && r.parallelToolCalls !== false ? {} : { tool_choice: toolChoice }) };
   }
 
   /**
@@ -276,15 +310,22 @@ export class AnthropicProvider extends TranslatingProvider {
   async generate(call: GenerationCall): Promise<GenerationResult> {
     const message = await this.client.postJson('/messages', this.body(call, false), call);
     if (!Array.isArray(message.content)) throw unreadableUpstream(this.id, 'a message without content');
+    const jsonMode = usesJsonModeTool(call.request);
     const content: ContentPart[] = [];
+    let jsonAnswers = 0;
     for (const block of message.content as unknown[]) {
       if (!isObject(block)) continue;
       if (block.type === 'text') content.push({ type: 'text', text: String(block.text ?? '') });
-      else if (block.type === 'thinking') content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
+      else if (jsonMode && block.type === 'tool_use' && block.name === JSON_MODE_TOOL) {
+        jsonAnswers++;
+        content.push({ type: 'text', text: JSON.stringify(block.input ?? {}) });
+      } else if (block.type === 'thinking') content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
       else if (block.type === 'redacted_thinking') content.push({ type: 'reasoning', text: '', redactedData: String(block.data ?? '') });
       else if (block.type === 'tool_use') content.push({ type: 'tool_call', id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
     }
-    const choice: GeneratedChoice = { index: 0, content, finish: finishOf(message.stop_reason, message.stop_sequence), logprobs: undefined };
+    const callerToolCalls = content.filter((part) => part.type === 'tool_call').length;
+    const finish = jsonModeFinish(finishOf(message.stop_reason, message.stop_sequence), callerToolCalls, jsonAnswers);
+    const choice: GeneratedChoice = { index: 0, content, finish, logprobs: undefined };
     return {
       id: typeof message.id === 'string' ? message.id : '',
       created: Math.floor(Date.now() / 1000),
@@ -295,17 +336,19 @@ export class AnthropicProvider extends TranslatingProvider {
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
     const response = await this.client.post('/messages', this.body(call, true), call);
-    return this.parts(response.body);
+    return this.parts(response.body, usesJsonModeTool(call.request));
   }
 
   /** message_start → content_block_start / _delta / _stop … → message_delta → message_stop. */
-  private async *parts(body: ResponseBody): AsyncGenerator<StreamPart> {
+  private async *parts(body: ResponseBody, jsonMode: boolean): AsyncGenerator<StreamPart> {
     let usage: Json = {};
     let outputTokens: number | undefined;
     let finish: Finish = { reason: 'stop', raw: undefined };
     let stopped = false;
     /** Content block index → tool-call index, for the blocks that are tool calls. */
     const toolCalls = new Map<number, number>();
+    /** Content block index → whether JSON text came yet, for JSON mode's tool calls (their input is the answer's text). */
+    const jsonAnswers = new Map<number, boolean>();
     // Read on past message_stop to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
       if (stopped) continue;
@@ -320,7 +363,9 @@ export class AnthropicProvider extends TranslatingProvider {
         case 'content_block_start': {
           const block = isObject(event.content_block) ? event.content_block : {};
           const index = Number(event.index);
-          if (block.type === 'tool_use') {
+          if (jsonMode && block.type === 'tool_use' && block.name === JSON_MODE_TOOL) {
+            jsonAnswers.set(index, false);
+          } else if (block.type === 'tool_use') {
             const toolIndex = toolCalls.size;
             toolCalls.set(index, toolIndex);
             yield { type: 'tool_call_start', choice: 0, index: toolIndex, id: String(block.id), name: String(block.name) };
@@ -337,12 +382,21 @@ export class AnthropicProvider extends TranslatingProvider {
           else if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') yield { type: 'reasoning', choice: 0, text: delta.thinking };
           else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') yield { type: 'reasoning_signature', choice: 0, signature: delta.signature };
           else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+            if (jsonAnswers.has(Number(event.index))) {
+              if (delta.partial_json !== '') {
+                jsonAnswers.set(Number(event.index), true);
+                yield { type: 'text', choice: 0, text: delta.partial_json };
+              }
+              break;
+            }
             const toolIndex = toolCalls.get(Number(event.index));
             if (toolIndex !== undefined && delta.partial_json !== '') yield { type: 'tool_call_delta', choice: 0, index: toolIndex, arguments: delta.partial_json };
           }
           break;
         }
         case 'content_block_stop': {
+          // An empty input streams no fragment at all; the answer is still an object.
+          if (jsonAnswers.get(Number(event.index)) === false) yield { type: 'text', choice: 0, text: '{}' };
           const toolIndex = toolCalls.get(Number(event.index));
           if (toolIndex !== undefined) yield { type: 'tool_call_end', choice: 0, index: toolIndex };
           break;
@@ -358,7 +412,7 @@ export class AnthropicProvider extends TranslatingProvider {
           break;
         }
         case 'message_stop':
-          yield { type: 'finish', choice: 0, finish };
+          yield { type: 'finish', choice: 0, finish: jsonModeFinish(finish, toolCalls.size, jsonAnswers.size) };
           if (outputTokens !== undefined) yield { type: 'usage', usage: usageFromAnthropic(usage, outputTokens) };
           stopped = true;
           break;

@@ -17,7 +17,9 @@ import { UNICODE_PROMPT, UNICODE_TOKENS, WORDS } from './generation.js';
  *   "Paris and Tokyo" makes two parallel calls (Paris, then Tokyo) unless parallel calls are
  *   disabled (then only Paris). A required choice (OpenAI "required", Anthropic "any", Gemini
  *   ANY) calls the first (allowed) tool even without "weather", with the minimal instance of its
- *   parameter schema as arguments (get_weather with "weather" still gets Paris). A named choice
+ *   parameter schema as arguments (get_weather with "weather" still gets Paris); a tool whose schema
+ *   is an open object (type object, no properties, additionalProperties not false) gets {"ok":true},
+ *   as JSON without a schema does. A named choice
  *   (OpenAI {type:function}, Anthropic {type:tool}, Gemini ANY with one allowed name) makes
  *   exactly one call of that tool. "none" forbids calls. A call's arguments stream in 3
  *   fragments of the JSON text (2 for "{}"); each fragment counts one output token.
@@ -69,7 +71,7 @@ export function planToolCalls(prompt: string, tools: readonly OfferedTool[], mod
   if (tools.length === 0 || mode.type === 'none') return [];
   const weather = /weather/i.test(prompt);
   const call = (tool: OfferedTool, city?: string): PlannedCall => {
-    const args = tool.name === WEATHER_TOOL && weather ? { city: city ?? 'Paris' } : asObject(minimalInstance(tool.schema));
+    const args = tool.name === WEATHER_TOOL && weather ? { city: city ?? 'Paris' } : isOpenObject(tool.schema) ? { ...JSON_WITHOUT_SCHEMA } : asObject(minimalInstance(tool.schema));
     return { name: tool.name, args, fragments: fragments(JSON.stringify(args)) };
   };
   if (mode.type === 'named') {
@@ -83,6 +85,14 @@ export function planToolCalls(prompt: string, tools: readonly OfferedTool[], mod
   }
   if (mode.type === 'required' && candidates.length > 0) return [call(candidates[0]!)];
   return [];
+}
+
+/** What the model answers when asked for JSON without a schema, or for the input of a tool that takes any object. */
+const JSON_WITHOUT_SCHEMA = { ok: true };
+
+/** A schema for any object: of type object, no properties named, none forbidden. */
+function isOpenObject(schema: unknown): boolean {
+  return isPlainObject(schema) && String(schema.type).toLowerCase() === 'object' && schema.properties === undefined && schema.required === undefined && schema.additionalProperties !== false;
 }
 
 function asObject(value: unknown): Record<string, unknown> {
@@ -134,7 +144,7 @@ export function answer(request: AnswerRequest): Answer {
   }
   let source: string[];
   if (request.toolResults !== null) source = wordTokens(request.toolResults.map((content) => `Result: ${content}`).join(' '));
-  else if (request.json !== null) source = fragments(JSON.stringify(request.json === 'object' ? { ok: true } : minimalInstance(request.json.schema)));
+  else if (request.json !== null) source = fragments(JSON.stringify(request.json === 'object' ? JSON_WITHOUT_SCHEMA : minimalInstance(request.json.schema)));
   else if (request.prompt.includes(UNICODE_PROMPT)) source = UNICODE_TOKENS;
   else source = [`[${request.prompt}]`, ...(request.images > 0 ? [` I see ${request.images} image(s).`] : []), ...WORDS];
   const budget = request.maxTokens - reasoning.length;

@@ -1,5 +1,27 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { GatewayError } from '../../errors.js';
+
+const TOKEN_ID_KEYS = 'keys must be token ids written as strings of digits';
+
+/**
+ * JSON.parse makes a `"__proto__"` key an own key of its object, and zod's records skip it without
+ * a word, so the entry would be lost on its way upstream. A map the caller sends refuses that key
+ * by name instead, with `message`.
+ */
+export function withoutProtoKey<T extends z.ZodType>(schema: T, message = "the key '__proto__' is not accepted") {
+  return z
+    .unknown()
+    .superRefine((value, ctx) => {
+      if (value !== null && typeof value === 'object' && Object.hasOwn(value, '__proto__')) ctx.addIssue({ code: 'custom', message, path: ['__proto__'], input: value });
+    })
+    .pipe(schema);
+}
+
+/** `logit_bias`: token ids written as strings of digits → a bias in −100..100. */
+export const logitBiasSchema = withoutProtoKey(z.record(z.string().regex(/^\d+$/), z.number().min(-100).max(100)), TOKEN_ID_KEYS);
+
+/** `metadata`: string keys (`__proto__` refused) → string values. */
+export const metadataSchema = (value: z.ZodString) => withoutProtoKey(z.record(z.string(), value));
 
 /** OpenAI-dialect validation errors, worded as OpenAI words them so that clients that show them read naturally. */
 export function invalid(param: string, message: string, code?: string): GatewayError {
@@ -29,9 +51,8 @@ export function validationError(issue: z.core.$ZodIssue): GatewayError {
       return invalid(param, `Invalid '${param}': ${kind} ${side} value. Expected a value ${bound}, but got ${String(issue.input)} instead.`, code);
     }
     case 'invalid_format':
-      return invalid(param, `Invalid '${param}': keys must be token ids written as strings of digits.`);
     case 'invalid_key':
-      return invalid(param, `Invalid '${param}': keys must be token ids written as strings of digits.`);
+      return invalid(param, `Invalid '${param}': ${TOKEN_ID_KEYS}.`);
     default:
       return invalid(param, `Invalid '${param}': ${issue.message}.`);
   }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors.js';
 import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
-import { invalid, validationError } from '../validation.js';
+import { invalid, logitBiasSchema, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 
 /**
  * `POST /v1/chat/completions` bodies, with the types and bounds of OpenAI's reference. What real
@@ -76,7 +76,7 @@ const chatBodySchema = z.looseObject({
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
   presence_penalty: number(-2, 2).nullish(),
   frequency_penalty: number(-2, 2).nullish(),
-  logit_bias: z.record(z.string().regex(/^\d+$/), number(-100, 100)).nullish(),
+  logit_bias: logitBiasSchema.nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   seed: z.number().int().nullish(),
@@ -84,10 +84,13 @@ const chatBodySchema = z.looseObject({
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
   reasoning_effort: z.enum(['minimal', 'low', 'medium', 'high']).nullish(),
-  metadata: z.record(z.string(), z.string()).nullish(),
+  metadata: metadataSchema(z.string()).nullish(),
 });
 
 type ChatBody = z.infer<typeof chatBodySchema>;
+
+/** The body, a top-level `__proto__` key refused rather than lost. */
+const chatBodySchemaWithoutProtoKey = withoutProtoKey(chatBodySchema);
 
 /** The validated body; the generation model is built from it only when the request is translated. */
 export interface ChatRequest {
@@ -100,7 +103,7 @@ export interface ChatRequest {
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseChatRequest(body: unknown): ChatRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const parsed = chatBodySchema.safeParse(body, { reportInput: true });
+  const parsed = chatBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   const data = parsed.data;
   const stream = data.stream ?? false;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors.js';
-import { invalid, validationError } from '../validation.js';
+import { invalid, logitBiasSchema, validationError, withoutProtoKey } from '../validation.js';
 import type { CompletionRequest } from './completion.js';
 
 /**
@@ -31,17 +31,20 @@ const completionBodySchema = z.looseObject({
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
   presence_penalty: number(-2, 2).nullish(),
   frequency_penalty: number(-2, 2).nullish(),
-  logit_bias: z.record(z.string().regex(/^\d+$/), number(-100, 100)).nullish(),
+  logit_bias: logitBiasSchema.nullish(),
   user: z.string().nullish(),
   seed: z.number().int().nullish(),
 });
+
+/** The body, a top-level `__proto__` key refused rather than lost. */
+const completionBodySchemaWithoutProtoKey = withoutProtoKey(completionBodySchema);
 
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseCompletionRequest(body: unknown): CompletionRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }
-  const parsed = completionBodySchema.safeParse(body, { reportInput: true });
+  const parsed = completionBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   const data = parsed.data;
   const n = data.n ?? 1;

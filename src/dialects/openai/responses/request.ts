@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../errors.js';
 import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
-import { invalid, validationError } from '../validation.js';
+import { invalid, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
 
 /**
@@ -70,7 +70,7 @@ const envelope = z.looseObject({
     })
     .nullish(),
   include: z.array(z.string()).nullish(),
-  metadata: z.record(z.string(), z.string().max(512)).nullish(),
+  metadata: metadataSchema(z.string().max(512)).nullish(),
   prompt_cache_key: z.string().nullish(),
   stream: z.boolean().nullish(),
   store: z.boolean().nullish(),
@@ -79,6 +79,9 @@ const envelope = z.looseObject({
 });
 
 export type ResponsesBody = z.infer<typeof envelope>;
+
+/** The body, a top-level `__proto__` key refused rather than lost. */
+const envelopeWithoutProtoKey = withoutProtoKey(envelope);
 
 /** The validated body; the generation model is built from it only when the request is translated. */
 export interface ResponsesRequest {
@@ -96,7 +99,7 @@ export interface ResponsesRequest {
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseResponsesRequest(body: unknown): ResponsesRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const parsed = envelope.safeParse(body, { reportInput: true });
+  const parsed = envelopeWithoutProtoKey.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   const data = parsed.data;
   const input: Item[] = [];
