@@ -151,3 +151,69 @@ test('Redis too slow to answer on a connection that stays up: the alarm is raise
     assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
   }
 });
+
+test('Redis paused under traffic: once it resumes the key is admitted up to its concurrency again, and the spend counted meanwhile reaches Redis', async () => {
+  const port = await closedPort();
+  await startRedis(port);
+  const prefix = uniqueRedisPrefix();
+  const priced = `${upstreams.providersYaml}
+models:
+  - { id: priced, provider: vllm, upstream_model: upstream-model, endpoints: [chat], pricing: { input_per_mtok: 0, output_per_mtok: 10000 } }
+`;
+  const sluice = await startSluice({ config: priced, args: [...ONE_PROCESS, '--redis', `redis://127.0.0.1:${port}`, '--redis-prefix', prefix] });
+  const admin = new Redis({ port });
+  const waiter = new Redis({ port });
+  // Every answer takes a while, so that requests are in flight when Redis stalls.
+  upstreams.vllm.behaviour = { headerDelayMs: 150 };
+  const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+  // Output only is priced ($0.01 a token): each request reserves and spends $0.03.
+  const send = (key: string) =>
+    client(key)
+      .chat.completions.create({ model: 'priced', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 })
+      .then(
+        () => 200,
+        (error: { status?: number; message?: string }) => error.status ?? 0,
+      );
+  try {
+    const concurrency = 4;
+    const { key, id } = await createKey(sluice.dataDir, 'paused-co', ['--concurrency', String(concurrency), '--budget-usd', '100']);
+    assert.equal(await send(key), 200, 'served while Redis answers');
+
+    // Four clients one request after another (about 20 a second), never more than the key's concurrency at once.
+    let flowing = true;
+    const statuses: number[] = [];
+    const clients = Array.from({ length: concurrency }, async () => {
+      while (flowing) statuses.push(await send(key));
+    });
+    await eventually(() => (statuses.length >= 8 ? true : undefined), 10_000, 'traffic to flow');
+    await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    // Held by the pause like the gateway's commands: it answers once Redis runs commands again.
+    await waiter.eval('return 1', 0);
+    flowing = false;
+    await Promise.all(clients);
+    assert.ok(statuses.every((status) => status === 200), `every request of the traffic was served: ${statuses.join(' ')}`);
+    await eventually(async () => ((await status(sluice)).degraded.length === 0 ? true : undefined), 10_000, 'the gateway to count on Redis again');
+
+    // (1) No slot is left behind by an admission that timed out and that Redis ran when it resumed.
+    const burst = await Promise.all(Array.from({ length: concurrency }, () => send(key)));
+    assert.deepEqual(burst, Array(concurrency).fill(200), `${concurrency} requests at once are admitted right after the outage; in Redis: ${JSON.stringify(await admin.zrange(`${prefix}limit:key:${id}:fly`, 0, -1))}`);
+
+    // (2) Redis's spend counter holds what the ledger holds: the spend counted on this machine meanwhile was added, once.
+    const spendKeys = await admin.keys(`${prefix}limit:key:${id}:spend:*`);
+    assert.equal(spendKeys.length, 1, 'one budget period counted in Redis');
+    let inRedis = 0;
+    let inLedger = -1;
+    for (let tries = 0; tries < 100 && Math.abs(inRedis - inLedger) > 1e-9; tries++) {
+      if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      inRedis = Number(await admin.get(spendKeys[0]!));
+      inLedger = (await sluice.ledger()).filter((row) => row.key_id === id).reduce((sum, row) => sum + Number(row.cost_usd), 0);
+    }
+    assert.ok(inLedger > 0.03 * 10, `the ledger holds the traffic's spend ($${inLedger})`);
+    assert.ok(Math.abs(inRedis - inLedger) <= 1e-9, `Redis's budget counter ($${inRedis}) equals the ledger's spend ($${inLedger})`);
+  } finally {
+    upstreams.reset();
+    admin.disconnect();
+    waiter.disconnect();
+    assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
+  }
+});

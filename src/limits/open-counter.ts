@@ -14,6 +14,8 @@ export interface OpenCounter {
 
 /** How long start-up waits for Redis before serving on local counters (with the alarm raised). */
 const CONNECT_WAIT_MS = 2_000;
+/** How long a request waits for Redis before it is counted on this machine instead. */
+const ANSWER_MS = 1_000;
 
 /**
  * The limit counters for this process: Redis's when configured (this machine's while it is
@@ -25,14 +27,15 @@ export async function openLimitCounter(options: { redisUrl: string | undefined; 
   // Loaded only when Redis is configured: the client is a sizeable part of an idle worker's memory.
   const { Redis } = await import('ioredis');
   const redis = new Redis(options.redisUrl, {
-    // Fail at once while disconnected, so a request falls back instead of waiting.
+    // Fail at once while disconnected, so a request falls back instead of waiting. No command
+    // timeout: the failover stops waiting after ANSWER_MS but still hears a stalled Redis's late
+    // answers, to give back what a timed-out admission took.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: 1_000,
     retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
     lazyConnect: true,
   });
-  const failover = new FailoverCounter(new RedisCounter(redis, options.redisPrefix), local, redis, maskUrl(options.redisUrl), options.logger);
+  const failover = new FailoverCounter(new RedisCounter(redis, options.redisPrefix), local, redis, maskUrl(options.redisUrl), options.logger, ANSWER_MS);
   await Promise.race([redis.connect().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CONNECT_WAIT_MS).unref())]);
   return { counter: failover, degradation: () => failover.degradation() };
 }

@@ -11,6 +11,7 @@ import { tighter } from './local-counter.js';
  *   toks  string: the sum of tokv                           …and their total
  *   fly   sorted set: lease → lease expiry                  requests in flight
  *   spend:<period start>  string (float): USD spent and reserved in the budget period
+ * and `<prefix>limit:added:<batch>`: a batch of spend counted during an outage was added (a day).
  * Every script reads Redis's own clock, so replicas with skewed clocks still share one window.
  */
 
@@ -146,6 +147,19 @@ end
 return 1
 `;
 
+/**
+ * KEYS: the batch's marker, then spend counters. ARGV: the marker's life (ms), then one amount per counter.
+ * Adds spend counted elsewhere once: a batch sent again (its first answer was lost) finds its marker.
+ */
+const ADD_SPEND = `
+if not redis.call('SET', KEYS[1], 1, 'NX', 'PX', ARGV[1]) then return 0 end
+for i = 2, #KEYS do
+  -- A counter lost meanwhile is seeded again from the ledger, which holds this spend already.
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBYFLOAT', KEYS[i], ARGV[i]) end
+end
+return 1
+`;
+
 /** KEYS: per scope req, tok, tokv, toks, fly, spend. Returns per scope: requests, tokens, in flight, spend or false. */
 const USAGE = `${NOW}
 ${EXPIRE}
@@ -168,7 +182,11 @@ interface LimitScripts {
   sluiceSettle(...args: (string | number)[]): Promise<unknown>;
   sluiceRenew(...args: (string | number)[]): Promise<unknown>;
   sluiceUsage(...args: (string | number)[]): Promise<Reply>;
+  sluiceAddSpend(...args: (string | number)[]): Promise<unknown>;
 }
+
+/** How long a batch of added spend is remembered, so that sending it again never adds it twice. */
+const ADDED_BATCH_MS = 86_400_000;
 
 /** Limit counters shared by every replica and worker through Redis; each step is one Lua script, atomic. */
 export class RedisCounter implements LimitCounter {
@@ -182,6 +200,7 @@ export class RedisCounter implements LimitCounter {
     redis.defineCommand('sluiceSettle', { lua: SETTLE });
     redis.defineCommand('sluiceRenew', { lua: RENEW });
     redis.defineCommand('sluiceUsage', { lua: USAGE });
+    redis.defineCommand('sluiceAddSpend', { lua: ADD_SPEND });
     this.redis = redis as Redis & LimitScripts;
   }
 
@@ -250,6 +269,14 @@ export class RedisCounter implements LimitCounter {
       inFlight: Number(reply[i * 4 + 2]),
       spentUsd: reply[i * 4 + 3] === '' ? null : Number(reply[i * 4 + 3]),
     }));
+  }
+
+  /** Adds spend counted while Redis was out of reach to the periods' counters, once per batch id. */
+  async addSpend(batch: string, spends: readonly { readonly scope: ScopeLimits; readonly usd: number }[]): Promise<void> {
+    const counted = spends.filter(({ scope }) => scope.budget !== null);
+    if (counted.length === 0) return;
+    const keys = [`${this.prefix}limit:added:${batch}`, ...counted.map(({ scope }) => this.keysOf(scope)[5]!)];
+    await this.redis.sluiceAddSpend(keys.length, ...keys, ADDED_BATCH_MS, ...counted.map(({ usd }) => usd));
   }
 
   async close(): Promise<void> {}
