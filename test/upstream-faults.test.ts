@@ -189,10 +189,11 @@ models:
 
 describe('a whole upstream answer larger than max_response_bytes', () => {
   let upstream: FakeUpstream;
+  let sluice: RunningSluice;
   let client: OpenAI;
   before(async () => {
     upstream = await fakeOpenAI();
-    ({ client } = await gateway(providerOptions(upstream.url, 'max_response_bytes: 1000')));
+    ({ sluice, client } = await gateway(providerOptions(upstream.url, 'max_response_bytes: 1000')));
   });
 
   test('an answer of exactly the limit passes', async () => {
@@ -234,6 +235,27 @@ describe('a whole upstream answer larger than max_response_bytes', () => {
     upstream.behaviour = { largeAnswer: { bytes: 1001, contentLength: false } };
     await assert.rejects(api.completions.create({ model: 'console-model', prompt: 'x' }), /limit of 1000 bytes/);
     assert.match((await api.completions.create({ model: 'llama-8b', prompt: 'x' })).choices[0]!.text, /^x+$/, 'the file provider keeps the default');
+  });
+
+  test('a stream event that never ends is cut at the limit: a 502 naming it, the upstream cut, the failure in the ledger', async () => {
+    // Bounded by the test, far past the limit and any socket buffer; were it read whole, the body
+    // would then end with the event still open, which is not this failure.
+    upstream.behaviour = { endlessEvent: { bytes: 16 * 1024 * 1024 } };
+    const failure = await (async () => {
+      for await (const _ of await client.completions.create({ model: 'llama-8b', prompt: 'x', stream: true })) assert.fail('an event came out of an endless one');
+    })().then(
+      () => assert.fail('the stream ended without an error'),
+      (thrown: unknown) => thrown,
+    );
+    assert.ok(failure instanceof OpenAI.APIError, String(failure));
+    assert.equal(failure.status, 502);
+    assert.equal((failure.error as { code?: string }).code, 'upstream_error');
+    assert.equal(failure.message, "502 The upstream provider 'fake-vllm' sent a stream event larger than the gateway's limit of 1000 characters (max_response_bytes).");
+    const request = upstream.requests.at(-1)!;
+    await eventually(() => (upstream.aborted.includes(request) ? true : undefined), 2000, 'the upstream stream to be cut');
+    const row = await eventually(async () => (await sluice.ledger()).find((entry) => entry.request_id === request.headers['x-request-id']), 5000, 'the ledger row');
+    assert.equal(row.status, 502);
+    assert.equal(row.error_kind, 'upstream_error');
   });
 
   test('streams are not capped: they are passed on as they come, never held whole', async () => {

@@ -1,4 +1,5 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** What every fake upstream shares: a real HTTP server on loopback that records what it received. */
@@ -37,6 +38,11 @@ export interface Behaviour {
   hangUp?: 'after-request' | 'after-status-line';
   /** (Streams) Send the headers, then wait this long before stream event number `beforeEvent` (0: the first). */
   stall?: { beforeEvent: number; ms: number };
+  /**
+   * (Streams) Answer 200 with one event that never ends, `data: xxx…` with no line end, until this
+   * many bytes of it are sent (the test's bound) or the client goes; then end the body as it is.
+   */
+  endlessEvent?: { bytes: number };
   /** (Streams) Reset the connection (a TCP RST) after this many events, with no error event. */
   resetAfterEvents?: number;
   /** Apply this behaviour only to the requests it picks (by the request, and its index in `requests` from 0); the others are answered normally. */
@@ -105,6 +111,7 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
       res.end('<html>gateway timeout</html>');
       return;
     }
+    if (behaviour.endlessEvent) return void (await writeEndlessEvent(res, behaviour.endlessEvent.bytes));
     await handle(record, res, behaviour, req);
   });
   let connections = 0;
@@ -149,6 +156,20 @@ export async function endStream(res: ServerResponse, lastEvent: string): Promise
   if (lastEvent !== '') res.write(lastEvent);
   await sleep(5);
   res.end();
+}
+
+/** Writes `data: xxx…` at the pace the client reads it, until `bytes` are sent or the client has gone. */
+async function writeEndlessEvent(res: ServerResponse, bytes: number): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const gone = new Promise<void>((resolve) => res.once('close', resolve));
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let sent = 0;
+  res.write('data: ');
+  while (sent < bytes && !res.destroyed) {
+    if (!res.write(chunk)) await Promise.race([once(res, 'drain'), gone]);
+    sent += chunk.length;
+  }
+  if (!res.destroyed) res.end();
 }
 
 const eventsWritten = new WeakMap<ServerResponse, number>();
