@@ -1,21 +1,30 @@
 import { Client, Pool, type Dispatcher } from 'undici';
 
 /**
- * A keep-alive pool to one upstream whose connections send a request once more when a reused
- * connection was reset or closed under it before any byte of the answer. Servers close idle
- * connections without telling (uvicorn after 5 s, load balancers that forget a flow), and a request
- * sent as that happens never reaches the upstream's handler, so sending it again is safe even for a
- * POST. undici's own retry cannot tell this apart: it knows neither whether the connection was
- * reused nor whether the answer began, and it would send the retry through the pool, perhaps onto
- * another dead idle connection. Nothing else is sent twice: a failure on a fresh connection, after
- * the answer began, or a timeout may mean the upstream acted on the request.
+ * A keep-alive pool to one upstream whose connections send a request once more when it was
+ * written onto a reused connection that the upstream had already reset. Servers close idle
+ * connections without telling (uvicorn after 5 s, load balancers that forget a flow). undici
+ * itself looks for a close already received before it writes on an idle connection; what is left
+ * is a reset that lands between that look and the write, which the write then reports: a request
+ * the kernel refused never reached the upstream, so sending it again is safe even for a POST.
+ * Nothing else is sent twice, as an HTTP client does for requests that are not idempotent: a
+ * connection lost after the request was written may mean the upstream read it and acted on it
+ * (it may have reset it then), and whether to try again, and where, is routing's decision, which
+ * counts attempts. Nor is a failure on a fresh connection, after the answer began, or a timeout.
  */
 export function createUpstreamPool(origin: string, options: Pool.Options): Pool {
   return new Pool(origin, { ...options, factory: (url, clientOptions) => new RetryingClient(url, clientOptions as Client.Options) });
 }
 
-/** What a connection lost under a request looks like: reset, broken, or closed by the other side. */
-const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+/**
+ * What a request the kernel refused to send looks like: a write on a connection the other side
+ * had reset (or closed, then answered the bytes after it with a reset). A read that finds the
+ * connection lost says nothing of whether the request arrived.
+ */
+function neverSent(error: Error): boolean {
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  return syscall === 'write' && (code === 'EPIPE' || code === 'ECONNRESET');
+}
 
 /** One connection of the pool; it knows whether its current socket has already carried an answer. */
 class RetryingClient extends Client {
@@ -77,8 +86,7 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
   }
 
   onError(error: Error): void {
-    const code = (error as { code?: string }).code;
-    if (this.reused && !this.answerBegan && !this.retried && code !== undefined && CONNECTION_LOST.has(code)) {
+    if (this.reused && !this.answerBegan && !this.retried && neverSent(error)) {
       this.retried = true;
       // The dead socket is gone from this client, which opens a new one for the request. Sent from
       // a microtask, so that undici finishes tearing the old one down first. The request's body
