@@ -58,6 +58,19 @@ async function post(dispatcher: Pool, body: string): Promise<string> {
   return answer.body.text();
 }
 
+test('a request meeting a reused connection the upstream resets before it is written is sent on a new one', async () => {
+  const upstream = await startUpstream();
+  const connections = pool(upstream);
+  assert.equal(await post(connections, 'first'), 'answer to first');
+  // undici holds a request for an idle connection until its check phase (setImmediate), to see
+  // what the upstream sent meanwhile; the reset lands in that wait, scheduled just before it.
+  // Whether undici then learns of it by reading or by a refused write, the request was not read.
+  setImmediate(() => upstream.sockets[0]!.resetAndDestroy());
+  assert.equal(await post(connections, 'second'), 'answer to second');
+  assert.deepEqual(upstream.bodies, ['first', 'second'], 'the upstream read each request once');
+  assert.equal(upstream.sockets.length, 2, 'the second on a new connection');
+});
+
 test('a request the upstream read on a reused connection, then reset, is not sent again', async () => {
   const upstream = await startUpstream();
   const connections = pool(upstream);
