@@ -24,7 +24,7 @@ import { createKey, eventually, startSluice, type LedgerRow, type RunningSluice 
 
 const upstreamModels = [
   'm-split', 'm-lat', 'm-retry', 'm-claude', 'm-gem', 'm-backup', 'm-reset', 'm-stall', 'm-late', 'm-bad', 'm-circ', 'm-cool', 'm-open',
-  'm-held', 'm-gone', 'm-drip', 'm-late-deadline', 'm-native', 'm-noretry', 'm-strict', 'm-logprobs',
+  'm-held', 'm-gone', 'm-drip', 'm-late-deadline', 'm-native', 'm-noretry', 'm-strict', 'm-logprobs', 'm-endless',
 ];
 
 let a: FakeUpstream;
@@ -59,7 +59,7 @@ routing:
   first_token_timeout_ms: 800
   circuit: { failures: 100, window_ms: 60000, cooldown_ms: 60000 }
 providers:
-  - { id: a, kind: openai, base_url: '${a.url}', api_key: a-credential }
+  - { id: a, kind: openai, base_url: '${a.url}', api_key: a-credential, max_response_bytes: 1048576 }
   - { id: b, kind: openai, base_url: '${b.url}', api_key: b-credential }
   - { id: anthropic, kind: anthropic, base_url: '${anthropicUpstream.url}', api_key: anthropic-credential }
   - { id: google, kind: gemini, base_url: '${geminiUpstream.url}', api_key: gemini-credential }
@@ -98,6 +98,7 @@ ${pair('retry', 'm-retry', '{}', '[completions, chat, responses]')}
     endpoints: [chat]
     pricing: { input_per_mtok: 1, output_per_mtok: 2 }
 ${pair('reset', 'm-reset')}
+${pair('endless', 'm-endless')}
 ${pair('stall', 'm-stall')}
 ${pair('late', 'm-late')}
 ${pair('bad', 'm-bad')}
@@ -403,6 +404,24 @@ describe('faults before the first content', () => {
     a.behaviour = {};
     assert.equal(asked(a, 'm-reset').length, 3);
     assert.equal(asked(b, 'm-reset').length, 2);
+  });
+
+  test('a stream event larger than max_response_bytes before any content: the attempt fails as an upstream error and the next deployment answers', async () => {
+    // Bounded by the test, far past a's 1 MiB limit.
+    a.behaviour = aimedAt('m-endless', { endlessEvent: { bytes: 16 * 1024 * 1024 } });
+    try {
+      assert.deepEqual(await chat('endless', true), { text: CHAT_ANSWER, attempts: '2' });
+      assert.equal(asked(a, 'm-endless').length, 1);
+      await eventually(() => (a.aborted.includes(asked(a, 'm-endless')[0]!) ? true : undefined), 2000, "a's stream to be cut");
+      assert.equal(asked(b, 'm-endless').length, 1);
+      const [row] = await rowsOf('endless', 1);
+      assert.deepEqual(attemptLog(row!).map(({ deployment, status, errorKind }) => ({ deployment, status, errorKind })), [
+        { deployment: 'a/m-endless', status: 502, errorKind: 'upstream_error' },
+        { deployment: 'b/m-endless', status: 200, errorKind: null },
+      ]);
+    } finally {
+      a.behaviour = {};
+    }
   });
 
   test('a stall before the first token: the attempt is abandoned at first_token_timeout_ms and its prompt recorded', async () => {
