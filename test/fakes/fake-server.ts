@@ -1,5 +1,4 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** What every fake upstream shares: a real HTTP server on loopback that records what it received. */
@@ -170,7 +169,7 @@ async function writeEndlessEvent(res: ServerResponse, bytes: number): Promise<vo
   let sent = 0;
   res.write('data: ');
   while (sent < bytes && !res.destroyed) {
-    if (!res.write(chunk)) await Promise.race([once(res, 'drain'), gone]);
+    if (!res.write(chunk)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), gone]);
     sent += chunk.length;
   }
   if (!res.destroyed) res.end();
