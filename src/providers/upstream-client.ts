@@ -148,14 +148,26 @@ export class UpstreamClient {
     };
   }
 
-  /** The events of a server-sent event stream, as they arrive; transport failures become GatewayErrors. */
+  /**
+   * The events of a server-sent event stream, as they arrive; transport failures become
+   * GatewayErrors. One event is held whole until its blank line, so it may be no larger than a
+   * whole answer (max_response_bytes, counted in characters): an event that never ends would
+   * otherwise grow without limit. Past that the stream fails as an unreadable upstream, and
+   * leaving the loop cuts the connection.
+   */
   async *events(body: ResponseBody): AsyncGenerator<SseEvent> {
     const pending: SseEvent[] = [];
-    const parser = createParser({ onEvent: (event) => pending.push({ event: event.event, data: event.data }) });
+    let eventTooLarge = false;
+    const parser = createParser({
+      onEvent: (event) => pending.push({ event: event.event, data: event.data }),
+      onError: (error) => (eventTooLarge ||= error.type === 'max-buffer-size-exceeded'),
+      maxBufferSize: this.maxResponseBytes,
+    });
     const decoder = new TextDecoder();
     try {
       for await (const bytes of body) {
         parser.feed(decoder.decode(bytes, { stream: true }));
+        if (eventTooLarge) throw unreadableUpstream(this.providerId, `a stream event larger than the gateway's limit of ${this.maxResponseBytes} characters (max_response_bytes)`);
         for (let i = 0; i < pending.length; i++) yield pending[i]!;
         pending.length = 0;
       }

@@ -1,31 +1,26 @@
 import { Client, Pool, type Dispatcher } from 'undici';
 
 /**
- * A keep-alive pool to one upstream whose connections send a request once more when a reused
- * connection was reset or closed under it before any byte of the answer. Servers close idle
- * connections without telling (uvicorn after 5 s, load balancers that forget a flow), and a request
- * sent as that happens never reaches the upstream's handler, so sending it again is safe even for a
- * POST. undici's own retry cannot tell this apart: it knows neither whether the connection was
- * reused nor whether the answer began, and it would send the retry through the pool, perhaps onto
- * another dead idle connection. Nothing else is sent twice: a failure on a fresh connection, after
- * the answer began, or a timeout may mean the upstream acted on the request.
+ * A keep-alive pool to one upstream whose connections send a request once more, on a new
+ * connection, when the upstream cannot have read it. Servers close idle connections without
+ * telling (uvicorn after 5 s, load balancers that forget a flow). undici looks for a close already
+ * received before it writes on an idle connection, and moves waiting requests to a new connection
+ * after a close; what reaches this pool is a reset, either while a request still waits for the
+ * connection (undici then fails every waiting request, none of them written), or as the request is
+ * written (the write is refused). Sending such a request again is safe even for a POST. Nothing
+ * else is sent twice, as an HTTP client does for requests that are not idempotent: a connection
+ * lost after the request was written may mean the upstream read it and acted on it (it may have
+ * reset the connection then), and whether to try again, and where, is routing's decision, which
+ * counts attempts. Nor is a request sent twice after its answer began, or after a timeout.
  */
 export function createUpstreamPool(origin: string, options: Pool.Options): Pool {
   return new Pool(origin, { ...options, factory: (url, clientOptions) => new RetryingClient(url, clientOptions as Client.Options) });
 }
 
-/** What a connection lost under a request looks like: reset, broken, or closed by the other side. */
+/** A connection reset or broken under a request; not a connection that could not be made, which routing handles. */
 const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 
-/** One connection of the pool; it knows whether its current socket has already carried an answer. */
 class RetryingClient extends Client {
-  answered = 0;
-
-  constructor(url: URL, options: Client.Options) {
-    super(url, options);
-    this.on('connect', () => (this.answered = 0));
-  }
-
   override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     return super.dispatch(options, new RetryOnceHandler(this, options, handler));
   }
@@ -41,7 +36,8 @@ class RetryingClient extends Client {
  * callback-style interface), except the one error that is answered by sending the request again.
  */
 class RetryOnceHandler implements Dispatcher.DispatchHandler {
-  private reused = false;
+  /** undici calls onConnect just before it writes the request to a connection. */
+  private written = false;
   private answerBegan = false;
   private retried = false;
 
@@ -51,9 +47,8 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
     private readonly handler: Dispatcher.DispatchHandler,
   ) {}
 
-  /** Called as the request is written to a socket: the socket is reused if it has carried an answer. */
   onConnect(abort: (error?: Error) => void): void {
-    this.reused = this.client.answered > 0;
+    this.written = true;
     this.handler.onConnect?.(abort);
   }
 
@@ -72,14 +67,13 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
   }
 
   onComplete(trailers: string[] | null): void {
-    this.client.answered++;
     this.handler.onComplete?.(trailers);
   }
 
   onError(error: Error): void {
-    const code = (error as { code?: string }).code;
-    if (this.reused && !this.answerBegan && !this.retried && code !== undefined && CONNECTION_LOST.has(code)) {
+    if (!this.retried && !this.answerBegan && this.unread(error)) {
       this.retried = true;
+      this.written = false;
       // The dead socket is gone from this client, which opens a new one for the request. Sent from
       // a microtask, so that undici finishes tearing the old one down first. The request's body
       // is a string, so it can be sent again.
@@ -87,5 +81,17 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.handler.onError?.(error);
+  }
+
+  /**
+   * Whether the upstream cannot have read the request: the connection was lost before it was
+   * written, or the kernel refused its write (the other side had reset the connection, or closed
+   * it and answered the bytes after with a reset). A read that finds the connection lost after
+   * the write says nothing of whether the request arrived.
+   */
+  private unread(error: Error): boolean {
+    const { code, syscall } = error as NodeJS.ErrnoException;
+    if (code === undefined || !CONNECTION_LOST.has(code)) return false;
+    return !this.written || (syscall === 'write' && code !== 'UND_ERR_SOCKET');
   }
 }

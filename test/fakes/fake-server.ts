@@ -27,16 +27,20 @@ export interface Behaviour {
   /** (OpenAI fake) Answer a whole legacy completion of exactly this many bytes, announced by content-length or not. */
   largeAnswer?: { bytes: number; contentLength: boolean };
   /**
-   * Forget a connection once it has been idle this long after an answer (0: at once), without
-   * telling the client, as a server past its keep-alive timeout whose close crosses the next
-   * request, or a load balancer that dropped the flow: a request that then arrives on it never
-   * reaches the handler (nor `requests`), and the connection is reset (a TCP RST) or closed (a FIN).
+   * Drop a connection once it has been idle this long after an answer, as a server past its
+   * keep-alive timeout or a load balancer that forgot the flow: reset (a TCP RST) or closed (a FIN),
+   * unless a new request began on it meanwhile. Counted in `dropped`.
    */
   dropIdleConnections?: { afterMs: number; how: 'reset' | 'close' };
   /** Read and record the request, then reset the connection having sent nothing, or only a status line. */
   hangUp?: 'after-request' | 'after-status-line';
   /** (Streams) Send the headers, then wait this long before stream event number `beforeEvent` (0: the first). */
   stall?: { beforeEvent: number; ms: number };
+  /**
+   * (Streams) Answer 200 with one event that never ends, `data: xxx…` with no line end, until this
+   * many bytes of it are sent (the test's bound) or the client goes; then end the body as it is.
+   */
+  endlessEvent?: { bytes: number };
   /** (Streams) Reset the connection (a TCP RST) after this many events, with no error event. */
   resetAfterEvents?: number;
   /** Apply this behaviour only to the requests it picks (by the request, and its index in `requests` from 0); the others are answered normally. */
@@ -50,7 +54,7 @@ export interface FakeUpstream {
   readonly aborted: RecordedRequest[];
   /** TCP connections accepted so far (keep-alive reuse keeps this low). */
   readonly connections: number;
-  /** Requests that arrived on a connection the server had forgotten (`dropIdleConnections`). */
+  /** Idle connections the server dropped (`dropIdleConnections`). */
   readonly dropped: number;
   behaviour: Behaviour;
   close(): Promise<void>;
@@ -63,17 +67,22 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
   const requests: RecordedRequest[] = [];
   const aborted: RecordedRequest[] = [];
   const state: { behaviour: Behaviour } = { behaviour: {} };
-  const lastAnswered = new WeakMap<Socket, number>();
+  /** Requests begun on each connection: an idle connection is dropped only if none began since its last answer. */
+  const begun = new WeakMap<Socket, number>();
   let dropped = 0;
-  const server = http.createServer(async (req, res) => {
+  const dropWhenIdle = (socket: Socket): void => {
     const drop = state.behaviour.dropIdleConnections;
-    const idleSince = lastAnswered.get(req.socket);
-    if (drop !== undefined && idleSince !== undefined && Date.now() - idleSince >= drop.afterMs) {
+    if (drop === undefined) return;
+    const requestsSoFar = begun.get(socket);
+    setTimeout(() => {
+      if (socket.destroyed || begun.get(socket) !== requestsSoFar) return;
       dropped++;
-      if (drop.how === 'reset') req.socket.resetAndDestroy();
-      else req.socket.destroy();
-      return;
-    }
+      if (drop.how === 'reset') socket.resetAndDestroy();
+      else socket.destroy();
+    }, drop.afterMs);
+  };
+  const server = http.createServer(async (req, res) => {
+    begun.set(req.socket, (begun.get(req.socket) ?? 0) + 1);
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     let body: any;
@@ -87,7 +96,7 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
     res.on('close', () => {
       if (!res.writableFinished) aborted.push(record);
     });
-    res.on('finish', () => lastAnswered.set(req.socket, Date.now()));
+    res.on('finish', () => dropWhenIdle(req.socket));
     const behaviour = state.behaviour.only === undefined || state.behaviour.only(record, requests.length - 1) ? state.behaviour : {};
     if (behaviour.hangUp === 'after-request') return void req.socket.resetAndDestroy();
     // Ended with a FIN rather than a reset, which could discard the status line unsent.
@@ -105,6 +114,7 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
       res.end('<html>gateway timeout</html>');
       return;
     }
+    if (behaviour.endlessEvent) return void (await writeEndlessEvent(res, behaviour.endlessEvent.bytes));
     await handle(record, res, behaviour, req);
   });
   let connections = 0;
@@ -149,6 +159,20 @@ export async function endStream(res: ServerResponse, lastEvent: string): Promise
   if (lastEvent !== '') res.write(lastEvent);
   await sleep(5);
   res.end();
+}
+
+/** Writes `data: xxx…` at the pace the client reads it, until `bytes` are sent or the client has gone. */
+async function writeEndlessEvent(res: ServerResponse, bytes: number): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const gone = new Promise<void>((resolve) => res.once('close', resolve));
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let sent = 0;
+  res.write('data: ');
+  while (sent < bytes && !res.destroyed) {
+    if (!res.write(chunk)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), gone]);
+    sent += chunk.length;
+  }
+  if (!res.destroyed) res.end();
 }
 
 const eventsWritten = new WeakMap<ServerResponse, number>();
