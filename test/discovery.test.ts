@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
@@ -232,5 +234,78 @@ describe('the console’s import action', () => {
     assert.equal(result.status, 502);
     assert.match(result.text, /refused the gateway&#39;s credentials|refused the gateway's credentials/);
     assert.ok(!result.text.includes('second-credential'));
+  });
+});
+
+describe('discovery across a stop, a kill and a reload', () => {
+  const heldConfig = (url: string, intervalMs: number) => `
+providers:
+  - { id: held, kind: openai, base_url: '${url}', discover: { interval_ms: ${intervalMs} } }
+`;
+
+  async function modelIds(gateway: RunningSluice, apiKey: string): Promise<string[]> {
+    return (await new OpenAI({ apiKey, baseURL: `${gateway.url}/v1`, maxRetries: 0 }).models.list()).data.map((model) => model.id);
+  }
+
+  /** A gateway whose listing of `upstream` is under way and held unanswered (longer than the test waits), as a slow upstream's would be. */
+  async function listingHeld(upstream: FakeUpstream, config: string): Promise<RunningSluice> {
+    upstream.behaviour = { headerDelayMs: 20_000, only: (request) => request.method === 'GET' };
+    const gateway = await startSluice({ args: ['--workers', '1'], config });
+    await eventually(() => (upstream.requests.some((request) => request.method === 'GET') ? true : undefined), 10_000, 'the first listing to start');
+    upstream.behaviour = {};
+    return gateway;
+  }
+
+  test('a gateway killed while listing holds up a restarted one for a short lease, not its interval', async () => {
+    const upstream = await startFakeOpenAI({ listed: [{ id: 'held-model' }] });
+    // Ten minutes: the restarted gateway must not wait for the turn the killed one took.
+    const config = heldConfig(upstream.url, 600_000);
+    let gateway = await listingHeld(upstream, config);
+    try {
+      await gateway.stop('SIGKILL');
+      gateway = await startSluice({ args: ['--workers', '1'], config, dataDir: gateway.dataDir });
+      const { key: apiKey } = await createKey(gateway.dataDir, 'restart-co');
+      const ids = await eventually(async () => ((await modelIds(gateway, apiKey)).includes('held-model') ? modelIds(gateway, apiKey) : undefined), 30_000, 'the model listed after the kill');
+      assert.deepEqual(ids, ['held-model']);
+      assert.equal(upstream.requests.filter((request) => request.method === 'GET').length, 2, 'listed once more, by the restarted gateway');
+    } finally {
+      await gateway.stop();
+      await upstream.close();
+    }
+  });
+
+  test('a gateway stopped while listing lets go of its turn: the restarted one lists at once', async () => {
+    const upstream = await startFakeOpenAI({ listed: [{ id: 'held-model' }] });
+    const config = heldConfig(upstream.url, 600_000);
+    let gateway = await listingHeld(upstream, config);
+    try {
+      assert.equal(await gateway.stop('SIGTERM'), 0, 'a graceful stop in the middle of a listing');
+      gateway = await startSluice({ args: ['--workers', '1'], config, dataDir: gateway.dataDir });
+      const { key: apiKey } = await createKey(gateway.dataDir, 'restart-co');
+      await eventually(async () => ((await modelIds(gateway, apiKey)).includes('held-model') ? true : undefined), 30_000, 'the model listed after the restart');
+      const claimant = async () => (await queryStore<{ claimed_by: string | null }>(gateway.dataDir, "SELECT claimed_by FROM discovered_models WHERE provider_id = 'held'"))[0]?.claimed_by;
+      await eventually(async () => ((await claimant()) === null ? true : undefined), 5000, 'the listing over, its claim let go');
+    } finally {
+      await gateway.stop();
+      await upstream.close();
+    }
+  });
+
+  test('a shorter interval_ms set by a reload applies from the last listing', async () => {
+    const upstream = await startFakeOpenAI({ listed: [{ id: 'reloaded-model' }] });
+    const listings = () => upstream.requests.filter((request) => request.method === 'GET').length;
+    const gateway = await startSluice({ args: ['--workers', '1'], config: heldConfig(upstream.url, 600_000) });
+    const listedAt = async () => Number((await queryStore<{ listed_at: number | null }>(gateway.dataDir, "SELECT listed_at FROM discovered_models WHERE provider_id = 'held'"))[0]?.listed_at ?? 0);
+    try {
+      const first = await eventually(async () => ((await listedAt()) > 0 ? listedAt() : undefined), 10_000, 'the first listing');
+      assert.equal(listings(), 1);
+      writeFileSync(join(gateway.dataDir, 'sluice.yaml'), heldConfig(upstream.url, 2_000));
+      const second = await eventually(async () => ((await listedAt()) > first ? listedAt() : undefined), 20_000, 'a listing on the new interval');
+      assert.ok(second - first >= 2_000, `the next listing came ${second - first} ms after the last, not before the new interval`);
+      assert.equal(listings(), 2, 'listed once more');
+    } finally {
+      await gateway.stop();
+      await upstream.close();
+    }
   });
 });

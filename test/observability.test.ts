@@ -397,3 +397,92 @@ test('traces in the default encoding (protobuf); without tracing the caller’s 
     assert.equal(await untraced.stop(), 0, 'the gateway stops cleanly');
   }
 });
+
+/** The series of Sluice's own and the GenAI metrics in an exposition (prom-client's process figures vary on their own). */
+function gatewaySeries(exposition: string): string[] {
+  return exposition.split('\n').filter((line) => line.startsWith('gen_ai_') || line.startsWith('sluice_'));
+}
+
+test('metrics: model names the catalogue lacks are one label value, whatever a caller sends; a known model keeps its own', async () => {
+  upstreams.reset();
+  const listen = await closedPort();
+  const sluice = await startSluice({ config: config(upstreams.providersYaml), args: ['--workers', '1', '--metrics-listen', `127.0.0.1:${listen}`] });
+  const scrape = async () => (await fetch(`http://127.0.0.1:${listen}/metrics`)).text();
+  try {
+    const { key } = await createKey(sluice.dataDir, 'label-co');
+    const openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: key, baseURL: sluice.url, maxRetries: 0 });
+    await openai.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+    const ask = async (model: string, index: number) => {
+      // Both dialects, each refused as its own API refuses an unknown model.
+      const refused = index % 2 === 0
+        ? openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 })
+        : anthropic.messages.create({ model, max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] });
+      await assert.rejects(refused, (error: { status?: number }) => error.status === 404, `${model} is no model`);
+    };
+    await ask('ghost-first', 0);
+    await ask('ghost-second', 1);
+    // The ledger is written last: once it is there, the metrics of both refusals are too.
+    await eventually(async () => ((await sluice.ledger()).length === 3 ? true : undefined), 5000, 'the first three ledger rows');
+    const before = gatewaySeries(await scrape());
+
+    const names = Array.from({ length: 200 }, (_, i) => `ghost-${i}-${Math.random().toString(36).slice(2)}`);
+    for (const [index, name] of names.entries()) await ask(name, index);
+    await eventually(async () => ((await sluice.ledger()).length === 203 ? true : undefined), 10_000, 'every ledger row');
+    const text = await scrape();
+    const after = gatewaySeries(text);
+    for (const name of [...names, 'ghost-first', 'ghost-second']) assert.ok(!text.includes(name), `${name} is in no label`);
+    // Only counts moved: not one series more for 200 more names.
+    assert.equal(after.length, before.length, 'the series are as many as after the first two unknown names');
+    const count = (pattern: RegExp) =>
+      after.filter((line) => pattern.test(line)).reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    assert.equal(count(/^gen_ai_server_request_duration_seconds_count\{.*gen_ai_request_model="\(unresolved\)".*error_type="model_not_found"/), 202, 'every unknown name is counted under (unresolved)');
+    assert.equal(count(/^gen_ai_server_request_duration_seconds_count\{.*gen_ai_request_model="llama",gen_ai_response_model="llama"/), 1, 'a known model keeps its own label');
+    assert.equal(count(/^sluice_cost_usd_total\{model="llama"\}/) > 0, true, "the known model's cost under its own label");
+  } finally {
+    assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
+  }
+});
+
+test('traces: an attempt passed over before any upstream call still ends its span', async () => {
+  upstreams.reset();
+  const receiver = await startReceiver();
+  // llama's only deployment fails and routing falls back to claude, whose upstream cannot take logprobs: that attempt is skipped.
+  const sluice = await startSluice({
+    config: `${upstreams.providersYaml}
+routing:
+  retries: 0
+models:
+  - { id: llama, provider: vllm, upstream_model: upstream-model, endpoints: [chat], fallbacks: [claude] }
+  - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat] }
+`,
+    args: ['--workers', '1'],
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+  });
+  try {
+    const { key } = await createKey(sluice.dataDir, 'skip-co');
+    upstreams.vllm.behaviour = { fail: { status: 503, body: '{"error":{"message":"busy"}}' } };
+    const response = await fetch(`${sluice.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` },
+      body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5, logprobs: true }),
+    });
+    assert.equal(response.status, 503, "the failure of the attempt that was made reaches the caller");
+    assert.equal(upstreams.anthropic.requests.length, 0, 'Anthropic was never called');
+    const spans = await eventually(() => {
+      const all = jsonSpans(receiver).filter((span) => span.traceId === CALLER_TRACE);
+      return all.some((span) => span.kind === 2) && all.filter((span) => span.kind === 3).length >= 2 ? all : undefined;
+    }, 5000, 'the server span and both attempt spans');
+    const server = spans.find((span) => span.kind === 2)!;
+    assert.equal(Number(attribute(server, 'sluice.attempts')), 1, 'one attempt reached an upstream');
+    const clients = spans.filter((span) => span.kind === 3);
+    assert.equal(clients.length, 2, 'the failed attempt and the skipped one');
+    const skipped = clients.find((span) => span.name === 'claude-test');
+    assert.ok(skipped !== undefined, `the skipped attempt's span, under its upstream model: ${clients.map((span) => span.name).join(', ')}`);
+    assert.equal(skipped.parentSpanId, server.spanId, 'under the request');
+    assert.equal(attribute(skipped, 'sluice.skipped'), 'unsupported_parameter', 'saying why it was passed over');
+  } finally {
+    assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
+    await receiver.close();
+  }
+});

@@ -180,7 +180,10 @@ export class Router {
       // The request's own deadline and the caller's leaving say nothing about the deployment.
       if (!gone && !run.deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
       else health.settledWithoutVerdict();
-      if (!run.invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) return 'skipped';
+      if (!run.invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) {
+        observed.skipped(error.kind);
+        return 'skipped';
+      }
       // A whole answer refused, or whose connection failed, was never worked on (one cut short because the caller left was).
       if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
       // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.

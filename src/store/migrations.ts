@@ -261,6 +261,15 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
           .execute();
       },
     },
+    '0012_discovery_lease': {
+      async up(db: Kysely<any>) {
+        // The claim of a listing becomes a short lease of its own; the schedule is read from the last
+        // listing (or failure) and the interval configured now, so `next_at` goes.
+        await db.schema.alterTable('discovered_models').addColumn('claimed_by', 'text').execute();
+        await db.schema.alterTable('discovered_models').addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable('discovered_models').dropColumn('next_at').execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

@@ -34,17 +34,19 @@ export interface Database {
   };
   console_models: { id: string; provider_id: string; config: string; created_at: number; updated_at: number };
   /**
-   * A discovering provider's model list as its upstream last gave it (JSON array of UpstreamModel),
-   * and its schedule: `next_at` is claimed by one process at a time (a conditional update), which
-   * then lists. `error`: why the last listing failed, when it did (the list is then the one before).
+   * A discovering provider's model list as its upstream last gave it (JSON array of UpstreamModel).
+   * Its next listing is due by `listed_at` or `error_at` and the interval configured now; one process
+   * at a time lists, holding a lease (`claimed_by` until `claimed_until`, renewed while it lists).
+   * `error`: why the last listing failed, when it did (the list is then the one before).
    */
   discovered_models: {
     provider_id: string;
     models: string;
     listed_at: number | null;
-    next_at: number;
     error: string | null;
     error_at: number | null;
+    claimed_by: string | null;
+    claimed_until: Generated<number>;
   };
   /** The imported price list (pricing/price-list.ts), its JSON document as validated; one row, of id 'imported'. */
   price_list: { id: string; document: string; imported_at: number };

@@ -1,7 +1,7 @@
 import type { Kysely } from './kysely.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
-import type { CatalogueRepository, DiscoveredList, StoredModel, StoredPriceList, StoredProvider } from './store.js';
+import type { CatalogueRepository, DiscoveredList, DiscoverySchedule, StoredModel, StoredPriceList, StoredProvider } from './store.js';
 import { byBytes } from './text-order.js';
 
 /** Console-registered providers and models; every change bumps `catalogue_version` in the same transaction (ChangeCounters). */
@@ -111,20 +111,36 @@ export class SqlCatalogue implements CatalogueRepository {
     }));
   }
 
-  async claimDiscovery(providerId: string, now: number, intervalMs: number): Promise<boolean> {
+  async claimDiscovery(providerId: string, claimant: string, now: number, schedule: DiscoverySchedule): Promise<boolean> {
     // A read first: most ticks find the turn not yet come, and then nothing is written.
-    const row = await this.db.selectFrom('discovered_models').select('next_at').where('provider_id', '=', providerId).executeTakeFirst();
-    if (row !== undefined && Number(row.next_at) > now) return false;
+    let row = await this.db.selectFrom('discovered_models').select(['listed_at', 'error_at', 'claimed_until']).where('provider_id', '=', providerId).executeTakeFirst();
     if (row === undefined) {
-      await this.db.insertInto('discovered_models').values({ provider_id: providerId, models: '[]', listed_at: null, next_at: 0, error: null, error_at: null }).onConflict((oc) => oc.column('provider_id').doNothing()).execute();
+      await this.db.insertInto('discovered_models').values({ provider_id: providerId, models: '[]', listed_at: null, error: null, error_at: null }).onConflict((oc) => oc.column('provider_id').doNothing()).execute();
+      row = { listed_at: null, error_at: null, claimed_until: 0 };
     }
+    const listedAt = row.listed_at === null ? null : Number(row.listed_at);
+    const errorAt = row.error_at === null ? null : Number(row.error_at);
+    if (Number(row.claimed_until) > now || discoveryDueAt(listedAt, errorAt, schedule) > now) return false;
+    // Taken only if no one claimed it, nor listed, since the read: a process that read before another
+    // listed and let go would otherwise list again at once.
     const result = await this.db
       .updateTable('discovered_models')
-      .set({ next_at: now + intervalMs })
+      .set({ claimed_by: claimant, claimed_until: now + schedule.leaseMs })
       .where('provider_id', '=', providerId)
-      .where('next_at', '<=', now)
+      .where('claimed_until', '<=', now)
+      .where('listed_at', listedAt === null ? 'is' : '=', listedAt)
+      .where('error_at', errorAt === null ? 'is' : '=', errorAt)
       .executeTakeFirst();
     return result.numUpdatedRows === 1n;
+  }
+
+  async renewDiscovery(providerId: string, claimant: string, until: number): Promise<boolean> {
+    const result = await this.db.updateTable('discovered_models').set({ claimed_until: until }).where('provider_id', '=', providerId).where('claimed_by', '=', claimant).executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async releaseDiscovery(providerId: string, claimant: string): Promise<void> {
+    await this.db.updateTable('discovered_models').set({ claimed_by: null, claimed_until: 0 }).where('provider_id', '=', providerId).where('claimed_by', '=', claimant).execute();
   }
 
   async putDiscovered(providerId: string, models: readonly object[], now: number): Promise<boolean> {
@@ -141,8 +157,8 @@ export class SqlCatalogue implements CatalogueRepository {
     });
   }
 
-  async discoveryFailed(providerId: string, error: string, now: number, retryAt: number): Promise<void> {
-    await this.db.updateTable('discovered_models').set({ error, error_at: now, next_at: retryAt }).where('provider_id', '=', providerId).execute();
+  async discoveryFailed(providerId: string, error: string, now: number): Promise<void> {
+    await this.db.updateTable('discovered_models').set({ error, error_at: now }).where('provider_id', '=', providerId).execute();
   }
 
   async dropDiscovered(keep: readonly string[]): Promise<boolean> {
@@ -176,4 +192,13 @@ export class SqlCatalogue implements CatalogueRepository {
     const row = await this.db.selectFrom('meta').select('value').where('name', '=', 'catalogue_version').executeTakeFirstOrThrow();
     return Number(row.value);
   }
+}
+
+/**
+ * When a provider's next listing is due: at once if never tried; after a failure newer than the last
+ * listing, `retryMs` after it; else `intervalMs` (as configured now) after the last listing.
+ */
+export function discoveryDueAt(listedAt: number | null, errorAt: number | null, schedule: DiscoverySchedule): number {
+  if (errorAt !== null && (listedAt === null || errorAt >= listedAt)) return errorAt + schedule.retryMs;
+  return listedAt === null ? 0 : listedAt + schedule.intervalMs;
 }

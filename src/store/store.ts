@@ -216,6 +216,14 @@ export interface DiscoveredList {
   readonly errorAt: number | null;
 }
 
+/** When a provider's next listing is due, and how long a claim of it holds. */
+export interface DiscoverySchedule {
+  readonly intervalMs: number;
+  /** After a failed listing. */
+  readonly retryMs: number;
+  readonly leaseMs: number;
+}
+
 /** An imported price list: its JSON document, validated when it was imported. */
 export interface StoredPriceList {
   readonly document: string;
@@ -239,14 +247,21 @@ export interface CatalogueRepository {
   version(): Promise<number>;
   discovered(): Promise<DiscoveredList[]>;
   /**
-   * Claims the next listing of a provider's models, so that one process of many lists it: true
-   * when its turn had come at `now` (or it never had one), and then the next is `intervalMs` away.
+   * Claims the next listing of a provider's models, so that one process of many lists it: true when
+   * no other claimant's lease is running and its turn has come at `now` (never listed, `intervalMs`
+   * after the last listing, or `retryMs` after a failed one). The claim is a lease until
+   * `now + leaseMs`: renewed while the listing runs, released when it ends, and lost by a process
+   * that died holding it once the lease runs out.
    */
-  claimDiscovery(providerId: string, now: number, intervalMs: number): Promise<boolean>;
+  claimDiscovery(providerId: string, claimant: string, now: number, schedule: DiscoverySchedule): Promise<boolean>;
+  /** Extends the claimant's lease to `until`; false when it no longer holds it. */
+  renewDiscovery(providerId: string, claimant: string, until: number): Promise<boolean>;
+  /** Lets go of the claimant's lease (the schedule decides the next listing). */
+  releaseDiscovery(providerId: string, claimant: string): Promise<void>;
   /** Replaces a provider's list whole; true (and the catalogue version bumped) when it changed. */
   putDiscovered(providerId: string, models: readonly object[], now: number): Promise<boolean>;
-  /** Records a failed listing, keeping the list; the next try is at `retryAt`. */
-  discoveryFailed(providerId: string, error: string, now: number, retryAt: number): Promise<void>;
+  /** Records a failed listing, keeping the list. */
+  discoveryFailed(providerId: string, error: string, now: number): Promise<void>;
   /** Drops the lists of providers not in `keep` (gone, or no longer discovering); true when a catalogue entry went with them. */
   dropDiscovered(keep: readonly string[]): Promise<boolean>;
 }

@@ -70,6 +70,7 @@ class GenerationObservation implements GenerationTelemetry {
           this.metrics.attemptEnded(start, outcome);
           if (outcome.upstreamRefusal !== undefined) this.logRefusal(start, outcome.upstreamRefusal);
         },
+        skipped: () => undefined,
       };
     }
     const { span, headers } = this.tracing.attempt(this.span, start);
@@ -81,6 +82,7 @@ class GenerationObservation implements GenerationTelemetry {
         tracing.attemptEnded(span, start, outcome);
         if (outcome.upstreamRefusal !== undefined) this.logRefusal(start, outcome.upstreamRefusal);
       },
+      skipped: (errorKind: string) => tracing.attemptSkipped(span, errorKind),
     };
   }
 

@@ -29,6 +29,12 @@ interface AttemptLabels {
 /** More distinct request label sets than any catalogue has models: the cache then starts over. */
 const MAX_CACHED_LABEL_SETS = 10_000;
 
+/**
+ * The model label of a request whose model the catalogue lacks: one value for every such name, so a
+ * caller cannot add series by naming models. Not a possible catalogue id (those begin with a letter or digit).
+ */
+export const UNRESOLVED_MODEL = '(unresolved)';
+
 /** Sluice's overhead is sub-millisecond when all is well: finer buckets than the conventions' durations. */
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
@@ -200,26 +206,30 @@ export class GatewayMetrics {
       if (record.outputTokens > 1) this.timePerOutputToken.observe(labels, (record.durationMs - record.firstByteMs) / 1000 / (record.outputTokens - 1));
     }
     if (record.attempts > 0) this.overhead.observe({ route: start.route }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
-    if (record.costUsd > 0) this.cost.inc({ model: record.model }, record.costUsd);
-    if (record.attempts > 1) this.retries.inc({ model: start.model }, record.attempts - 1);
-    if (record.fallbacks > 0) this.fallbacks.inc({ model: start.model }, record.fallbacks);
+    if (record.costUsd > 0) this.cost.inc({ model: responseModelOf(record) }, record.costUsd);
+    if (record.attempts > 1) this.retries.inc({ model: record.catalogueModel ?? UNRESOLVED_MODEL }, record.attempts - 1);
+    if (record.fallbacks > 0) this.fallbacks.inc({ model: record.catalogueModel ?? UNRESOLVED_MODEL }, record.fallbacks);
   }
 }
 
-/**
- * A counter whose value another part keeps as a plain number (so that part needs no metrics
- * library): read at each scrape, and the growth since the last one added.
- */
-/** A request's label sets by what they are made of; bounded, as the model a caller names is any string until it is checked. */
+/** The public model that answered, as a label: a catalogue id, or UNRESOLVED_MODEL when the catalogue lacked the name asked for. */
+function responseModelOf(record: GenerationRecord): string {
+  // With the model asked for unresolved no attempt was made, so `model` is the caller's own name.
+  return record.catalogueModel === null ? UNRESOLVED_MODEL : record.model;
+}
+
+/** A request's label sets by what they are made of (catalogue ids and names fixed in code, so bounded). */
 function generationLabelsOf(cache: Map<string, Labels>, start: GenerationStart, record: GenerationRecord): Labels {
-  const key = `${start.operation}\u0000${record.providerKind}\u0000${start.model}\u0000${record.model}\u0000${record.errorKind}`;
+  const requestModel = record.catalogueModel ?? UNRESOLVED_MODEL;
+  const responseModel = responseModelOf(record);
+  const key = `${start.operation}\u0000${record.providerKind}\u0000${requestModel}\u0000${responseModel}\u0000${record.errorKind}`;
   let labels = cache.get(key);
   if (labels === undefined) {
     labels = {
       gen_ai_operation_name: serverOperationName(start.operation),
       gen_ai_provider_name: providerName(record.providerKind),
-      gen_ai_request_model: start.model,
-      gen_ai_response_model: record.model,
+      gen_ai_request_model: requestModel,
+      gen_ai_response_model: responseModel,
     };
     if (record.errorKind !== null) labels.error_type = record.errorKind;
     if (cache.size >= MAX_CACHED_LABEL_SETS) cache.clear();
@@ -228,6 +238,10 @@ function generationLabelsOf(cache: Map<string, Labels>, start: GenerationStart, 
   return labels;
 }
 
+/**
+ * A counter whose value another part keeps as a plain number (so that part needs no metrics
+ * library): read at each scrape, and the growth since the last one added.
+ */
 function countedBy(registers: Registry[], name: string, help: string, labelNames: string[], read: () => Iterable<readonly [Labels, number]>): void {
   const seen = new Map<string, number>();
   new Counter({

@@ -54,6 +54,8 @@ export interface AttemptTelemetry {
   /** Headers that carry the trace context to the upstream (W3C `traceparent`), when there is one. */
   readonly headers: Readonly<Record<string, string>> | undefined;
   end(outcome: AttemptOutcome): void;
+  /** The attempt was passed over before any upstream call (its deployment cannot take the request): it ends, and no call is counted. */
+  skipped(errorKind: string): void;
 }
 
 export interface AttemptOutcome {
@@ -80,8 +82,10 @@ export interface GenerationRecord {
   readonly requestId: string;
   readonly keyId: string;
   readonly accountId: string;
-  /** The public model that answered (or was asked for, when none did). */
+  /** The public model that answered (or was asked for, when none did): the caller's own name when the catalogue lacks it. */
   readonly model: string;
+  /** The catalogue's id of the model asked for; null when the catalogue has no such model (a caller's name is never a label). */
+  readonly catalogueModel: string | null;
   readonly providerKind: string | null;
   readonly status: number;
   readonly errorKind: string | null;
@@ -98,7 +102,7 @@ export interface GenerationRecord {
   readonly upstreamMs: number;
 }
 
-const NO_ATTEMPT: AttemptTelemetry = { headers: undefined, end: () => undefined };
+const NO_ATTEMPT: AttemptTelemetry = { headers: undefined, end: () => undefined, skipped: () => undefined };
 const NO_GENERATION: GenerationTelemetry = { attempt: () => NO_ATTEMPT, end: () => undefined };
 
 /** For wiring that observes nothing (tools, tests of a single stage). */

@@ -100,6 +100,12 @@ export class Tracing {
     span.end();
   }
 
+  /** An attempt passed over before any upstream call: its span ends, saying why (no call failed, so it is not in error). */
+  attemptSkipped(span: Span, errorKind: string): void {
+    span.setAttribute('sluice.skipped', errorKind);
+    span.end();
+  }
+
   requestEnded(span: Span, record: GenerationRecord): void {
     span.setAttributes({
       'gen_ai.provider.name': providerName(record.providerKind),

@@ -207,6 +207,8 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
     keyId: principal.keyId,
     accountId: principal.accountId,
     model: model?.id ?? outcome.modelAsked,
+    // A model the key may not use, or that serves another operation, is still the catalogue's: only a name it lacks is unresolved.
+    catalogueModel: (outcome.model ?? deps.catalogue().get(outcome.modelAsked))?.id ?? null,
     // A request refused before any attempt is reported under its model's first provider.
     providerKind: deps.providers.get(deployment?.providerId ?? model?.providerId ?? '')?.kind ?? null,
     status: outcome.status,
