@@ -5,7 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import type { Principal } from '../src/auth/authenticator.js';
+import { modelFromConfig } from '../src/catalogue/catalogue.js';
+import { LIMITS_DEFAULTS, modelSchema } from '../src/config/config-file.js';
+import { GatewayError } from '../src/errors.js';
 import type { LimitCounter, ScopeLimits } from '../src/limits/counter.js';
+import { LimitAdmission } from '../src/limits/limit-admission.js';
 import { LocalCounter } from '../src/limits/local-counter.js';
 import { RedisCounter } from '../src/limits/redis-counter.js';
 import { cleanRedisPrefix, REDIS_URL, uniqueRedisPrefix } from './support/redis.js';
@@ -18,6 +24,19 @@ function scope(id: string, limits: Partial<Omit<ScopeLimits, 'scope'>>): ScopeLi
 let leases = 0;
 const reservation = (tokens = 10, costUsd = 0) => ({ lease: `lease-${++leases}`, tokens, costUsd });
 const budget = (usd: number) => ({ usd, periodStart: Date.UTC(2026, 0, 1), periodEnd: Date.now() + 3_600_000 });
+
+/** Output at $5 per million tokens (input free): `n: 128, max_tokens: 1000` reserves $0.64, as in issue 24. */
+const PRICED = modelFromConfig(modelSchema.parse({ id: 'priced', provider: 'p', endpoints: ['chat'], pricing: { input_per_mtok: 0, output_per_mtok: 5 } }));
+/** The same price, with the catalogue's max_output_tokens: an ordinary request's answer is that long. */
+const CAPPED = modelFromConfig(modelSchema.parse({ id: 'capped', provider: 'p', endpoints: ['chat'], max_output_tokens: 64000, pricing: { input_per_mtok: 0, output_per_mtok: 5 } }));
+
+/** A key with a total budget (its period starts at 0, so the test seeds its counter as the ledger would). */
+function budgetKey(id: string, budgetUsd: number): { principal: Principal; scope: ScopeLimits } {
+  const principal: Principal = { keyId: id, accountId: `${id}-account`, accountName: id, allowedModels: null, keyLimits: { budgetUsd, budgetPeriod: 'total' }, accountLimits: null };
+  return { principal, scope: scope(`key:${id}`, { budget: { usd: budgetUsd, periodStart: 0, periodEnd: Number.POSITIVE_INFINITY } }) };
+}
+
+const demand = (maxOutputTokens: number, choices = 1) => ({ promptTokens: async () => 20, maxOutputTokens, choices });
 
 const implementations: [string, () => Promise<{ counter: LimitCounter; done: () => Promise<void> }>][] = [
   ['in memory', async () => ({ counter: new LocalCounter(), done: async () => undefined })],
@@ -143,6 +162,61 @@ for (const [name, make] of implementations) {
       await c.settle(limits, first, { tokens: 10, costUsd: 0.05 });
       assert.ok(Math.abs((await c.usage(limits))[0]!.spentUsd! - 0.85) < 1e-9, 'settled to the real cost');
       assert.ok((await c.admit(limits, reservation(10, 0.3), LEASE_MS)).admitted, 'admitted again at 0.85');
+    });
+
+    test('budget through the admit stage: admitted while any is left, unless the reservation passes it by more than an ordinary request', async () => {
+      const c = await counter();
+      // The ledger is never read: each key's counter is seeded first, as the ledger would seed it.
+      const admission = new LimitAdmission(c, { spendSince: () => Promise.reject(new Error('the ledger is not read once seeded')) }, pino({ level: 'silent' }), { leaseMs: LEASE_MS, defaultMaxOutputTokens: LIMITS_DEFAULTS.default_max_output_tokens });
+      const refusedWith = async (principal: Principal, maxTokens: number, choices: number, model = PRICED) => {
+        const error = await admission.admit(principal, model, demand(maxTokens, choices)).then(
+          () => assert.fail(`n: ${choices}, max_tokens: ${maxTokens} was admitted`),
+          (thrown: unknown) => thrown,
+        );
+        assert.ok(error instanceof GatewayError && error.kind === 'budget_exhausted', `a budget refusal, got ${String(error)}`);
+        return error;
+      };
+
+      // $0.05 budget, $0 spent: n 128 × 1,000 tokens reserves $0.64, $0.635 beyond an ordinary request ($0.005).
+      const fresh = budgetKey(`fresh-${leases++}`, 0.05);
+      await c.seedSpend(fresh.scope, 0);
+      const huge = await refusedWith(fresh.principal, 1000, 128);
+      assert.match(huge.message, /reserves \$0\.635 more than an ordinary request \(one answer of at most 4096 tokens\).*whole spend budget \(\$0\.05\)/);
+      assert.equal(huge.retryAfter, undefined, 'no renewal admits it: no Retry-After');
+      assert.equal(admission.refusals.get('key budget'), 1, 'counted among the refusals');
+      assert.equal((await c.usage([fresh.scope]))[0]!.spentUsd, 0, 'the refusal reserved nothing');
+      // An ordinary request is admitted at $0, however close its reservation comes to the budget.
+      const ordinary = await admission.admit(fresh.principal, PRICED, demand(1000));
+      assert.ok(Math.abs((await c.usage([fresh.scope]))[0]!.spentUsd! - 0.005) < 1e-12, 'its $0.005 reserved');
+      ordinary.settle({ tokens: 520, costUsd: 0.0025 });
+
+      // $0.049 spent: a request reserving $0.01 (one answer of 2,000 tokens) is admitted and may end past the budget.
+      const nearlySpent = budgetKey(`nearly-${leases++}`, 0.05);
+      await c.seedSpend(nearlySpent.scope, 0.049);
+      await admission.admit(nearlySpent.principal, PRICED, demand(2000));
+      assert.ok(Math.abs((await c.usage([nearlySpent.scope]))[0]!.spentUsd! - 0.059) < 1e-12, 'reserved past the budget, by one ordinary request');
+      // Now spent: even an ordinary request is refused, with the message of a spent budget.
+      assert.match((await refusedWith(nearlySpent.principal, 10, 1)).message, /has used its spend budget/);
+
+      // Several choices fit while what they reserve beyond one answer fits in what is left:
+      // n 4 × 1,000 tokens reserves $0.02, $0.015 beyond an ordinary request.
+      const some = budgetKey(`some-${leases++}`, 0.05);
+      await c.seedSpend(some.scope, 0.03);
+      await admission.admit(some.principal, PRICED, demand(1000, 4));
+      const spent = (await c.usage([some.scope]))[0]!.spentUsd!;
+      assert.ok(Math.abs(spent - 0.05) < 1e-12, `admitted at $0.03 spent ($0.03 + $0.015 < $0.05), reserved to ${spent}`);
+      const second = budgetKey(`second-${leases++}`, 0.05);
+      await c.seedSpend(second.scope, 0.04);
+      assert.match((await refusedWith(second.principal, 1000, 4)).message, /too little of its spend budget left for this request, which reserves \$0\.015 more/);
+      assert.equal((await c.usage([second.scope]))[0]!.spentUsd, 0.04, 'refused at $0.04 spent ($0.04 + $0.015 ≥ $0.05), nothing reserved');
+
+      // Where the catalogue caps the model's answer, an ordinary request may ask for all of it (as coding agents do):
+      // one answer of 32,000 tokens ($0.16) is admitted at $0, two are $0.16 beyond an ordinary request and are not.
+      const agent = budgetKey(`agent-${leases++}`, 0.05);
+      await c.seedSpend(agent.scope, 0);
+      assert.match((await refusedWith(agent.principal, 32000, 2, CAPPED)).message, /reserves \$0\.16 more than an ordinary request \(one answer of at most 64000 tokens\)/);
+      await admission.admit(agent.principal, CAPPED, demand(32000));
+      assert.ok(Math.abs((await c.usage([agent.scope]))[0]!.spentUsd! - 0.16) < 1e-12, 'the one answer reserved');
     });
   });
 }

@@ -10,7 +10,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
-import { cli, createKey, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+import { cli, createKey, eventually, startSluice, tempDir, type LedgerRow, type RunningSluice } from './support/sluice.js';
 
 let upstreams: ThreeUpstreams;
 let sluice: RunningSluice;
@@ -22,12 +22,15 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], pricing: { input_per_mtok: 1000, output_per_mtok: 1000 } }
   - { id: gemini, provider: google, upstream_model: gemini-test, endpoints: [chat], pricing: { input_per_mtok: 1000, output_per_mtok: 1000 } }
   - { id: llama-out, provider: vllm, upstream_model: upstream-model, endpoints: [chat], pricing: { input_per_mtok: 0, output_per_mtok: 10000 } }
+  - { id: priced, provider: vllm, upstream_model: upstream-model, endpoints: [chat], pricing: { input_per_mtok: 0, output_per_mtok: 5 } }
 `;
+const METRICS_TOKEN = 'limits-metrics-token';
+const start = () => startSluice({ config: config(upstreams.providersYaml), dataDir, args: ['--metrics-token', METRICS_TOKEN] });
 
 before(async () => {
   upstreams = await startThreeUpstreams();
   dataDir = tempDir();
-  sluice = await startSluice({ config: config(upstreams.providersYaml), dataDir });
+  sluice = await start();
 });
 
 after(async () => {
@@ -193,10 +196,119 @@ describe('spend budgets', () => {
 
     // A new process starts its counters from the ledger: the budget is still spent.
     await sluice.stop();
-    sluice = await startSluice({ config: config(upstreams.providersYaml), dataDir });
+    sluice = await start();
     const again = await refusalOf(chat(key, 40));
     assert.equal(again.code, 'insufficient_quota', 'still refused after a restart');
     assert.ok(Number(again.headers?.get('retry-after')) > 0, 'Retry-After: when the day ends');
+  });
+});
+
+describe('a request larger than what is left of a budget', () => {
+  test('refused before the upstream when it would pass the budget by more than an ordinary request; an ordinary one goes through at $0', async () => {
+    const { key, id } = await createKey(dataDir, 'overshoot-co', ['--budget-usd', '0.05', '--budget-period', 'day']);
+    const refusalsBefore = await budgetRefusals();
+    const upstreamBefore = upstreams.vllm.requests.length;
+    // Output at $5 per million tokens: 128 answers of up to 1,000 tokens reserve $0.64, 12.8 times the budget.
+    const refused = await refusalOf(openai(key).chat.completions.create({ model: 'priced', n: 128, max_tokens: 1000, messages: [{ role: 'user', content: 'hello there' }] }));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.code, 'insufficient_quota', "a budget refusal, OpenAI's quota code");
+    assert.match(refused.message, /reserves \$0\.635 more than an ordinary request .*whole spend budget \(\$0\.05\).*fewer choices/, 'the message says why and what to change');
+    assert.equal(refused.headers?.get('retry-after'), null, 'no renewal of the budget would admit it');
+    assert.equal(upstreams.vllm.requests.length, upstreamBefore, 'nothing reached the upstream');
+    assert.equal(await budgetRefusals(), refusalsBefore + 1, 'counted in sluice_limit_refusals_total');
+
+    const { data } = await chat(key, 1000, sluice.url, 'priced');
+    assert.equal(data.choices.length, 1, 'an ordinary request (one answer, max_tokens 1000) is admitted at $0');
+
+    const rows = await eventually(async () => {
+      const mine = (await sluice.ledger()).filter((row) => row.key_id === id);
+      return mine.length === 2 ? mine : undefined;
+    }, 5000, 'two ledger rows');
+    const refusalRow = rows.find((row) => row.status === 429)!;
+    assert.deepEqual([refusalRow.error_kind, refusalRow.model, refusalRow.cost_usd, refusalRow.attempts], ['budget_exhausted', 'priced', 0, 0], 'the refusal leaves its row, as other refusals do');
+    assert.ok(rows.some((row) => row.status === 200 && row.cost_usd > 0), 'the ordinary request is billed');
+  });
+});
+
+describe('token counts', () => {
+  const countWith = (key: string, model = 'claude') =>
+    new Anthropic({ apiKey: key, baseURL: sluice.url, maxRetries: 0 }).messages.countTokens({ model, messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+  const geminiCount = (key: string) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: sluice.url } }).models.countTokens({ model: 'gemini', contents: 'Count these four words' });
+  const isAnthropic429 = (error: unknown) => error instanceof Anthropic.RateLimitError && (error.error as { error: { type: string } }).error.type === 'rate_limit_error';
+  const isGemini429 = (error: unknown) => (error as { status?: number }).status === 429 && /RESOURCE_EXHAUSTED/.test(String((error as Error).message));
+
+  test('rpm: Anthropic count_tokens and Gemini countTokens are admitted like any request; the refused never reach the upstream', async () => {
+    const anthropicKey = await createKey(dataDir, 'count-rpm-co', ['--rpm', '2']);
+    const anthropicBefore = upstreams.anthropic.requests.length;
+    for (let i = 0; i < 2; i++) assert.ok((await countWith(anthropicKey.key)).input_tokens > 0, `count ${i + 1} answered`);
+    await assert.rejects(countWith(anthropicKey.key), isAnthropic429, "the third count is refused with Anthropic's 429 rate_limit_error");
+    assert.equal(upstreams.anthropic.requests.length - anthropicBefore, 2, 'only the two admitted counts reached Anthropic');
+    await assert.rejects(
+      new Anthropic({ apiKey: anthropicKey.key, baseURL: sluice.url, maxRetries: 0 }).messages.create({ model: 'claude', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      isAnthropic429,
+      'the counts used the minute: a message is refused too',
+    );
+
+    const geminiKey = await createKey(dataDir, 'count-rpm-co', ['--rpm', '2']);
+    const geminiBefore = upstreams.gemini.requests.length;
+    for (let i = 0; i < 2; i++) assert.ok((await geminiCount(geminiKey.key)).totalTokens! > 0, `count ${i + 1} answered`);
+    await assert.rejects(geminiCount(geminiKey.key), isGemini429, "the third count is refused with Gemini's 429 RESOURCE_EXHAUSTED");
+    assert.equal(upstreams.gemini.requests.length - geminiBefore, 2, 'only the two admitted counts reached Gemini');
+
+    const rows = await eventuallyRowsOf(anthropicKey.id, 4);
+    const counts = rows.filter((row) => row.operation === 'anthropic.count_tokens');
+    // Rows are compared in a fixed order: the ledger's own order is the order of writing, not of requests.
+    const summary = (row: LedgerRow) => [row.operation, row.model, row.status, row.error_kind, row.cost_usd, row.prompt_tokens, row.attempts, row.deployment];
+    assert.deepEqual(counts.map(summary).sort(), [
+      ['anthropic.count_tokens', 'claude', 200, null, 0, 0, 1, 'anthropic/claude-test'],
+      ['anthropic.count_tokens', 'claude', 200, null, 0, 0, 1, 'anthropic/claude-test'],
+      ['anthropic.count_tokens', 'claude', 429, 'rate_limited', 0, 0, 0, null],
+    ], "every count leaves a row costing nothing, the refused one too; a relayed count names Anthropic's deployment");
+    const geminiRows = await eventuallyRowsOf(geminiKey.id, 3);
+    assert.deepEqual(geminiRows.map(summary).sort(), [
+      ['gemini.countTokens', 'gemini', 200, null, 0, 0, 1, 'google/gemini-test'],
+      ['gemini.countTokens', 'gemini', 200, null, 0, 0, 1, 'google/gemini-test'],
+      ['gemini.countTokens', 'gemini', 429, 'rate_limited', 0, 0, 0, null],
+    ]);
+  });
+
+  test('a count Sluice makes itself is admitted and written to the ledger too; a slot in flight is counted', async () => {
+    const { key, id } = await createKey(dataDir, 'count-conc-co', ['--concurrency', '1']);
+    const vllmBefore = upstreams.vllm.requests.length;
+    assert.ok((await countWith(key, 'llama')).input_tokens > 0, 'counted by Sluice for an OpenAI-compatible upstream');
+    assert.equal(upstreams.vllm.requests.length, vllmBefore, 'nothing sent upstream');
+    upstreams.vllm.behaviour = { headerDelayMs: 2000 };
+    try {
+      const running = chat(key);
+      await eventually(() => (upstreams.vllm.requests.length > vllmBefore ? true : undefined), 5000, 'the chat request upstream');
+      await assert.rejects(countWith(key), isAnthropic429, 'a count while the only slot is in flight is refused');
+      await running;
+    } finally {
+      upstreams.vllm.behaviour = {};
+    }
+    assert.ok((await countWith(key)).input_tokens > 0, 'the slot was released: counts go through again');
+    const rows = (await eventuallyRowsOf(id, 4)).filter((row) => row.operation === 'anthropic.count_tokens');
+    assert.deepEqual(
+      rows.map((row) => [row.model, row.status, row.attempts, row.deployment, row.cost_usd]).sort(),
+      [
+        ['claude', 200, 1, 'anthropic/claude-test', 0],
+        ['claude', 429, 0, null, 0],
+        ['llama', 200, 0, null, 0],
+      ],
+      "Sluice's own count has no attempt; the refused one has none either",
+    );
+  });
+
+  test('a key whose budget is spent cannot count', async () => {
+    const { key } = await createKey(dataDir, 'count-budget-co', ['--budget-usd', '0.05', '--budget-period', 'day']);
+    // $0.01 an output token, and the fake writes max_tokens of them: $0.05, the whole budget.
+    await chat(key, 5, sluice.url, 'llama-out');
+    const anthropicBefore = upstreams.anthropic.requests.length;
+    const geminiBefore = upstreams.gemini.requests.length;
+    await assert.rejects(countWith(key), isAnthropic429, 'Anthropic count_tokens refused');
+    await assert.rejects(geminiCount(key), isGemini429, 'Gemini countTokens refused');
+    assert.equal(upstreams.anthropic.requests.length, anthropicBefore, 'nothing reached Anthropic');
+    assert.equal(upstreams.gemini.requests.length, geminiBefore, 'nothing reached Gemini');
   });
 });
 
@@ -213,6 +325,22 @@ describe('several workers without Redis', () => {
     }
   });
 });
+
+/** A key's ledger rows, once there are `count` of them, in the order they were written. */
+function eventuallyRowsOf(keyId: string, count: number): Promise<LedgerRow[]> {
+  return eventually(async () => {
+    const rows = (await sluice.ledger()).filter((row) => row.key_id === keyId);
+    return rows.length >= count ? rows : undefined;
+  }, 5000, `${count} ledger rows`);
+}
+
+/** `sluice_limit_refusals_total{scope="key",reason="budget"}` as the gateway's /metrics says it. */
+async function budgetRefusals(): Promise<number> {
+  const response = await fetch(`${sluice.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  assert.equal(response.status, 200);
+  const line = /^sluice_limit_refusals_total\{scope="key",reason="budget"\} (\S+)$/m.exec(await response.text());
+  return line === null ? 0 : Number(line[1]);
+}
 
 async function eventuallyRows(keyId: string, atLeast: number) {
   for (let i = 0; i < 100; i++) {

@@ -58,15 +58,19 @@ export interface Exchange<Request> {
 
 /**
  * A token count in the caller's dialect (Anthropic's `count_tokens`, Gemini's `countTokens`): the
- * same keys and model permissions as generation, but no upstream generation, so no admission and
- * no ledger row.
+ * same keys, model permissions, admission and ledger as generation, but nothing generated, so
+ * nothing reserved and nothing billed.
  */
 export interface CountTokensOperation<Request> {
   readonly endpoint: Endpoint;
+  /** The ledger's name for the caller's operation. */
+  readonly operation: string;
   readonly dialect: Dialect;
   credential(wire: WireRequest): string | undefined;
   parse(body: unknown, wire: WireRequest): Request;
   modelOf(request: Request): string;
+  /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
+  modelNamed?(wire: WireRequest): string | undefined;
   /** Asks the upstream when it counts in the caller's own wire, else counts with Sluice's tokenizer; writes the answer. */
   serve(exchange: Omit<Exchange<Request>, 'meter'>): Promise<void>;
 }

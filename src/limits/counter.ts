@@ -12,7 +12,10 @@ export interface ScopeLimits {
   readonly rpm: number;
   readonly tpm: number;
   readonly concurrency: number;
-  /** The budget of the period containing the request (the admit stage picks the period). */
+  /**
+   * The budget of the period containing the request, admitted while the spend is below `usd` (the
+   * admit stage picks the period, and lowers `usd` for a request that reserves more than an ordinary one).
+   */
   readonly budget: { readonly usd: number; readonly periodStart: number; readonly periodEnd: number } | null;
 }
 

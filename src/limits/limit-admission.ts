@@ -72,20 +72,23 @@ export class LimitAdmission implements Admission {
       (scope): scope is ScopeLimits => scope !== null,
     );
     if (scopes.length === 0) return UNLIMITED;
-    const reservation = await this.reservationFor(scopes, model, demand);
-    let result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+    const { reservation, beyondOrdinary } = await this.reservationFor(scopes, model, demand);
+    // A budget admits while its spend plus what this request reserves beyond an ordinary one is below it
+    // (see budgetRule): one that could not be admitted even at $0 is refused without counting anything.
+    const unaffordable = beyondOrdinary.usd > 0 ? scopes.find((scope) => scope.budget !== null && beyondOrdinary.usd >= scope.budget.usd) : undefined;
+    if (unaffordable !== undefined) {
+      throw this.refused({ admitted: false, scope: unaffordable.scope, reason: 'budget', retryAfterMs: null, requests: null, tokens: null }, { ...beyondOrdinary, wholeBudgetUsd: unaffordable.budget!.usd });
+    }
+    const admitted = beyondOrdinary.usd > 0 ? scopes.map((scope) => budgetRule(scope, beyondOrdinary.usd)) : scopes;
+    let result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
     for (let seeded = 0; 'unseeded' in result; seeded++) {
       // Seeded, then lost again at once (Redis restarting): the request is not worth more tries.
       if (seeded === 2) throw new GatewayError('internal_error', 'The spend counters could not be prepared; try again shortly.');
       const unseeded = result.unseeded;
       await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
-      result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+      result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
     }
-    if (!result.admitted) {
-      const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
-      this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
-      throw refusal(result);
-    }
+    if (!result.admitted) throw this.refused(result, beyondOrdinary);
     if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
     let settled = false;
     return {
@@ -124,13 +127,29 @@ export class LimitAdmission implements Admission {
     return { key: keyUse ?? null, account: accountUse ?? null };
   }
 
-  private async reservationFor(scopes: readonly ScopeLimits[], model: CatalogueModel, demand: Demand): Promise<Reservation> {
+  /** Counted in the refusal metric, then the caller's error. */
+  private refused(result: Refusal, beyondOrdinary: BeyondOrdinary): GatewayError {
+    const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
+    this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
+    return refusal(result, beyondOrdinary);
+  }
+
+  /**
+   * The request's reservation (its prompt plus its output cap × its choices, and their cost), and what
+   * it costs beyond an ordinary request's: what the same prompt would reserve asking for one answer
+   * and setting no output cap (the model's `max_output_tokens`, else `limits.default_max_output_tokens`).
+   */
+  private async reservationFor(scopes: readonly ScopeLimits[], model: CatalogueModel, demand: Demand): Promise<{ reservation: Reservation; beyondOrdinary: BeyondOrdinary }> {
     const lease = `${this.leasePrefix}${this.leases++}`;
-    if (!scopes.some((scope) => scope.tpm > 0 || scope.budget !== null)) return { lease, tokens: 0, costUsd: 0 };
-    const cap = demand.maxOutputTokens ?? model.maxOutputTokens ?? this.settings.defaultMaxOutputTokens;
-    const output = Math.min(cap, model.maxOutputTokens ?? cap) * demand.choices;
+    const ordinaryCap = model.maxOutputTokens ?? this.settings.defaultMaxOutputTokens;
+    if (!scopes.some((scope) => scope.tpm > 0 || scope.budget !== null)) return { reservation: { lease, tokens: 0, costUsd: 0 }, beyondOrdinary: { usd: 0, ordinaryCap } };
+    const cap = demand.maxOutputTokens ?? ordinaryCap;
+    const perChoice = Math.min(cap, model.maxOutputTokens ?? cap);
+    const output = perChoice * demand.choices;
     const input = await demand.promptTokens();
-    return { lease, tokens: input + output, costUsd: costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, reasoning: 0 }) };
+    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, reasoning: 0 });
+    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0, reasoning: 0 });
+    return { reservation: { lease, tokens: input + output, costUsd: cost }, beyondOrdinary: { usd: Math.max(0, cost - ordinary), ordinaryCap } };
   }
 
   /** A budget's first use in a period (or after the counters were lost) starts from the ledger's spend. */
@@ -162,6 +181,25 @@ function scopeOf(scope: string, limits: Limits | null, now: number): ScopeLimits
   return { scope, rpm: limits.rpm ?? 0, tpm: limits.tpm ?? 0, concurrency: limits.concurrency ?? 0, budget };
 }
 
+/** What a request's reservation costs beyond an ordinary request's, and the output cap that makes a request ordinary. */
+interface BeyondOrdinary {
+  readonly usd: number;
+  readonly ordinaryCap: number;
+  /** Set when `usd` is the whole budget or more: no period's renewal will admit the request. */
+  readonly wholeBudgetUsd?: number;
+}
+
+/**
+ * The budget a request is admitted against: the scope's, less what the request reserves beyond an
+ * ordinary request. The counters admit while the spend is below it, so an ordinary request is
+ * admitted while any budget is left (its reservation may take the spend past the budget: by one
+ * request), and a larger one only where its reservation would not take the spend past the budget by
+ * more than an ordinary request's. The counters (in memory and in Redis's scripts) keep one rule.
+ */
+function budgetRule(scope: ScopeLimits, beyondOrdinaryUsd: number): ScopeLimits {
+  return scope.budget === null ? scope : { ...scope, budget: { ...scope.budget, usd: scope.budget.usd - beyondOrdinaryUsd } };
+}
+
 function splitScope(scope: string): [string, string] {
   const colon = scope.indexOf(':');
   return [scope.slice(0, colon), scope.slice(colon + 1)];
@@ -173,15 +211,23 @@ const REFUSALS = {
   concurrency: 'requests in flight',
 } as const;
 
-function refusal(result: Extract<AdmitResult, { reason: unknown }>): GatewayError {
+type Refusal = Extract<AdmitResult, { reason: unknown }>;
+
+function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary): GatewayError {
   const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
   const headers = rateLimitHeaders(result.requests, result.tokens);
   const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
   if (result.reason === 'budget') {
-    return new GatewayError('budget_exhausted', `${owner} has used its spend budget for this period.${retryAfter === undefined ? '' : ` It renews in ${retryAfter} s.`} Check /app/keys.`, {
-      headers,
-      ...(retryAfter === undefined ? {} : { retryAfter }),
-    });
+    const renews = retryAfter === undefined ? '' : ` It renews in ${retryAfter} s.`;
+    const beyond = `reserves ${usd(beyondOrdinary.usd)} more than an ordinary request (one answer of at most ${beyondOrdinary.ordinaryCap} tokens)`;
+    const smaller = 'Ask for fewer choices (n) or a lower output cap (max_tokens).';
+    const message =
+      beyondOrdinary.usd === 0
+        ? `${owner} has used its spend budget for this period.${renews} Check /app/keys.`
+        : beyondOrdinary.wholeBudgetUsd !== undefined
+          ? `This request ${beyond}, which is more than ${owner.charAt(0).toLowerCase()}${owner.slice(1)}'s whole spend budget (${usd(beyondOrdinary.wholeBudgetUsd)}). ${smaller}`
+          : `${owner} has too little of its spend budget left for this request, which ${beyond}. ${smaller}${renews} Check /app/keys.`;
+    return new GatewayError('budget_exhausted', message, { headers, ...(retryAfter === undefined ? {} : { retryAfter }) });
   }
   const never = result.reason === 'tpm' && result.retryAfterMs === null;
   const message = never
@@ -192,6 +238,11 @@ function refusal(result: Extract<AdmitResult, { reason: unknown }>): GatewayErro
     type: result.reason === 'tpm' ? 'tokens' : 'requests',
     ...(retryAfter === undefined || never ? {} : { retryAfter }),
   });
+}
+
+/** `$0.635`, `$1.27`: three significant digits, enough to tell a reservation from a budget. */
+function usd(amount: number): string {
+  return `$${Number(amount.toPrecision(3))}`;
 }
 
 /** OpenAI's headers: the rolling-minute windows with the least room. */

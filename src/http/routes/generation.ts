@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Principal } from '../../auth/authenticator.js';
 import { modelForOperation } from '../../catalogue/access.js';
-import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import type { CatalogueModel, Deployment } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../errors.js';
-import type { Admitted } from '../../generation/admission.js';
-import { directInvoker } from '../../generation/invoke.js';
+import { GENERATES_NOTHING, type Admitted } from '../../generation/admission.js';
+import { directInvoker, type Invoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
 import { CLIENT_CLOSED_REQUEST, newProgress, type RouteProgress } from '../../routing/router.js';
 import { costUsd } from '../../usage/pricing.js';
@@ -123,27 +123,75 @@ function usableFallback(deps: GatewayDeps, id: string, principal: Principal, end
 }
 
 /**
- * `POST …/count_tokens` and `…:countTokens`: authenticate → parse → resolve the model → count. A count
- * generates nothing and costs nothing, so it is neither admitted against limits nor written to the ledger.
+ * `POST …/count_tokens` and `…:countTokens`: authenticate → parse → resolve the model → admit → count
+ * (the upstream's own count where it has one in the caller's wire, else Sluice's) → meter. A count
+ * generates nothing: it is admitted against the request limits (a spent budget refuses it too) but
+ * reserves no tokens and no spend, and its ledger row costs nothing.
  */
 export function countTokensRoute<Request>(deps: GatewayDeps, operation: CountTokensOperation<Request>): Handler {
   return async (ctx) => {
     ctx.dialect = operation.dialect;
     const wire = wireRequest(ctx);
     const principal = await deps.authenticator.authenticate(operation.credential(wire));
-    const request = operation.parse(await readJsonBody(ctx.req, deps.maxBodyBytes), wire);
-    const model = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
-    const deployment = deps.router.preferred(model);
-    const provider = deps.providers.get(deployment.providerId);
-    if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${model.id}\` is not configured.`);
+    const progress = newProgress();
+    let modelAsked = '';
+    let model: CatalogueModel | undefined;
+    let entryId: string | undefined;
+    let status = 200;
+    let errorKind: string | null = null;
+    let settle: Admitted['settle'] | undefined;
     const controller = new AbortController();
-    const onClose = () => controller.abort();
+    const onClose = () => {
+      if (!ctx.res.writableFinished) controller.abort();
+    };
     ctx.res.once('close', onClose);
     try {
-      await operation.serve({ request, principal, model: deployment.model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke: directInvoker(provider) });
+      const body = await readJsonBody(ctx.req, deps.maxBodyBytes);
+      modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
+      const request = operation.parse(body, wire);
+      const asked = modelForOperation(deps.catalogue(), operation.modelOf(request), principal, operation.endpoint);
+      model = asked;
+      const admitted = await deps.admission.admit(principal, asked, GENERATES_NOTHING);
+      settle = admitted.settle;
+      for (const [name, value] of Object.entries(admitted.headers)) ctx.res.setHeader(name, value);
+      entryId = deps.ledger.begin({ at: Date.now(), requestId: ctx.requestId, accountId: principal.accountId, keyId: principal.keyId, operation: operation.operation, model: asked.id, providerId: asked.providerId, stream: false });
+      const deployment = deps.router.preferred(asked);
+      const provider = deps.providers.get(deployment.providerId);
+      if (provider === undefined) throw new GatewayError('internal_error', `The provider of model \`${asked.id}\` is not configured.`);
+      const invoke = countedAsAttempt(directInvoker(provider), deployment, progress);
+      await operation.serve({ request, principal, model: deployment.model, provider, requestId: ctx.requestId, res: ctx.res, signal: controller.signal, invoke });
+    } catch (thrown) {
+      const error = toGatewayError(thrown);
+      const clientLeft = controller.signal.aborted;
+      status = clientLeft ? CLIENT_CLOSED_REQUEST : error.status;
+      errorKind = clientLeft ? 'client_closed' : error.kind;
+      if (!clientLeft) throw error;
     } finally {
       ctx.res.off('close', onClose);
+      meter(deps, ctx, principal, { operation: operation.operation, modelAsked, model, status, errorKind, progress, stream: false, entryId, settle });
     }
+  };
+}
+
+/** The provider's invoker, with a relayed count logged as the request's one attempt (a count Sluice makes itself has none). */
+function countedAsAttempt(invoker: Invoker, deployment: Deployment, progress: RouteProgress): Invoker {
+  return {
+    ...invoker,
+    relay: async (call) => {
+      progress.deployment = deployment;
+      const startedAt = performance.now();
+      const attempt = (status: number, errorKind: string | null) =>
+        progress.attempts.push({ model: deployment.model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens: 0, completionTokens: 0, latencyMs: performance.now() - startedAt });
+      try {
+        const answer = await invoker.relay(call);
+        attempt(200, null);
+        return answer;
+      } catch (error) {
+        const failure = toGatewayError(error);
+        attempt(failure.status, failure.kind);
+        throw error;
+      }
+    },
   };
 }
 
@@ -151,7 +199,7 @@ function wireRequest(ctx: RequestContext): WireRequest {
   return { headers: ctx.req.headers, path: ctx.path, query: new URLSearchParams(ctx.query) };
 }
 
-interface Outcome {
+interface Metered {
   readonly operation: string;
   readonly modelAsked: string;
   readonly model: CatalogueModel | undefined;
@@ -161,11 +209,14 @@ interface Outcome {
   readonly stream: boolean;
   readonly entryId: string | undefined;
   readonly settle: Admitted['settle'] | undefined;
+}
+
+interface Outcome extends Metered {
   readonly observed: GenerationTelemetry;
 }
 
-/** The meter stage: usage, cost and the ledger row, billed for the attempt that answered (or ended the request); then its telemetry. */
-function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, outcome: Outcome): void {
+/** The meter stage's ledger half, for every route that admits: the reservation settled to the real cost, and the request's ledger row. */
+function meter(deps: GatewayDeps, ctx: RequestContext, principal: Principal, outcome: Metered) {
   const { meter, served, deployment, attempts } = outcome.progress;
   const usage = meter.usage;
   const model = served ?? outcome.model;
@@ -200,6 +251,13 @@ function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, ou
     // there was more than one, or when the only one failed after the upstream had the prompt.
     attemptLog: attempts.length > 1 || (attempts.length === 1 && attempts[0]!.status !== 200 && attempts[0]!.promptTokens > 0) ? attempts : null,
   });
+  return { usage, model, cost, latencyMs, ttfbMs };
+}
+
+/** The meter stage: usage, cost and the ledger row, billed for the attempt that answered (or ended the request); then its telemetry. */
+function record(deps: GatewayDeps, ctx: RequestContext, principal: Principal, outcome: Outcome): void {
+  const { usage, model, cost, latencyMs, ttfbMs } = meter(deps, ctx, principal, outcome);
+  const { deployment, attempts } = outcome.progress;
   let fallbacks = 0;
   for (const attempt of attempts) if (attempt.model !== outcome.model?.id) fallbacks++;
   const generation = {

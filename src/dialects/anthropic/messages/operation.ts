@@ -144,6 +144,7 @@ interface CountTokensRequest {
 /** `POST /v1/messages/count_tokens`: Anthropic's own count where the model is Anthropic's, Sluice's tokenizer elsewhere. */
 export const anthropicCountTokens: CountTokensOperation<CountTokensRequest> = {
   endpoint: 'chat',
+  operation: 'anthropic.count_tokens',
   dialect: anthropicDialect,
   credential: (wire) => anthropicKey(wire.headers),
   parse(body, wire) {

@@ -155,10 +155,12 @@ async function translatedStream(x: Exchange<GenerateRequest>, subCalls: readonly
  */
 export const geminiCountTokens: CountTokensOperation<CountTokensRequest> = {
   endpoint: 'chat',
+  operation: 'gemini.countTokens',
   dialect: geminiDialect,
   credential,
   parse: parseCountTokensRequest,
   modelOf: (request) => request.model,
+  modelNamed: geminiGenerateContent.modelNamed!,
   async serve(x) {
     if (x.provider.relays('gemini.countTokens', x.model)) {
       const relayed = await x.invoke.relay({ operation: 'gemini.countTokens', body: x.request.raw, stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
