@@ -64,6 +64,8 @@ interface StoredSnapshot {
  */
 export class StatusMonitor {
   private cached: { at: number; snapshot: Promise<StoredSnapshot> } | undefined;
+  /** Each model's health in the cached snapshot, built once per snapshot (the models page reads a few of many). */
+  private health: { of: StoredSnapshot; byModel: Map<string, Health> } | undefined;
 
   constructor(
     private readonly store: Store,
@@ -75,13 +77,7 @@ export class StatusMonitor {
 
   /** The stored figures as of at most a second ago, with the deployments' routing states as they are now. */
   async snapshot(): Promise<StatusSnapshot> {
-    const now = this.now();
-    if (this.cached === undefined || now - this.cached.at > SNAPSHOT_TTL_MS) {
-      const snapshot = this.compute(now);
-      this.cached = { at: now, snapshot };
-      snapshot.catch(() => (this.cached = undefined));
-    }
-    const stored = await this.cached.snapshot;
+    const stored = await this.stored();
     const catalogue = this.catalogue.current();
     const degraded = this.degradations();
     return {
@@ -98,14 +94,27 @@ export class StatusMonitor {
     };
   }
 
-  /** The health of one model: its own traffic, else its provider's. */
-  async modelHealth(): Promise<Map<string, Health>> {
-    const snapshot = await this.snapshot();
-    const health = new Map<string, Health>();
-    for (const provider of snapshot.providers) {
-      for (const model of provider.models) health.set(model.id, model.state === 'unknown' ? provider.state : model.state);
+  /** The health of each model: its own traffic, else its provider's. */
+  async modelHealth(): Promise<ReadonlyMap<string, Health>> {
+    const stored = await this.stored();
+    if (this.health?.of !== stored) {
+      const byModel = new Map<string, Health>();
+      for (const provider of stored.providers) {
+        for (const model of provider.models) byModel.set(model.id, model.state === 'unknown' ? provider.state : model.state);
+      }
+      this.health = { of: stored, byModel };
     }
-    return health;
+    return this.health.byModel;
+  }
+
+  private stored(): Promise<StoredSnapshot> {
+    const now = this.now();
+    if (this.cached === undefined || now - this.cached.at > SNAPSHOT_TTL_MS) {
+      const snapshot = this.compute(now);
+      this.cached = { at: now, snapshot };
+      snapshot.catch(() => (this.cached = undefined));
+    }
+    return this.cached.snapshot;
   }
 
   private async compute(now: number): Promise<StoredSnapshot> {
@@ -116,21 +125,38 @@ export class StatusMonitor {
       this.store.status.daily(today - HISTORY_DAYS + 1),
     ]);
     const catalogue = this.catalogue.current();
+    // Grouped once, so that the cost follows the rows and the models, not their product.
+    const trafficOf = groupBy(traffic, (sample) => sample.model);
+    const probesOf = groupBy(probes, (probe) => probe.model);
+    const dailyOf = groupBy(daily, (row) => row.model);
+    const modelsOf = groupBy(catalogue.models, (model) => model.providerId);
+    // A model without any figures (most of a large discovered catalogue) shares one status.
+    const idle = component('', [], [], [], now, today);
     const providers = this.catalogue.providers().map((entry) => {
       const mine = (sample: { providerId: string }) => sample.providerId === entry.id;
-      const providerTraffic = traffic.filter(mine);
-      const providerProbes = probes.filter(mine);
-      const models = catalogue.models
-        .filter((model) => model.providerId === entry.id)
-        .map((model) => {
-          const ofModel = (sample: { model: string }) => sample.model === model.id;
-          // A model is listed under its first deployment's provider, but its figures are its own on every provider.
-          return component(model.id, traffic.filter(ofModel), probes.filter(ofModel), daily.filter(ofModel), now, today);
-        });
-      return { ...component(entry.id, providerTraffic, providerProbes, daily.filter(mine), now, today), models };
+      const models = (modelsOf.get(entry.id) ?? []).map((model) => {
+        const ofTraffic = trafficOf.get(model.id);
+        const ofProbes = probesOf.get(model.id);
+        const ofDaily = dailyOf.get(model.id);
+        if (ofTraffic === undefined && ofProbes === undefined && ofDaily === undefined) return { ...idle, id: model.id };
+        // A model is listed under its first deployment's provider, but its figures are its own on every provider.
+        return component(model.id, ofTraffic ?? [], ofProbes ?? [], ofDaily ?? [], now, today);
+      });
+      return { ...component(entry.id, traffic.filter(mine), probes.filter(mine), daily.filter(mine), now, today), models };
     });
     return { generatedAt: now, overall: overallOf(providers.map((p) => p.state)), providers };
   }
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [item]);
+    else group.push(item);
+  }
+  return groups;
 }
 
 function component(id: string, traffic: TrafficSample[], probes: ProbeResult[], daily: DailyStatusRow[], now: number, today: number): ComponentStatus {
