@@ -115,7 +115,7 @@ function repriced(model: CatalogueModel, pricing: Pricing, pricingSource: Pricin
   return priced;
 }
 
-/** A fixed order of models; `name` is kept with a catalogue snapshot, so one ordering is sorted once per snapshot. */
+/** An order of models; `name` keys the sorted copy kept with a catalogue snapshot (one name, one comparison), so it is sorted once per snapshot. */
 export interface ModelOrdering {
   readonly name: string;
   compare(a: CatalogueModel, b: CatalogueModel): number;

@@ -54,18 +54,25 @@ export interface StatusSnapshot {
 interface StoredSnapshot {
   readonly generatedAt: number;
   readonly overall: Health;
-  readonly providers: readonly (ComponentStatus & { readonly models: readonly ComponentStatus[] })[];
+  /** Each provider's `models` holds only the models with figures (traffic, probes or history); the rest share `idle`. */
+  readonly providers: readonly (ComponentStatus & { readonly models: ReadonlyMap<string, ComponentStatus> })[];
+  /** The status of a model without any figures, under any id. */
+  readonly idle: ComponentStatus;
+  /** The health of each model with figures and of each provider, for `healthOf`. */
+  readonly health: { readonly models: ReadonlyMap<string, Health>; readonly providers: ReadonlyMap<string, Health> };
 }
+
+/** A model's health: its own traffic, else its (first deployment's) provider's. */
+export type HealthOf = (model: CatalogueModel) => Health;
 
 /**
  * Health from what the store holds: the last hour of real traffic (the ledger) and of probes,
  * and the daily counters for the 90-day history. Computed on demand and cached briefly, so every
- * process answers from the same data without coordination.
+ * process answers from the same data without coordination. Only the models with figures are
+ * computed one by one: a large discovered catalogue is mostly models without any.
  */
 export class StatusMonitor {
   private cached: { at: number; snapshot: Promise<StoredSnapshot> } | undefined;
-  /** Each model's health in the cached snapshot, built once per snapshot (the models page reads a few of many). */
-  private health: { of: StoredSnapshot; byModel: Map<string, Health> } | undefined;
 
   constructor(
     private readonly store: Store,
@@ -80,31 +87,23 @@ export class StatusMonitor {
     const stored = await this.stored();
     const catalogue = this.catalogue.current();
     const degraded = this.degradations();
+    const modelsOf = groupBy(catalogue.models, (model) => model.providerId);
     return {
-      ...stored,
+      generatedAt: stored.generatedAt,
       overall: degraded.length > 0 && stored.overall !== 'down' ? 'degraded' : stored.overall,
       degraded,
       providers: stored.providers.map((provider) => ({
         ...provider,
-        models: provider.models.map((model) => {
-          const entry = catalogue.get(model.id);
-          return { ...model, deployments: entry === undefined ? [] : this.deployments(entry) };
-        }),
+        // A model is listed under its first deployment's provider, but its figures are its own on every provider.
+        models: (modelsOf.get(provider.id) ?? []).map((model) => ({ ...(provider.models.get(model.id) ?? stored.idle), id: model.id, deployments: this.deployments(model) })),
       })),
     };
   }
 
-  /** The health of each model: its own traffic, else its provider's. */
-  async modelHealth(): Promise<ReadonlyMap<string, Health>> {
-    const stored = await this.stored();
-    if (this.health?.of !== stored) {
-      const byModel = new Map<string, Health>();
-      for (const provider of stored.providers) {
-        for (const model of provider.models) byModel.set(model.id, model.state === 'unknown' ? provider.state : model.state);
-      }
-      this.health = { of: stored, byModel };
-    }
-    return this.health.byModel;
+  /** Each model's health, read per model: the models page asks for a page of many. */
+  async modelHealth(): Promise<HealthOf> {
+    const { health } = await this.stored();
+    return (model) => health.models.get(model.id) ?? health.providers.get(model.providerId) ?? 'unknown';
   }
 
   private stored(): Promise<StoredSnapshot> {
@@ -125,26 +124,31 @@ export class StatusMonitor {
       this.store.status.daily(today - HISTORY_DAYS + 1),
     ]);
     const catalogue = this.catalogue.current();
-    // Grouped once, so that the cost follows the rows and the models, not their product.
+    // Grouped once, so that the cost follows the rows, not the rows times the models.
     const trafficOf = groupBy(traffic, (sample) => sample.model);
     const probesOf = groupBy(probes, (probe) => probe.model);
     const dailyOf = groupBy(daily, (row) => row.model);
-    const modelsOf = groupBy(catalogue.models, (model) => model.providerId);
-    // A model without any figures (most of a large discovered catalogue) shares one status.
-    const idle = component('', [], [], [], now, today);
+    const withFigures = new Map<string, Map<string, ComponentStatus>>();
+    const modelHealth = new Map<string, Health>();
+    for (const id of new Set([...trafficOf.keys(), ...probesOf.keys(), ...dailyOf.keys()])) {
+      const model = catalogue.get(id);
+      if (model === undefined) continue;
+      const status = component(id, trafficOf.get(id) ?? [], probesOf.get(id) ?? [], dailyOf.get(id) ?? [], now, today);
+      const ofProvider = withFigures.get(model.providerId) ?? new Map<string, ComponentStatus>();
+      withFigures.set(model.providerId, ofProvider.set(id, status));
+      if (status.state !== 'unknown') modelHealth.set(id, status.state);
+    }
     const providers = this.catalogue.providers().map((entry) => {
       const mine = (sample: { providerId: string }) => sample.providerId === entry.id;
-      const models = (modelsOf.get(entry.id) ?? []).map((model) => {
-        const ofTraffic = trafficOf.get(model.id);
-        const ofProbes = probesOf.get(model.id);
-        const ofDaily = dailyOf.get(model.id);
-        if (ofTraffic === undefined && ofProbes === undefined && ofDaily === undefined) return { ...idle, id: model.id };
-        // A model is listed under its first deployment's provider, but its figures are its own on every provider.
-        return component(model.id, ofTraffic ?? [], ofProbes ?? [], ofDaily ?? [], now, today);
-      });
-      return { ...component(entry.id, traffic.filter(mine), probes.filter(mine), daily.filter(mine), now, today), models };
+      return { ...component(entry.id, traffic.filter(mine), probes.filter(mine), daily.filter(mine), now, today), models: withFigures.get(entry.id) ?? new Map<string, ComponentStatus>() };
     });
-    return { generatedAt: now, overall: overallOf(providers.map((p) => p.state)), providers };
+    return {
+      generatedAt: now,
+      overall: overallOf(providers.map((p) => p.state)),
+      providers,
+      idle: component('', [], [], [], now, today),
+      health: { models: modelHealth, providers: new Map(providers.map((p) => [p.id, p.state])) },
+    };
   }
 }
 

@@ -2,6 +2,7 @@ import type { Catalogue, CatalogueModel, PricingSource } from '../../catalogue/c
 import { operationsOf } from '../../catalogue/access.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Health } from '../../status/health.js';
+import type { HealthOf } from '../../status/status-monitor.js';
 import { page, visitor, type ConsoleDeps } from '../console-context.js';
 import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { FormError, sendHtml, sendPublicJson, wantsJson } from '../http.js';
@@ -60,31 +61,27 @@ function pricingSourceLabel(source: PricingSource): string {
   return source.origin === 'shipped' ? `Sluice price list of ${source.asOf}` : `imported price list of ${source.asOf}`;
 }
 
-/** A sort of the models page: its order and each model's search text in that order, computed once per catalogue snapshot. */
-interface SortedModels {
-  readonly models: readonly CatalogueModel[];
-  /** Lower-case id, display name, owner and description, aligned with `models`. */
-  readonly texts: readonly string[];
+/** The models in a sort of the page (missing values last either way; ties keep the catalogue order), sorted once per catalogue snapshot. */
+function sorted(catalogue: Catalogue, sort: SortKey, dir: 'asc' | 'desc'): readonly CatalogueModel[] {
+  return catalogue.derive(`models-page:${sort}:${dir}`, (all) => {
+    if (sort === 'default') return dir === 'desc' ? [...all].reverse() : all;
+    // Each model's value is read once, not once per comparison.
+    const value = SORTS[sort].value;
+    const keyed = all.map((model) => ({ model, key: value(model) }));
+    keyed.sort(({ key: x }, { key: y }) => {
+      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+      const order = x < y ? -1 : x > y ? 1 : 0;
+      return dir === 'asc' ? order : -order;
+    });
+    return keyed.map(({ model }) => model);
+  });
 }
 
-/** Sorting with missing values last either way; ties keep the catalogue order. */
-function sorted(catalogue: Catalogue, sort: SortKey, dir: 'asc' | 'desc'): SortedModels {
-  return catalogue.derive(`models-page:${sort}:${dir}`, (all) => {
+/** Each model's lower-case id, display name, owner and description, aligned with `sorted`; prepared on the first search. */
+function searchTexts(catalogue: Catalogue, sort: SortKey, dir: 'asc' | 'desc'): readonly string[] {
+  return catalogue.derive(`models-page:text:${sort}:${dir}`, () => {
     const textOf = catalogue.derive('models-page:text', (models) => new Map(models.map((m) => [m, [m.id, m.displayName ?? '', m.ownedBy, m.description ?? ''].join('\u0000').toLowerCase()])));
-    let models: CatalogueModel[];
-    if (sort === 'default') {
-      models = dir === 'desc' ? [...all].reverse() : [...all];
-    } else {
-      const value = SORTS[sort].value;
-      models = [...all].sort((a, b) => {
-        const x = value(a);
-        const y = value(b);
-        if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
-        const order = x < y ? -1 : x > y ? 1 : 0;
-        return dir === 'asc' ? order : -order;
-      });
-    }
-    return { models, texts: models.map((m) => textOf.get(m)!) };
+    return sorted(catalogue, sort, dir).map((m) => textOf.get(m)!);
   });
 }
 
@@ -93,9 +90,12 @@ function sorted(catalogue: Catalogue, sort: SortKey, dir: 'asc' | 'desc'): Sorte
  * description. Without a search the page is a slice; a search reads each model's prepared text once.
  */
 function select(catalogue: Catalogue, q: string, sort: SortKey, dir: 'asc' | 'desc', spec: PageSpec): Paged<CatalogueModel> {
-  const { models, texts } = sorted(catalogue, sort, dir);
+  const models = sorted(catalogue, sort, dir);
   const needle = q.trim().toLowerCase();
   if (needle === '') return pageOf(models, spec);
+  // The prepared text joins the fields with NUL, which no search may span.
+  if (needle.includes('\u0000')) return paged([], 0, spec);
+  const texts = searchTexts(catalogue, sort, dir);
   const start = (spec.page - 1) * spec.limit;
   const page: CatalogueModel[] = [];
   let total = 0;
@@ -116,7 +116,7 @@ function price(value: number | undefined): Html {
   return value === undefined ? html`<span class="muted">—</span>` : html`${formatPrice(value)}`;
 }
 
-function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, health: ReadonlyMap<string, Health>, q: string, sort: SortKey, dir: 'asc' | 'desc', all: number, user: LayoutOptions['user']) {
+function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, healthOf: HealthOf, q: string, sort: SortKey, dir: 'asc' | 'desc', all: number, user: LayoutOptions['user']) {
   const models = list.items;
   const limit: Record<string, string> = list.limit === PAGE_SIZE.default ? {} : { limit: String(list.limit) };
   const header = (key: SortKey, label: string, numeric = false) => {
@@ -170,7 +170,7 @@ function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, health: R
     <td class="num price-out">${price(m.pricing?.outputPerMtok)}</td>
     <td class="price-source">${priceSource(m)}</td>
     <td>${operationsOf(m).map((path, i) => html`${i > 0 ? ' ' : ''}<code>${path}</code>`)}</td>
-    <td>${healthPill(health.get(m.id) ?? 'unknown')}</td>
+    <td>${healthPill(healthOf(m))}</td>
   </tr>`,
         )
   }
@@ -240,13 +240,13 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
       throw error;
     }
     const list = select(catalogue, q, sort, dir, spec);
-    const health = await deps.status.modelHealth();
+    const healthOf = await deps.status.modelHealth();
     if (json) {
       const path = forceJson ? '/models.json' : '/models';
       return sendPublicJson(ctx.res, {
         object: 'list',
         note: KEY_DEPENDENT_NOTE,
-        data: list.items.map((m) => modelJson(m, health.get(m.id) ?? 'unknown')),
+        data: list.items.map((m) => modelJson(m, healthOf(m))),
         page: list.page,
         limit: list.limit,
         total: list.total,
@@ -255,7 +255,7 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
       });
     }
     const { user, headers } = await visitor(deps, ctx);
-    sendHtml(ctx.res, 200, listPage(list, query, health, q, sort, dir, catalogue.models.length, user), headers);
+    sendHtml(ctx.res, 200, listPage(list, query, healthOf, q, sort, dir, catalogue.models.length, user), headers);
   };
 
   const detail = page(deps, async (ctx) => {
@@ -272,7 +272,7 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
       if (json) return void ctx.res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `There is no model '${id}'.`, code: 'model_not_found' } }));
       throw new FormError(404, `There is no model “${id}” in the catalogue. See /models for every model.`);
     }
-    const health = (await deps.status.modelHealth()).get(model.id) ?? 'unknown';
+    const health = (await deps.status.modelHealth())(model);
     if (json) return sendPublicJson(ctx.res, { ...modelJson(model, health), note: KEY_DEPENDENT_NOTE });
     const { user, headers } = await visitor(deps, ctx);
     sendHtml(ctx.res, 200, detailPage(model, health, user), headers);
