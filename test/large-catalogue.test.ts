@@ -22,7 +22,7 @@ let sluice: RunningSluice;
 let key: string;
 
 before(async () => {
-  upstream = await startFakeOpenAI({ listed, listFlavour: 'openai' });
+  upstream = await startFakeOpenAI({ listed, listFlavour: 'openai', models: ['m-5'] });
   sluice = await startSluice({
     config: `
 providers:
@@ -124,6 +124,28 @@ describe('the public catalogue in pages', () => {
     const page = await fetch(`${sluice.url}/models?page=-1`);
     assert.equal(page.status, 400);
     assert.match(await page.text(), /Invalid &#39;page&#39;/);
+  });
+});
+
+describe('the status page with a large catalogue', () => {
+  test('lists the models with traffic, and counts the others instead of a row for each', async () => {
+    const status = async () => ((await (await fetch(`${sluice.url}/status.json`)).json()) as any).providers.find((p: { id: string }) => p.id === 'big');
+    const idle = await status();
+    assert.deepEqual(idle.models, []);
+    assert.equal(idle.unlisted_models, CATALOGUE.length);
+    const page = await (await fetch(`${sluice.url}/status`)).text();
+    assert.ok(page.length < 100_000, `the page is ${page.length} bytes`);
+    assert.match(page, /20,001 models without traffic or probes in the last 90 days are not listed here/);
+
+    const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    await client.chat.completions.create({ model: 'm-5', messages: [{ role: 'user', content: 'hi' }] });
+    const busy = await eventually(async () => {
+      const big = await status();
+      return big.models.length > 0 ? big : undefined;
+    }, 10_000, 'm-5 on /status');
+    assert.deepEqual(busy.models.map((m: { id: string }) => m.id), ['m-5']);
+    assert.equal(busy.models[0].last_hour.requests, 1);
+    assert.equal(busy.unlisted_models, CATALOGUE.length - 1);
   });
 });
 

@@ -40,7 +40,15 @@ export interface ModelStatus extends ComponentStatus {
 
 export interface ProviderStatus extends ComponentStatus {
   readonly models: readonly ModelStatus[];
+  /** Models of this provider left out of `models`: past PROVIDER_MODELS_LISTED, those without any figures. */
+  readonly unlisted: number;
 }
+
+/**
+ * A provider with more models than this (a large discovered list) lists only those with figures
+ * (traffic, probes or history), so that the status page costs what the traffic is, not the catalogue.
+ */
+export const PROVIDER_MODELS_LISTED = 100;
 
 export interface StatusSnapshot {
   readonly generatedAt: number;
@@ -87,16 +95,26 @@ export class StatusMonitor {
     const stored = await this.stored();
     const catalogue = this.catalogue.current();
     const degraded = this.degradations();
-    const modelsOf = groupBy(catalogue.models, (model) => model.providerId);
+    const modelsOf = catalogue.derive('status:models-of-provider', (models) => groupBy(models, (model) => model.providerId));
+    const position = catalogue.ordered();
     return {
       generatedAt: stored.generatedAt,
       overall: degraded.length > 0 && stored.overall !== 'down' ? 'degraded' : stored.overall,
       degraded,
-      providers: stored.providers.map((provider) => ({
-        ...provider,
+      providers: stored.providers.map((provider) => {
         // A model is listed under its first deployment's provider, but its figures are its own on every provider.
-        models: (modelsOf.get(provider.id) ?? []).map((model) => ({ ...(provider.models.get(model.id) ?? stored.idle), id: model.id, deployments: this.deployments(model) })),
-      })),
+        const all = modelsOf.get(provider.id) ?? [];
+        // Looked up from the few with figures, in catalogue order, rather than sought among all.
+        const listed =
+          all.length <= PROVIDER_MODELS_LISTED
+            ? all
+            : [...provider.models.keys()].flatMap((id) => catalogue.get(id) ?? []).filter((model) => model.providerId === provider.id).sort((a, b) => position.indexOf(a.id) - position.indexOf(b.id));
+        return {
+          ...provider,
+          models: listed.map((model) => ({ ...(provider.models.get(model.id) ?? stored.idle), id: model.id, deployments: this.deployments(model) })),
+          unlisted: all.length - listed.length,
+        };
+      }),
     };
   }
 
