@@ -14,17 +14,19 @@ interface Report {
 
 let vllm: FakeUpstream;
 let anthropic: FakeUpstream;
+let many: FakeUpstream;
 let dataDir: string;
 
 before(async () => {
   vllm = await startFakeOpenAI({ apiKey: 'vllm-secret-credential', listed: [{ id: 'served-model' }] });
   anthropic = await startFakeAnthropic({ apiKey: 'anthropic-secret-credential', listed: [{ id: 'claude-x' }] });
+  many = await startFakeOpenAI({ listed: ['a', 'skip-b', 'c', 'd', 'e', 'f'].map((id) => ({ id })) });
   dataDir = tempDir();
   // A store that exists (and is migrated), as a gateway's would be.
   await createKey(dataDir, 'acme');
 });
 after(async () => {
-  await Promise.all([vllm.close(), anthropic.close()]);
+  await Promise.all([vllm.close(), anthropic.close(), many.close()]);
 });
 
 function writeConfig(text: string): string {
@@ -60,6 +62,21 @@ models:
     assert.match(byCheck(report, 'model typo')!.fix!, /upstream_model/);
     assert.equal(byCheck(report, 'model good'), undefined);
     assert.ok(vllm.requests.some((r) => r.method === 'GET' && r.path === '/v1/models'));
+  });
+
+  test('a discovering provider that lists more than discover.max_models is a warning saying how many are left out', async () => {
+    const config = writeConfig(`
+providers:
+  - { id: many, kind: openai, base_url: '${many.url}', discover: { max_models: 3, exclude: ['skip-*'] } }
+`);
+    const result = await cli(['doctor', '--config', config, '--data', dataDir, '--json']);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    const report = JSON.parse(result.stdout) as Report;
+    const capped = byCheck(report, 'discovery many');
+    assert.equal(capped?.status, 'warn');
+    // Six listed, one excluded by a pattern: five taken, three kept.
+    assert.match(capped!.message, /lists 2 model\(s\) beyond discover\.max_models \(3\)/);
+    assert.match(capped!.fix!, /discover\.max_models/);
   });
 
   test('a refused credential and an unreachable upstream fail with their fixes; no secret is printed', async () => {

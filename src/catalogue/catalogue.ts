@@ -115,12 +115,39 @@ function repriced(model: CatalogueModel, pricing: Pricing, pricingSource: Pricin
   return priced;
 }
 
+/** An order of models; `name` keys the sorted copy kept with a catalogue snapshot (one name, one comparison), so it is sorted once per snapshot. */
+export interface ModelOrdering {
+  readonly name: string;
+  compare(a: CatalogueModel, b: CatalogueModel): number;
+}
+
+/** The models in one order, with each id's place in it: what a paged list slices and resumes from. */
+export class ModelSequence {
+  private places: Map<string, number> | undefined;
+
+  constructor(readonly models: readonly CatalogueModel[]) {}
+
+  /** The place of `id`, -1 when absent; the index is built on first use and kept with the sequence. */
+  indexOf(id: string): number {
+    this.places ??= new Map(this.models.map((model, index) => [model.id, index]));
+    return this.places.get(id) ?? -1;
+  }
+}
+
+/** The models a key may use, in any ordering; each ordering is sorted once (per snapshot, or per request for a restricted key). */
+export interface PermittedModels {
+  readonly count: number;
+  ordered(ordering?: ModelOrdering): ModelSequence;
+}
+
 /**
  * An immutable snapshot of the models on offer. The order is the configuration's, which is the
  * order lists use unless a dialect prescribes its own.
  */
 export class Catalogue {
   private readonly byId: ReadonlyMap<string, CatalogueModel>;
+  /** What is computed from this snapshot once and kept with it (orderings, search text), so that a request costs its page, not the catalogue. */
+  private readonly derived = new Map<string, unknown>();
   readonly models: readonly CatalogueModel[];
 
   constructor(models: readonly CatalogueModel[]) {
@@ -137,10 +164,26 @@ export class Catalogue {
     return this.byId.get(id);
   }
 
-  /** The models a key may use: every model when the key has no list. */
-  permitted(allowed: ReadonlySet<string> | null): CatalogueModel[] {
-    if (allowed === null) return [...this.models];
-    return this.models.filter((model) => allowed.has(model.id));
+  /** A value computed once from this snapshot under `name` (one name, one computation). */
+  derive<T>(name: string, build: (models: readonly CatalogueModel[]) => T): T {
+    if (!this.derived.has(name)) this.derived.set(name, build(this.models));
+    return this.derived.get(name) as T;
+  }
+
+  /** Every model in `ordering` (a stable sort: ties keep the catalogue order), sorted once per snapshot. */
+  ordered(ordering?: ModelOrdering): ModelSequence {
+    return this.derive(`ordered:${ordering?.name ?? 'catalogue'}`, (models) => new ModelSequence(ordering === undefined ? models : [...models].sort(ordering.compare)));
+  }
+
+  /**
+   * The models a key may use: every model when the key has no list. A restricted key's models are
+   * looked up from its own list, so the cost follows that list, not the catalogue.
+   */
+  permitted(allowed: ReadonlySet<string> | null): PermittedModels {
+    if (allowed === null) return { count: this.models.length, ordered: (ordering) => this.ordered(ordering) };
+    const position = this.ordered();
+    const mine = [...allowed].flatMap((id) => this.byId.get(id) ?? []).sort((a, b) => position.indexOf(a.id) - position.indexOf(b.id));
+    return { count: mine.length, ordered: (ordering) => new ModelSequence(ordering === undefined ? mine : [...mine].sort(ordering.compare)) };
   }
 }
 

@@ -4,7 +4,7 @@ import { modelFromConfig } from './catalogue.js';
 import { readUpstreamModels, type UpstreamModel } from './upstream-model.js';
 
 /** What a provider without a `discover:` block imports with (the console's import action). */
-const IMPORT_DEFAULTS: DiscoverConfig = { interval_ms: DISCOVER_DEFAULTS.interval_ms, endpoints: DISCOVER_DEFAULTS.endpoints };
+const IMPORT_DEFAULTS: DiscoverConfig = { interval_ms: DISCOVER_DEFAULTS.interval_ms, max_models: DISCOVER_DEFAULTS.max_models, endpoints: DISCOVER_DEFAULTS.endpoints };
 
 /** `*` any run of characters (none included), `?` exactly one; the whole name must match. */
 export function globMatches(pattern: string, name: string): boolean {
@@ -17,6 +17,24 @@ export function exclusion(settings: DiscoverConfig | undefined, upstreamId: stri
   if (settings?.include !== undefined && !settings.include.some((pattern) => globMatches(pattern, upstreamId))) return 'matches no include pattern';
   const excluded = settings?.exclude?.find((pattern) => globMatches(pattern, upstreamId));
   return excluded === undefined ? undefined : `matches exclude pattern '${excluded}'`;
+}
+
+/**
+ * An upstream's list cut after the `max_models`-th model the include/exclude patterns take (those
+ * they leave out before it are kept, as the patterns may change), and how many taken ones were cut.
+ */
+export function withinCap<T extends { readonly id: string }>(models: readonly T[], settings: DiscoverConfig): { kept: T[]; dropped: number } {
+  let taken = 0;
+  for (let i = 0; i < models.length; i++) {
+    if (exclusion(settings, models[i]!.id) !== undefined) continue;
+    if (++taken === settings.max_models) {
+      const kept = models.slice(0, i + 1);
+      let dropped = 0;
+      for (let j = i + 1; j < models.length; j++) if (exclusion(settings, models[j]!.id) === undefined) dropped++;
+      return { kept, dropped };
+    }
+  }
+  return { kept: [...models], dropped: 0 };
 }
 
 /**
@@ -65,7 +83,8 @@ export function discoveredModels(
   const out: CatalogueModel[] = [];
   for (const provider of providers) {
     if (provider.discover === undefined) continue;
-    for (const model of readUpstreamModels(lists.get(provider.id))) {
+    // The stored list is already cut (see withinCap); cut again, as `max_models` may have been lowered since.
+    for (const model of withinCap(readUpstreamModels(lists.get(provider.id)), provider.discover).kept) {
       if (exclusion(provider.discover, model.id) !== undefined || served.has(`${provider.id}/${model.id}`)) continue;
       const entry = entryFor(provider, model);
       if (entry === undefined) {

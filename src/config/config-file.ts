@@ -139,6 +139,8 @@ export const DISCOVER_DEFAULTS = {
   interval_ms: 300_000,
   /** Below this a listing could still be running when the next is due. */
   min_interval_ms: 1_000,
+  /** Most models taken from one provider's list: far above a real deployment, low enough that lists stay cheap to serve. */
+  max_models: 10_000,
   /** An `openai` self-hosted server serves both; an `anthropic` or `gemini` model is translated for both. */
   endpoints: ['completions', 'chat'] as Endpoint[],
 };
@@ -154,6 +156,8 @@ const discoverObject = z.strictObject({
   exclude: globList.optional(),
   /** Prepended to the upstream's name to make the public id (two providers listing the same name). */
   id_prefix: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}$/, 'must be 1-100 letters, digits or ._:/@+- and start with a letter or digit').optional(),
+  /** Most models taken from the list (after include/exclude); later ones are left out, with a warning. */
+  max_models: z.number().int().min(1).default(DISCOVER_DEFAULTS.max_models),
   /** The operations each discovered model serves. */
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(DISCOVER_DEFAULTS.endpoints),
   /** As a model's `upstream_api` (an `openai` provider's only). */

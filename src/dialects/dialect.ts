@@ -1,5 +1,5 @@
 import type { CallerDialect } from '../auth/key-carriers.js';
-import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { CatalogueModel, PermittedModels } from '../catalogue/catalogue.js';
 import type { GatewayError } from '../errors.js';
 import { anthropicDialect } from './anthropic/dialect.js';
 import { geminiDialect } from './gemini/dialect.js';
@@ -13,7 +13,7 @@ export interface Dialect {
   readonly name: CallerDialect;
   renderError(error: GatewayError, requestId: string): { status: number; body: string };
   /** One page of the models a key may use, paged by the dialect's own query parameters. */
-  listModels(models: readonly CatalogueModel[], query: URLSearchParams): unknown;
+  listModels(models: PermittedModels, query: URLSearchParams): unknown;
   describeModel(model: CatalogueModel): unknown;
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { withinCap } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import { toGatewayError } from '../errors.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
@@ -118,6 +119,11 @@ export class Discovery {
         await this.repository.discoveryFailed(providerId, reason, Date.now());
         return;
       }
+      const { kept, dropped } = withinCap(models, settings);
+      if (dropped > 0) {
+        this.logger.warn({ provider: providerId, listed: models.length, dropped, max_models: settings.max_models }, `the upstream lists more models than discover.max_models (${settings.max_models}); the rest are left out`);
+      }
+      models = kept;
       if (await this.repository.putDiscovered(providerId, models, Date.now())) {
         this.logger.info({ provider: providerId, models: models.length }, 'discovered models changed');
         await this.catalogue.refresh();

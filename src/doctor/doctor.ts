@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CredentialCipher } from '../catalogue/credential-cipher.js';
+import { withinCap } from '../catalogue/discovered.js';
 import { readStoredProvider, storedModelEntry } from '../catalogue/live-catalogue.js';
 import { ConfigError, deploymentsOf, loadConfigFile, modelSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import { toGatewayError } from '../errors.js';
@@ -177,6 +178,10 @@ async function checkProvider(provider: ProviderConfig, models: readonly ModelCon
     const listed = await adapter.listModels(AbortSignal.timeout(CHECK_TIMEOUT_MS));
     const ids = new Set(listed.map((model) => model.id));
     const checks = [check(name, 'ok', `${provider.kind} at ${provider.base_url}: reachable, credential accepted, ${listed.length} model(s) listed`)];
+    const capped = provider.discover === undefined ? 0 : withinCap(listed, provider.discover).dropped;
+    if (capped > 0) {
+      checks.push(check(`discovery ${provider.id}`, 'warn', `the upstream lists ${capped} model(s) beyond discover.max_models (${provider.discover!.max_models}); discovery leaves them out`, `narrow discover.include / exclude, or raise discover.max_models of provider '${provider.id}'`));
+    }
     for (const model of models) {
       for (const deployment of deploymentsOf(model)) {
         const upstream = deployment.upstream_model ?? model.id;

@@ -40,7 +40,15 @@ export interface ModelStatus extends ComponentStatus {
 
 export interface ProviderStatus extends ComponentStatus {
   readonly models: readonly ModelStatus[];
+  /** Models of this provider left out of `models`: past PROVIDER_MODELS_LISTED, those without any figures. */
+  readonly unlisted: number;
 }
+
+/**
+ * A provider with more models than this (a large discovered list) lists only those with figures
+ * (traffic, probes or history), so that the status page costs what the traffic is, not the catalogue.
+ */
+export const PROVIDER_MODELS_LISTED = 100;
 
 export interface StatusSnapshot {
   readonly generatedAt: number;
@@ -54,13 +62,22 @@ export interface StatusSnapshot {
 interface StoredSnapshot {
   readonly generatedAt: number;
   readonly overall: Health;
-  readonly providers: readonly (ComponentStatus & { readonly models: readonly ComponentStatus[] })[];
+  /** Each provider's `models` holds only the models with figures (traffic, probes or history); the rest share `idle`. */
+  readonly providers: readonly (ComponentStatus & { readonly models: ReadonlyMap<string, ComponentStatus> })[];
+  /** The status of a model without any figures, under any id. */
+  readonly idle: ComponentStatus;
+  /** The health of each model with figures and of each provider, for `healthOf`. */
+  readonly health: { readonly models: ReadonlyMap<string, Health>; readonly providers: ReadonlyMap<string, Health> };
 }
+
+/** A model's health: its own traffic, else its (first deployment's) provider's. */
+export type HealthOf = (model: CatalogueModel) => Health;
 
 /**
  * Health from what the store holds: the last hour of real traffic (the ledger) and of probes,
  * and the daily counters for the 90-day history. Computed on demand and cached briefly, so every
- * process answers from the same data without coordination.
+ * process answers from the same data without coordination. Only the models with figures are
+ * computed one by one: a large discovered catalogue is mostly models without any.
  */
 export class StatusMonitor {
   private cached: { at: number; snapshot: Promise<StoredSnapshot> } | undefined;
@@ -75,37 +92,46 @@ export class StatusMonitor {
 
   /** The stored figures as of at most a second ago, with the deployments' routing states as they are now. */
   async snapshot(): Promise<StatusSnapshot> {
+    const stored = await this.stored();
+    const catalogue = this.catalogue.current();
+    const degraded = this.degradations();
+    const modelsOf = catalogue.derive('status:models-of-provider', (models) => groupBy(models, (model) => model.providerId));
+    const position = catalogue.ordered();
+    return {
+      generatedAt: stored.generatedAt,
+      overall: degraded.length > 0 && stored.overall !== 'down' ? 'degraded' : stored.overall,
+      degraded,
+      providers: stored.providers.map((provider) => {
+        // A model is listed under its first deployment's provider, but its figures are its own on every provider.
+        const all = modelsOf.get(provider.id) ?? [];
+        // Looked up from the few with figures, in catalogue order, rather than sought among all.
+        const listed =
+          all.length <= PROVIDER_MODELS_LISTED
+            ? all
+            : [...provider.models.keys()].flatMap((id) => catalogue.get(id) ?? []).filter((model) => model.providerId === provider.id).sort((a, b) => position.indexOf(a.id) - position.indexOf(b.id));
+        return {
+          ...provider,
+          models: listed.map((model) => ({ ...(provider.models.get(model.id) ?? stored.idle), id: model.id, deployments: this.deployments(model) })),
+          unlisted: all.length - listed.length,
+        };
+      }),
+    };
+  }
+
+  /** Each model's health, read per model: the models page asks for a page of many. */
+  async modelHealth(): Promise<HealthOf> {
+    const { health } = await this.stored();
+    return (model) => health.models.get(model.id) ?? health.providers.get(model.providerId) ?? 'unknown';
+  }
+
+  private stored(): Promise<StoredSnapshot> {
     const now = this.now();
     if (this.cached === undefined || now - this.cached.at > SNAPSHOT_TTL_MS) {
       const snapshot = this.compute(now);
       this.cached = { at: now, snapshot };
       snapshot.catch(() => (this.cached = undefined));
     }
-    const stored = await this.cached.snapshot;
-    const catalogue = this.catalogue.current();
-    const degraded = this.degradations();
-    return {
-      ...stored,
-      overall: degraded.length > 0 && stored.overall !== 'down' ? 'degraded' : stored.overall,
-      degraded,
-      providers: stored.providers.map((provider) => ({
-        ...provider,
-        models: provider.models.map((model) => {
-          const entry = catalogue.get(model.id);
-          return { ...model, deployments: entry === undefined ? [] : this.deployments(entry) };
-        }),
-      })),
-    };
-  }
-
-  /** The health of one model: its own traffic, else its provider's. */
-  async modelHealth(): Promise<Map<string, Health>> {
-    const snapshot = await this.snapshot();
-    const health = new Map<string, Health>();
-    for (const provider of snapshot.providers) {
-      for (const model of provider.models) health.set(model.id, model.state === 'unknown' ? provider.state : model.state);
-    }
-    return health;
+    return this.cached.snapshot;
   }
 
   private async compute(now: number): Promise<StoredSnapshot> {
@@ -116,21 +142,43 @@ export class StatusMonitor {
       this.store.status.daily(today - HISTORY_DAYS + 1),
     ]);
     const catalogue = this.catalogue.current();
+    // Grouped once, so that the cost follows the rows, not the rows times the models.
+    const trafficOf = groupBy(traffic, (sample) => sample.model);
+    const probesOf = groupBy(probes, (probe) => probe.model);
+    const dailyOf = groupBy(daily, (row) => row.model);
+    const withFigures = new Map<string, Map<string, ComponentStatus>>();
+    const modelHealth = new Map<string, Health>();
+    for (const id of new Set([...trafficOf.keys(), ...probesOf.keys(), ...dailyOf.keys()])) {
+      const model = catalogue.get(id);
+      if (model === undefined) continue;
+      const status = component(id, trafficOf.get(id) ?? [], probesOf.get(id) ?? [], dailyOf.get(id) ?? [], now, today);
+      const ofProvider = withFigures.get(model.providerId) ?? new Map<string, ComponentStatus>();
+      withFigures.set(model.providerId, ofProvider.set(id, status));
+      if (status.state !== 'unknown') modelHealth.set(id, status.state);
+    }
     const providers = this.catalogue.providers().map((entry) => {
       const mine = (sample: { providerId: string }) => sample.providerId === entry.id;
-      const providerTraffic = traffic.filter(mine);
-      const providerProbes = probes.filter(mine);
-      const models = catalogue.models
-        .filter((model) => model.providerId === entry.id)
-        .map((model) => {
-          const ofModel = (sample: { model: string }) => sample.model === model.id;
-          // A model is listed under its first deployment's provider, but its figures are its own on every provider.
-          return component(model.id, traffic.filter(ofModel), probes.filter(ofModel), daily.filter(ofModel), now, today);
-        });
-      return { ...component(entry.id, providerTraffic, providerProbes, daily.filter(mine), now, today), models };
+      return { ...component(entry.id, traffic.filter(mine), probes.filter(mine), daily.filter(mine), now, today), models: withFigures.get(entry.id) ?? new Map<string, ComponentStatus>() };
     });
-    return { generatedAt: now, overall: overallOf(providers.map((p) => p.state)), providers };
+    return {
+      generatedAt: now,
+      overall: overallOf(providers.map((p) => p.state)),
+      providers,
+      idle: component('', [], [], [], now, today),
+      health: { models: modelHealth, providers: new Map(providers.map((p) => [p.id, p.state])) },
+    };
   }
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [item]);
+    else group.push(item);
+  }
+  return groups;
 }
 
 function component(id: string, traffic: TrafficSample[], probes: ProbeResult[], daily: DailyStatusRow[], now: number, today: number): ComponentStatus {

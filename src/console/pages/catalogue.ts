@@ -3,11 +3,13 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { importModels, type ImportOutcome } from '../../discovery/model-import.js';
 import { toGatewayError } from '../../errors.js';
 import type { DiscoveredList } from '../../store/store.js';
-import { ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS, UPSTREAM_APIS, type DeploymentConfig } from '../../config/config-file.js';
+import { DISCOVER_DEFAULTS, ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS, UPSTREAM_APIS, type DeploymentConfig, type DiscoverConfig } from '../../config/config-file.js';
+import { exclusion } from '../../catalogue/discovered.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import { checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatPrice, html, layout, type Html } from '../html.js';
 import { FormError, redirect, sendHtml } from '../http.js';
+import { PAGE_SIZE, pageOf, pageSpec, paged, pager, type PageSpec, type Paged } from '../paging.js';
 import { priceSource } from './models.js';
 import type { Session } from '../sessions.js';
 
@@ -73,16 +75,48 @@ function originTag(origin: CatalogueModel['origin'], providerId: string): Html {
   return html`<span class="tag tag-${origin}">${label}</span>`;
 }
 
-/** A provider's discovery: off, or its interval and how the last listing went. */
-function discoveryCell(interval: number | undefined, list: DiscoveredList | undefined): Html {
-  if (interval === undefined) return html`<span class="muted">off</span>`;
-  const listed = list?.listedAt == null ? 'not listed yet' : `listed ${new Date(list.listedAt).toISOString()}`;
-  return html`every ${interval / 1000} s<br><span class="muted small">${listed}</span>${list?.error ? html`<br><span class="field-error small">last listing failed: ${list.error}</span>` : ''}`;
+/** How many models of a stored list the patterns take: at `max_models`, discovery cut the list there. */
+function takenCount(list: DiscoveredList | undefined, settings: DiscoverConfig): number {
+  if (!Array.isArray(list?.models)) return 0;
+  return (list.models as { id?: unknown }[]).filter((model) => typeof model?.id === 'string' && exclusion(settings, model.id) === undefined).length;
 }
 
-function overview(deps: ConsoleDeps, session: Session, notice: string | null, lists: readonly DiscoveredList[]) {
+/** A provider's discovery: off, or its interval and how the last listing went. */
+function discoveryCell(settings: DiscoverConfig | undefined, list: DiscoveredList | undefined): Html {
+  if (settings === undefined) return html`<span class="muted">off</span>`;
+  const listed = list?.listedAt == null ? 'not listed yet' : `listed ${new Date(list.listedAt).toISOString()}`;
+  const atLimit = takenCount(list, settings) >= settings.max_models;
+  return html`every ${settings.interval_ms / 1000} s<br><span class="muted small">${listed}</span>${atLimit ? html`<br><span class="field-error small">at the limit of ${settings.max_models} models (discover.max_models): any more the upstream lists are left out</span>` : ''}${list?.error ? html`<br><span class="field-error small">last listing failed: ${list.error}</span>` : ''}`;
+}
+
+/** The query for the pager's links: the one-time notice is not carried to other pages. */
+function withoutNotice(query: URLSearchParams): URLSearchParams {
+  const kept = new URLSearchParams(query);
+  kept.delete('done');
+  return kept;
+}
+
+/** The overview's page of models: catalogue order, those whose id contains `q` when there is one. */
+function modelPage(all: readonly CatalogueModel[], q: string, spec: PageSpec): Paged<CatalogueModel> {
+  const needle = q.trim().toLowerCase();
+  if (needle === '') return pageOf(all, spec);
+  const start = (spec.page - 1) * spec.limit;
+  const page: CatalogueModel[] = [];
+  let total = 0;
+  for (const model of all) {
+    if (!model.id.toLowerCase().includes(needle)) continue;
+    if (total >= start && page.length < spec.limit) page.push(model);
+    total++;
+  }
+  return paged(page, total, spec);
+}
+
+function overview(deps: ConsoleDeps, session: Session, notice: string | null, lists: readonly DiscoveredList[], query: URLSearchParams) {
   const providers = deps.catalogue.providers();
-  const models = deps.catalogue.current().models;
+  const all = deps.catalogue.current().models;
+  const q = (query.get('q') ?? '').slice(0, 200);
+  const list = modelPage(all, q, pageSpec(query));
+  const models = list.items;
   const listOf = new Map(lists.map((list) => [list.providerId, list]));
   const origin = (o: CatalogueModel['origin']) => originTag(o, '');
   return layout({
@@ -102,7 +136,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
       (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${p.config.base_url}</code></td>
       <td>${p.hasApiKey ? 'set' : html`<span class="muted">none</span>`}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}</td>
       <td>${p.config.probe ? `${p.config.probe.model} every ${p.config.probe.interval_ms / 1000} s` : html`<span class="muted">off</span>`}</td>
-      <td>${discoveryCell(p.config.discover?.interval_ms, listOf.get(p.id))}</td>
+      <td>${discoveryCell(p.config.discover, listOf.get(p.id))}</td>
       <td>${origin(p.origin)}</td>
       <td class="actions"><form method="post" action="/app/catalogue/providers/${encodeURIComponent(p.id)}/import" class="inline"><input type="hidden" name="csrf" value="${session.csrf}"><button type="submit" class="btn btn-small btn-secondary">Import models<span class="visually-hidden"> of ${p.id}</span></button></form>${p.origin === 'console' ? html` <a class="btn btn-small btn-secondary" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/edit">Edit<span class="visually-hidden"> ${p.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/delete">Remove<span class="visually-hidden"> ${p.id}</span></a>` : ''}</td></tr>`,
     )}</tbody>
@@ -110,9 +144,16 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 </section>
 <section aria-labelledby="models-heading">
   <div class="section-head"><h2 id="models-heading">Models</h2>${providers.length > 0 ? html`<a class="btn btn-small" href="/app/catalogue/models/new">Add model</a>` : html`<span class="muted small">Add a provider first.</span>`}</div>
+  <form class="filter" method="get" action="/app/catalogue" role="search">
+    <label for="q">Find models by id</label>
+    <input id="q" name="q" type="search" value="${q}">
+    ${list.limit === PAGE_SIZE.default ? '' : html`<input type="hidden" name="limit" value="${list.limit}">`}
+    <button type="submit" class="btn btn-small">Find</button>
+  </form>
+  <p class="muted small" role="status">${q.trim() === '' ? `${all.length} model${all.length === 1 ? '' : 's'}` : `${list.total} of ${all.length} models have “${q}” in their id`}.</p>
   <div class="table-scroll" role="region" aria-label="Models" tabindex="0"><table class="data">
     <thead><tr><th scope="col">Id</th><th scope="col">Deployments</th><th scope="col">Fallbacks</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Price from</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
-    <tbody>${models.length === 0 ? html`<tr><td colspan="9" class="empty">No models yet.</td></tr>` : models.map(
+    <tbody>${models.length === 0 ? html`<tr><td colspan="9" class="empty">${all.length === 0 ? 'No models yet.' : list.page > list.pages ? 'No models on this page.' : 'No model matches.'}</td></tr>` : models.map(
       (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td>${deploymentList(m)}</td>
       <td>${m.fallbacks.length === 0 ? html`<span class="muted">—</span>` : m.fallbacks.map((f, i) => html`${i > 0 ? ', ' : ''}<code>${f}</code>`)}</td>
       <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
@@ -121,6 +162,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
       <td class="actions stacked">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
     )}</tbody>
   </table></div>
+  ${pager('/app/catalogue', withoutNotice(query), list, 'Models')}
 </section>`,
   });
 }
@@ -196,6 +238,7 @@ ${errorSummary(errors)}
     ${field('discover_include', 'Only names matching', values, errors, { placeholder: 'llama*, qwen*', hint: 'Comma-separated patterns (* any characters, ? one); empty: every model.' })}
     ${field('discover_exclude', 'Leave out names matching', values, errors, { placeholder: '*embed*' })}
     ${field('discover_id_prefix', 'Public id prefix', values, errors, { placeholder: 'team/' })}
+    ${field('discover_max_models', 'Take at most (models)', values, errors, { type: 'number', placeholder: String(DISCOVER_DEFAULTS.max_models), hint: 'Models the upstream lists beyond this are left out, with a warning.' })}
   </fieldset>
   <div class="row"><button type="submit" class="btn">${mode === 'create' ? 'Add provider' : 'Save provider'}</button><a class="btn btn-secondary" href="/app/catalogue">Cancel</a></div>
 </form>
@@ -346,6 +389,8 @@ function providerInput(form: URLSearchParams, errors: FieldErrors): { raw: Recor
     if (exclude !== undefined && exclude.length > 0) discover.exclude = exclude;
     const prefix = text(form, 'discover_id_prefix');
     if (prefix !== undefined) discover.id_prefix = prefix;
+    const maxModels = numberField(form, 'discover_max_models', errors);
+    if (maxModels !== undefined) discover.max_models = maxModels;
     raw.discover = discover;
   }
   const secrets: { apiKey?: string | null; headers?: Record<string, string> | null } = {};
@@ -486,12 +531,13 @@ function valuesOf(stored: Record<string, unknown>): Values {
   const values: Values = {};
   for (const [key, value] of Object.entries(stored)) {
     if (key === 'discover' && value && typeof value === 'object') {
-      const discover = value as { interval_ms?: number; include?: string[]; exclude?: string[]; id_prefix?: string };
+      const discover = value as { interval_ms?: number; include?: string[]; exclude?: string[]; id_prefix?: string; max_models?: number };
       values.discover = '1';
       if (discover.interval_ms !== undefined) values.discover_interval_ms = String(discover.interval_ms);
       if (discover.include !== undefined) values.discover_include = discover.include.join(', ');
       if (discover.exclude !== undefined) values.discover_exclude = discover.exclude.join(', ');
       if (discover.id_prefix !== undefined) values.discover_id_prefix = discover.id_prefix;
+      if (discover.max_models !== undefined) values.discover_max_models = String(discover.max_models);
     } else if (key === 'probe' && value && typeof value === 'object') {
       const probe = value as { model: string; interval_ms: number };
       values.probe_model = probe.model;
@@ -526,10 +572,11 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     await deps.catalogue.refresh();
     const method = ctx.req.method;
     if (ctx.path === '/app/catalogue' && method === 'GET') {
-      const notice = new URLSearchParams(ctx.query).get('done');
+      const query = new URLSearchParams(ctx.query);
+      const notice = query.get('done');
       // Only our own fixed messages come back this way; anything else is dropped.
       const known = notice !== null && /^(Provider|Model) [^<>]{1,220} (added|saved|removed)\.$/.test(notice) ? notice : null;
-      return sendHtml(ctx.res, 200, overview(deps, session, known, await deps.store.catalogue.discovered()));
+      return sendHtml(ctx.res, 200, overview(deps, session, known, await deps.store.catalogue.discovered(), query));
     }
     const importing = /^\/app\/catalogue\/providers\/([^/]+)\/import$/.exec(ctx.path);
     if (importing !== null && method === 'POST') {

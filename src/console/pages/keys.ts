@@ -25,6 +25,8 @@ import type { Session } from '../sessions.js';
 
 const USAGE_WINDOW_MS = 30 * 86_400_000;
 const MAX_KEY_NAME = 100;
+/** Above this many models the key form takes ids typed in one field rather than a checkbox per model. */
+const MODEL_CHECKBOXES_MAX = 200;
 
 /** The three changes a key can go through, each confirmed on its own page first. */
 const ACTIONS = {
@@ -173,7 +175,14 @@ ${accountLimitsSection(listed, uses, isAdmin, now)}
     </div>`
         : ''
     }
-    <fieldset class="field"${describedBy('models')}>
+    ${
+      models.length > MODEL_CHECKBOXES_MAX
+        ? html`<div class="field">
+      <label for="key-models">Models <span class="muted">(ids separated by commas or spaces; leave empty to allow every model, including ones added later)</span></label>
+      <input id="key-models" name="models" autocomplete="off" placeholder="${models.length} models: see /models" value="${values.models.join(', ')}"${describedBy('models')}>
+      ${fieldError('models')}
+    </div>`
+        : html`<fieldset class="field"${describedBy('models')}>
       <legend>Models <span class="muted">(leave all unticked to allow every model, including ones added later)</span></legend>
       ${models.length === 0 ? html`<p class="muted">The catalogue is empty.</p>` : ''}
       <div class="checks">
@@ -182,7 +191,8 @@ ${accountLimitsSection(listed, uses, isAdmin, now)}
       )}
       </div>
       ${fieldError('models')}
-    </fieldset>
+    </fieldset>`
+    }
     <div class="field">
       <label for="key-expires">Expires on <span class="muted">(optional; the key stops working at the end of that day, UTC)</span></label>
       <input id="key-expires" name="expires" type="date" min="${minDate}" value="${values.expires}"${describedBy('expires')}>
@@ -325,7 +335,8 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
     const values: CreateValues = {
       name: (form.get('name') ?? '').trim(),
       account: session.account.isAdmin ? (form.get('account') ?? session.account.name).trim() : session.account.name,
-      models: [...new Set(form.getAll('models'))],
+      // Ticked boxes send one id each; the text field of a large catalogue sends them in one value.
+      models: [...new Set(form.getAll('models').flatMap((value) => value.split(/[\s,]+/)).filter((id) => id !== ''))],
       expires: (form.get('expires') ?? '').trim(),
       // Limits are the admins' to set; a member's form has none, and fields added to it are ignored.
       limits: session.account.isAdmin ? limitValuesFromForm(form) : emptyLimitValues(),

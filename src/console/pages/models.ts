@@ -1,10 +1,19 @@
-import type { CatalogueModel, PricingSource } from '../../catalogue/catalogue.js';
+import type { Catalogue, CatalogueModel, PricingSource } from '../../catalogue/catalogue.js';
 import { operationsOf } from '../../catalogue/access.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import type { Health } from '../../status/health.js';
+import type { HealthOf } from '../../status/status-monitor.js';
 import { page, visitor, type ConsoleDeps } from '../console-context.js';
 import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { FormError, sendHtml, sendPublicJson, wantsJson } from '../http.js';
+import { PAGE_SIZE, pageHref, pageOf, pageSpec, paged, pager, PagingError, type PageSpec, type Paged } from '../paging.js';
+
+/** A bad paging parameter of `/models.json`, in the public JSON's error shape. */
+function sendPublicJsonError(ctx: RequestContext, error: PagingError): void {
+  ctx.res
+    .writeHead(error.status, { 'content-type': 'application/json', 'cache-control': 'no-cache', 'access-control-allow-origin': '*' })
+    .end(JSON.stringify({ error: { message: error.message, code: 'invalid_request', param: error.param } }));
+}
 
 export const KEY_DEPENDENT_NOTE =
   'This page lists every model the gateway offers. The list an API key gets from GET /v1/models depends on the key: a key restricted to some models sees only those. Prices, context windows and operations here are authoritative; those in API listings are not.';
@@ -52,19 +61,50 @@ function pricingSourceLabel(source: PricingSource): string {
   return source.origin === 'shipped' ? `Sluice price list of ${source.asOf}` : `imported price list of ${source.asOf}`;
 }
 
-/** Search over id, display name, owner and description; sorting with missing values last either way. */
-function select(models: readonly CatalogueModel[], q: string, sort: SortKey, dir: 'asc' | 'desc'): CatalogueModel[] {
-  const needle = q.trim().toLowerCase();
-  const found = needle === '' ? [...models] : models.filter((m) => [m.id, m.displayName ?? '', m.ownedBy, m.description ?? ''].some((text) => text.toLowerCase().includes(needle)));
-  if (sort === 'default') return dir === 'desc' ? found.reverse() : found;
-  const value = SORTS[sort].value;
-  return found.sort((a, b) => {
-    const x = value(a);
-    const y = value(b);
-    if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
-    const order = x < y ? -1 : x > y ? 1 : 0;
-    return dir === 'asc' ? order : -order;
+/** The models in a sort of the page (missing values last either way; ties keep the catalogue order), sorted once per catalogue snapshot. */
+function sorted(catalogue: Catalogue, sort: SortKey, dir: 'asc' | 'desc'): readonly CatalogueModel[] {
+  return catalogue.derive(`models-page:${sort}:${dir}`, (all) => {
+    if (sort === 'default') return dir === 'desc' ? [...all].reverse() : all;
+    // Each model's value is read once, not once per comparison.
+    const value = SORTS[sort].value;
+    const keyed = all.map((model) => ({ model, key: value(model) }));
+    keyed.sort(({ key: x }, { key: y }) => {
+      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+      const order = x < y ? -1 : x > y ? 1 : 0;
+      return dir === 'asc' ? order : -order;
+    });
+    return keyed.map(({ model }) => model);
   });
+}
+
+/** Each model's lower-case id, display name, owner and description, aligned with `sorted`; prepared on the first search. */
+function searchTexts(catalogue: Catalogue, sort: SortKey, dir: 'asc' | 'desc'): readonly string[] {
+  return catalogue.derive(`models-page:text:${sort}:${dir}`, () => {
+    const textOf = catalogue.derive('models-page:text', (models) => new Map(models.map((m) => [m, [m.id, m.displayName ?? '', m.ownedBy, m.description ?? ''].join('\u0000').toLowerCase()])));
+    return sorted(catalogue, sort, dir).map((m) => textOf.get(m)!);
+  });
+}
+
+/**
+ * One page of the models, sorted, and filtered by a search over id, display name, owner and
+ * description. Without a search the page is a slice; a search reads each model's prepared text once.
+ */
+function select(catalogue: Catalogue, q: string, sort: SortKey, dir: 'asc' | 'desc', spec: PageSpec): Paged<CatalogueModel> {
+  const models = sorted(catalogue, sort, dir);
+  const needle = q.trim().toLowerCase();
+  if (needle === '') return pageOf(models, spec);
+  // The prepared text joins the fields with NUL, which no search may span.
+  if (needle.includes('\u0000')) return paged([], 0, spec);
+  const texts = searchTexts(catalogue, sort, dir);
+  const start = (spec.page - 1) * spec.limit;
+  const page: CatalogueModel[] = [];
+  let total = 0;
+  for (let i = 0; i < texts.length; i++) {
+    if (!texts[i]!.includes(needle)) continue;
+    if (total >= start && page.length < spec.limit) page.push(models[i]!);
+    total++;
+  }
+  return paged(page, total, spec);
 }
 
 export function healthPill(health: Health): Html {
@@ -76,11 +116,13 @@ function price(value: number | undefined): Html {
   return value === undefined ? html`<span class="muted">—</span>` : html`${formatPrice(value)}`;
 }
 
-function listPage(models: CatalogueModel[], health: Map<string, Health>, q: string, sort: SortKey, dir: 'asc' | 'desc', total: number, user: LayoutOptions['user']) {
+function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, healthOf: HealthOf, q: string, sort: SortKey, dir: 'asc' | 'desc', all: number, user: LayoutOptions['user']) {
+  const models = list.items;
+  const limit: Record<string, string> = list.limit === PAGE_SIZE.default ? {} : { limit: String(list.limit) };
   const header = (key: SortKey, label: string, numeric = false) => {
     const active = sort === key;
     const nextDir = active && dir === 'asc' ? 'desc' : 'asc';
-    const params = new URLSearchParams({ ...(q ? { q } : {}), sort: key, dir: nextDir });
+    const params = new URLSearchParams({ ...(q ? { q } : {}), sort: key, dir: nextDir, ...limit });
     return html`<th scope="col"${numeric ? html` class="num"` : ''}${active ? html` aria-sort="${dir === 'asc' ? 'ascending' : 'descending'}"` : ''}><a href="/models?${params.toString()}">${label}${active ? (dir === 'asc' ? ' ▲' : ' ▼') : ''}</a></th>`;
   };
   return layout({
@@ -103,9 +145,10 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
     <option value="asc"${dir === 'asc' ? html` selected` : ''}>ascending</option>
     <option value="desc"${dir === 'desc' ? html` selected` : ''}>descending</option>
   </select>
+  ${list.limit === PAGE_SIZE.default ? '' : html`<input type="hidden" name="limit" value="${list.limit}">`}
   <button type="submit" class="btn btn-small">Apply</button>
 </form>
-<p class="muted small" role="status">${models.length === total ? `${total} model${total === 1 ? '' : 's'}` : `${models.length} of ${total} models match “${q}”`}. Prices in USD per million tokens.</p>
+<p class="muted small" role="status">${q.trim() === '' ? `${all} model${all === 1 ? '' : 's'}` : `${list.total} of ${all} models match “${q}”`}. Prices in USD per million tokens.</p>
 <div class="table-scroll" role="region" aria-label="Models" tabindex="0">
 <table class="data wide" id="models-table">
   <thead><tr>
@@ -116,7 +159,7 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
   <tbody>
   ${
     models.length === 0
-      ? html`<tr><td colspan="9" class="empty">No model matches.</td></tr>`
+      ? html`<tr><td colspan="9" class="empty">${list.page > list.pages ? html`No models on this page: <a href="${pageHref('/models', query, 1)}">back to the first</a>.` : 'No model matches.'}</td></tr>`
       : models.map(
           (m) => html`<tr data-model="${m.id}">
     <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th>
@@ -127,13 +170,14 @@ function listPage(models: CatalogueModel[], health: Map<string, Health>, q: stri
     <td class="num price-out">${price(m.pricing?.outputPerMtok)}</td>
     <td class="price-source">${priceSource(m)}</td>
     <td>${operationsOf(m).map((path, i) => html`${i > 0 ? ' ' : ''}<code>${path}</code>`)}</td>
-    <td>${healthPill(health.get(m.id) ?? 'unknown')}</td>
+    <td>${healthPill(healthOf(m))}</td>
   </tr>`,
         )
   }
   </tbody>
 </table>
-</div>`,
+</div>
+${pager('/models', query, list, 'Models')}`,
   });
 }
 
@@ -180,20 +224,38 @@ function tryIt(m: CatalogueModel): { path: string; body: unknown } {
 export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler; detail: Handler } {
   const respondList = async (ctx: RequestContext, forceJson: boolean) => {
     const query = new URLSearchParams(ctx.query);
-    const health = await deps.status.modelHealth();
-    const all = deps.catalogue.current().models;
+    const json = forceJson || wantsJson(ctx.req, query);
+    const catalogue = deps.catalogue.current();
     const q = (query.get('q') ?? '').slice(0, 200);
     const sortParam = query.get('sort') ?? 'default';
     // Own keys only: `in` would also accept what every object inherits (constructor, toString, …).
     // An unknown sort is the catalogue order, as an unknown `dir` is ascending.
     const sort: SortKey = Object.hasOwn(SORTS, sortParam) ? (sortParam as SortKey) : 'default';
     const dir = query.get('dir') === 'desc' ? 'desc' : 'asc';
-    const models = select(all, q, sort, dir);
-    if (forceJson || wantsJson(ctx.req, query)) {
-      return sendPublicJson(ctx.res, { object: 'list', note: KEY_DEPENDENT_NOTE, data: models.map((m) => modelJson(m, health.get(m.id) ?? 'unknown')) });
+    let spec: PageSpec;
+    try {
+      spec = pageSpec(query);
+    } catch (error) {
+      if (json && error instanceof PagingError) return sendPublicJsonError(ctx, error);
+      throw error;
+    }
+    const list = select(catalogue, q, sort, dir, spec);
+    const healthOf = await deps.status.modelHealth();
+    if (json) {
+      const path = forceJson ? '/models.json' : '/models';
+      return sendPublicJson(ctx.res, {
+        object: 'list',
+        note: KEY_DEPENDENT_NOTE,
+        data: list.items.map((m) => modelJson(m, healthOf(m))),
+        page: list.page,
+        limit: list.limit,
+        total: list.total,
+        has_more: list.hasMore,
+        next: list.hasMore ? pageHref(path, query, list.page + 1) : null,
+      });
     }
     const { user, headers } = await visitor(deps, ctx);
-    sendHtml(ctx.res, 200, listPage(models, health, q, sort, dir, all.length, user), headers);
+    sendHtml(ctx.res, 200, listPage(list, query, healthOf, q, sort, dir, catalogue.models.length, user), headers);
   };
 
   const detail = page(deps, async (ctx) => {
@@ -210,7 +272,7 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
       if (json) return void ctx.res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `There is no model '${id}'.`, code: 'model_not_found' } }));
       throw new FormError(404, `There is no model “${id}” in the catalogue. See /models for every model.`);
     }
-    const health = (await deps.status.modelHealth()).get(model.id) ?? 'unknown';
+    const health = (await deps.status.modelHealth())(model);
     if (json) return sendPublicJson(ctx.res, { ...modelJson(model, health), note: KEY_DEPENDENT_NOTE });
     const { user, headers } = await visitor(deps, ctx);
     sendHtml(ctx.res, 200, detailPage(model, health, user), headers);

@@ -44,7 +44,7 @@ export function statusJson(snapshot: StatusSnapshot) {
     description: HEADLINES[snapshot.overall],
     generated_at: new Date(snapshot.generatedAt).toISOString(),
     degraded: snapshot.degraded.map((d) => ({ component: d.component, since: new Date(d.since).toISOString(), message: d.message })),
-    providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map((m) => ({ ...componentJson(m), deployments: m.deployments })) })),
+    providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map((m) => ({ ...componentJson(m), deployments: m.deployments })), unlisted_models: p.unlisted })),
   };
 }
 
@@ -122,6 +122,7 @@ ${snapshot.providers.map(
   </table></div>
   ${deploymentTable(p.id, p.models)}`
   }
+  ${p.unlisted === 0 ? '' : html`<p class="muted small" data-unlisted="${p.unlisted}">${formatInt(p.unlisted)} ${p.models.length === 0 ? '' : 'more '}model${p.unlisted === 1 ? '' : 's'} without traffic or probes in the last ${HISTORY_DAYS} days ${p.unlisted === 1 ? 'is' : 'are'} not listed here: see <a href="/models">Models</a>.</p>`}
 </section>`,
 )}`,
   });

@@ -1,4 +1,4 @@
-import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import type { CatalogueModel, ModelOrdering, ModelSequence } from '../../catalogue/catalogue.js';
 import { GatewayError, type ErrorKind } from '../../errors.js';
 import type { Dialect } from '../dialect.js';
 import { intParam } from '../paging.js';
@@ -40,8 +40,11 @@ export function anthropicModel(model: CatalogueModel) {
   return { type: 'model', id: model.id, display_name: model.displayName ?? model.id, created_at: rfc3339(model.created) };
 }
 
-function indexOfId(models: readonly CatalogueModel[], id: string, param: string): number {
-  const index = models.findIndex((model) => model.id === id);
+/** Anthropic lists newest first; models of the same date keep the catalogue's order. */
+const NEWEST_FIRST: ModelOrdering = { name: 'newest-first', compare: (a, b) => b.created - a.created };
+
+function indexOfId(models: ModelSequence, id: string, param: string): number {
+  const index = models.indexOf(id);
   if (index === -1) throw new GatewayError('invalid_request', `Invalid '${param}': no model '${id}' in this list.`, { param });
   return index;
 }
@@ -61,15 +64,15 @@ export const anthropicDialect: Dialect = {
     if (afterId !== null && beforeId !== null) {
       throw new GatewayError('invalid_request', "Send either 'after_id' or 'before_id', not both.", { param: 'before_id' });
     }
-    // Stable sort: models of the same date keep the configuration's order.
-    const ordered = [...models].sort((a, b) => b.created - a.created);
+    const sequence = models.ordered(NEWEST_FIRST);
+    const ordered = sequence.models;
     let start: number;
     let end: number;
     if (beforeId !== null) {
-      end = indexOfId(ordered, beforeId, 'before_id');
+      end = indexOfId(sequence, beforeId, 'before_id');
       start = Math.max(0, end - limit);
     } else {
-      start = afterId === null ? 0 : indexOfId(ordered, afterId, 'after_id') + 1;
+      start = afterId === null ? 0 : indexOfId(sequence, afterId, 'after_id') + 1;
       end = Math.min(ordered.length, start + limit);
     }
     const page = ordered.slice(start, end).map(anthropicModel);

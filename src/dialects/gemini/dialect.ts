@@ -1,4 +1,4 @@
-import type { CatalogueModel } from '../../catalogue/catalogue.js';
+import type { CatalogueModel, ModelSequence } from '../../catalogue/catalogue.js';
 import type { Endpoint } from '../../config/config-file.js';
 import { GatewayError } from '../../errors.js';
 import type { Dialect } from '../dialect.js';
@@ -50,10 +50,10 @@ function encodePageToken(lastId: string): string {
   return Buffer.from(JSON.stringify({ after: lastId }), 'utf8').toString('base64url');
 }
 
-function decodePageToken(token: string, models: readonly CatalogueModel[]): number {
+function decodePageToken(token: string, models: ModelSequence): number {
   try {
     const { after } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { after?: unknown };
-    const index = models.findIndex((model) => model.id === after);
+    const index = typeof after === 'string' ? models.indexOf(after) : -1;
     if (typeof after === 'string' && index !== -1) return index + 1;
   } catch {
     // Reported below.
@@ -69,10 +69,12 @@ export const geminiDialect: Dialect = {
   }),
 
   /** Catalogue order; `pageSize` default 50, values above 1000 are coerced to 1000, as Google does. */
-  listModels(models, query) {
+  listModels(permitted, query) {
     const pageSize = Math.min(intParam(query, 'pageSize', 50, 0, Number.MAX_SAFE_INTEGER) || 50, 1000);
     const token = query.get('pageToken');
-    const start = token === null || token === '' ? 0 : decodePageToken(token, models);
+    const sequence = permitted.ordered();
+    const start = token === null || token === '' ? 0 : decodePageToken(token, sequence);
+    const models = sequence.models;
     const page = models.slice(start, start + pageSize);
     const end = start + page.length;
     return {

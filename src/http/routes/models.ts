@@ -28,7 +28,7 @@ export function listModelsRoute(deps: GatewayDeps): Handler {
   return async (ctx) => {
     const { principal, query } = await authenticateListingCaller(deps, ctx);
     const models = deps.catalogue().permitted(principal.allowedModels);
-    if (principal.allowedModels !== null && models.length === 0) {
+    if (principal.allowedModels !== null && models.count === 0) {
       throw new GatewayError('no_model_permission', 'This API key may not use any model in the catalogue. Check /app/keys.');
     }
     sendJson(ctx.res, 200, JSON.stringify(ctx.dialect.listModels(models, query)));
