@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { withinCap } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
+import type { DiscoverConfig } from '../config/config-file.js';
 import { toGatewayError } from '../errors.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { CatalogueRepository } from '../store/store.js';
@@ -78,7 +79,7 @@ export class Discovery {
         // The interval in force now decides, so a shorter one set by a reload applies from the last listing.
         const schedule = { intervalMs: settings.interval_ms, retryMs: Math.min(settings.interval_ms, RETRY_MS), leaseMs: CLAIM_LEASE_MS };
         if (!(await this.repository.claimDiscovery(entry.id, this.claimant, now, schedule))) continue;
-        const listing = this.list(entry.id).finally(async () => {
+        const listing = this.list(entry.id, settings).finally(async () => {
           this.running.delete(entry.id);
           // Let go at once, so a stop in the middle of a listing leaves the next process to list straight away.
           await this.repository.releaseDiscovery(entry.id, this.claimant).catch((error: unknown) => this.logger.warn({ provider: entry.id, err: error }, 'model discovery could not release its claim'));
@@ -104,7 +105,7 @@ export class Discovery {
     }
   }
 
-  private async list(providerId: string): Promise<void> {
+  private async list(providerId: string, settings: DiscoverConfig): Promise<void> {
     const provider = this.providers.get(providerId);
     if (provider === undefined) return;
     try {
