@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
 import type { ChangeFeed } from './changes/change-feed.js';
 import { serve } from './serve.js';
-import { DEFAULT_CONFIG_FILE, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './settings.js';
+import { DEFAULT_CONFIG_FILE, envSetting, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './settings.js';
 import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './limits/limits.js';
 import type { KeyRecord, KeyStatus, Store, UsageFigures } from './store/store.js';
 import { UserError } from './user-error.js';
@@ -109,7 +109,7 @@ async function withStore<T>(flags: StoreFlags & { config?: string }, work: (stor
   let changes: ChangeFeed | undefined;
   if (redis?.redisUrl !== undefined) {
     const [{ openChangeFeed }, { createLogger }] = await Promise.all([import('./changes/open-change-feed.js'), import('./log.js')]);
-    changes = await openChangeFeed({ ...redis, logger: createLogger(process.env.SLUICE_LOG_LEVEL ?? 'warn') });
+    changes = await openChangeFeed({ ...redis, logger: createLogger(envSetting('SLUICE_LOG_LEVEL') ?? 'warn') });
   }
   try {
     const store = await openStore(storeLocation(settings), changes === undefined ? {} : { onChange: (topic) => changes.publish(topic) });
@@ -252,11 +252,12 @@ export function buildCli(): Command {
     .option('--metrics-listen <host:port>', 'serve /metrics without a token on a port of its own (env SLUICE_METRICS_LISTEN)')
     .option('--no-access-log', 'no JSON line per request on the log (env SLUICE_ACCESS_LOG=off)')
     .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; sessionIdle: number; redis?: string; redisPrefix?: string; metricsToken?: string; metricsListen?: string; accessLog: boolean }) => {
-      const { host, port } = parseListen(opts.listen ?? process.env.SLUICE_LISTEN ?? '127.0.0.1:8080');
-      const metricsListen = opts.metricsListen ?? process.env.SLUICE_METRICS_LISTEN;
-      const metricsToken = opts.metricsToken ?? process.env.SLUICE_METRICS_TOKEN;
+      const { host, port } = parseListen(opts.listen ?? envSetting('SLUICE_LISTEN') ?? '127.0.0.1:8080');
+      const metricsListen = opts.metricsListen ?? envSetting('SLUICE_METRICS_LISTEN');
+      const metricsToken = opts.metricsToken ?? envSetting('SLUICE_METRICS_TOKEN');
       if (metricsToken !== undefined && metricsToken.trim().length < 16) throw new UserError('The metrics token must be at least 16 characters.');
-      const workers = opts.workers ?? (process.env.SLUICE_WORKERS ? positiveInt(process.env.SLUICE_WORKERS) : availableParallelism());
+      const workersVariable = envSetting('SLUICE_WORKERS');
+      const workers = opts.workers ?? (workersVariable !== undefined ? positiveInt(workersVariable) : availableParallelism());
       await serve({
         ...resolveSettings(opts),
         ...resolveRedis(opts),
@@ -269,7 +270,7 @@ export function buildCli(): Command {
         sessionIdleMs: opts.sessionIdle,
         metricsToken: metricsToken?.trim(),
         metricsListen: metricsListen === undefined || metricsListen === '' ? undefined : parseListen(metricsListen, '--metrics-listen'),
-        accessLog: opts.accessLog && process.env.SLUICE_ACCESS_LOG !== 'off',
+        accessLog: opts.accessLog && envSetting('SLUICE_ACCESS_LOG') !== 'off',
       });
     });
 
@@ -285,7 +286,7 @@ export function buildCli(): Command {
       const providers = parseInitProviders(opts.provider ?? []);
       const text = renderInitConfig(providers);
       checkInitConfig(text, providers);
-      const path = opts.config ?? process.env.SLUICE_CONFIG ?? DEFAULT_CONFIG_FILE;
+      const path = opts.config ?? envSetting('SLUICE_CONFIG') ?? DEFAULT_CONFIG_FILE;
       try {
         writeFileSync(path, text, { flag: opts.force ? 'w' : 'wx', mode: 0o644 });
       } catch (error) {

@@ -5,6 +5,25 @@ import { UserError } from './user-error.js';
 
 /** A worker's exit code when it refused to start and has said why in one line: the primary adds nothing. */
 const REFUSED_TO_START = 78;
+/**
+ * How long past the drain timeout a stop may take (the ledger's last write, closing the store) before
+ * a process is ended anyway: a worker that has not exited by then is killed by the primary, and a
+ * single process exits. The ledger journal keeps any row not yet stored for the next start.
+ */
+const STOP_GRACE_MS = 10_000;
+
+/**
+ * Output is best effort once nobody reads it: a write to a closed stdout or stderr pipe (EPIPE, then
+ * the stream is destroyed) must neither end the process through an unhandled 'error' event, the
+ * primary's included (its workers would go with it, undrained), nor stop it from shutting down.
+ */
+function tolerateClosedOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+    });
+  }
+}
 
 export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
   readonly drainTimeoutMs: number;
@@ -24,6 +43,7 @@ export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
  * whatever happens to the notifications.
  */
 export async function serve(options: ServeOptions): Promise<void> {
+  tolerateClosedOutput();
   if (cluster.isPrimary) {
     checkDataDir(options.dataDir);
     await checkPortFree(options.host, options.port);
@@ -33,7 +53,7 @@ export async function serve(options: ServeOptions): Promise<void> {
 }
 
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
-  const [{ startGateway }, { createLogger }] = await Promise.all([import('./gateway.js'), import('./log.js')]);
+  const [{ startGateway }, { createLogger, exitAfterLogFlush }] = await Promise.all([import('./gateway.js'), import('./log.js')]);
   const logger = createLogger();
   let gateway: Awaited<ReturnType<typeof startGateway>>;
   try {
@@ -42,8 +62,8 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
     if (!(error instanceof UserError) || !cluster.isWorker) throw error;
     // Every worker would say the same: the first says it once, and the primary stops.
     process.stderr.write(`sluice: ${error.message}\n`);
-    logger.flush();
-    process.exit(REFUSED_TO_START);
+    exitAfterLogFlush(logger, REFUSED_TO_START);
+    return;
   }
   if (announce) console.log(`sluice listening on ${gateway.url}`);
   if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
@@ -51,17 +71,16 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    setTimeout(() => exitAfterLogFlush(logger, 1), options.drainTimeoutMs + STOP_GRACE_MS).unref();
     logger.info({ signal }, 'stopping: draining requests in flight');
     gateway.stop(options.drainTimeoutMs).then(
       () => {
         logger.info('stopped');
-        logger.flush();
-        process.exit(0);
+        exitAfterLogFlush(logger, 0);
       },
       (error: unknown) => {
         logger.error({ err: error }, 'stop failed');
-        logger.flush();
-        process.exit(1);
+        exitAfterLogFlush(logger, 1);
       },
     );
   };
@@ -98,6 +117,10 @@ async function supervise(options: ServeOptions): Promise<void> {
     stopping = true;
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
     if (liveWorkers() === 0) process.exit(failed ? 1 : 0);
+    // A worker that cannot act on the signal (its event loop held) is ended: the stop always ends.
+    setTimeout(() => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+    }, options.drainTimeoutMs + STOP_GRACE_MS).unref();
   };
   cluster.on('listening', (worker: Worker, address) => {
     listening.add(worker.id);
@@ -116,7 +139,8 @@ async function supervise(options: ServeOptions): Promise<void> {
       cluster.fork();
       return;
     }
-    if (code !== 0) failed = true;
+    // A worker ended by the stop's own SIGTERM before it could handle it (it was still starting) stopped cleanly.
+    if (code !== 0 && !(stopping && signal === 'SIGTERM')) failed = true;
     if (!stopping) {
       if (code !== REFUSED_TO_START) say(`worker ${worker.id} failed to start (${signal ?? `code ${code}`})`);
       stopAll();

@@ -13,12 +13,21 @@ export interface Settings {
 
 export const DEFAULT_CONFIG_FILE = 'sluice.yaml';
 
+/**
+ * A SLUICE_* variable's value. Set but empty (`SLUICE_CONFIG=` in a compose file or a unit) counts
+ * as unset, for every variable alike, rather than as an empty path, URL or number.
+ */
+export function envSetting(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
 export function resolveSettings(flags: { data?: string; config?: string; database?: string }, env: NodeJS.ProcessEnv = process.env): Settings {
-  const dataDir = resolve(flags.data ?? env.SLUICE_DATA ?? './data');
-  const named = flags.config ?? env.SLUICE_CONFIG;
+  const dataDir = resolve(flags.data ?? envSetting('SLUICE_DATA', env) ?? './data');
+  const named = flags.config ?? envSetting('SLUICE_CONFIG', env);
   const configFile = named !== undefined ? resolve(named) : existsSync(DEFAULT_CONFIG_FILE) ? resolve(DEFAULT_CONFIG_FILE) : undefined;
-  // An empty variable (`SLUICE_DATABASE_URL=` in a compose file) means the embedded store, as if unset.
-  const database = flags.database ?? env.SLUICE_DATABASE_URL;
+  // An empty --database '' also means the embedded store.
+  const database = flags.database ?? envSetting('SLUICE_DATABASE_URL', env);
   return { dataDir, configFile, databaseUrl: database === undefined || database === '' ? undefined : database };
 }
 
@@ -32,7 +41,7 @@ export interface RedisSettings {
 
 /** `--redis` (else SLUICE_REDIS_URL) and `--redis-prefix` (else SLUICE_REDIS_PREFIX, else `sluice:`). */
 export function resolveRedis(flags: { redis?: string; redisPrefix?: string }, env: NodeJS.ProcessEnv = process.env): RedisSettings {
-  const url = flags.redis ?? (env.SLUICE_REDIS_URL || undefined);
+  const url = flags.redis ?? envSetting('SLUICE_REDIS_URL', env);
   if (url !== undefined) {
     let protocol: string | undefined;
     try {
@@ -45,7 +54,7 @@ export function resolveRedis(flags: { redis?: string; redisPrefix?: string }, en
       throw new UserError(`${flags.redis !== undefined ? '--redis' : 'SLUICE_REDIS_URL'}: expected redis://[[user]:password@]host[:port][/db] or rediss://… (TLS)`);
     }
   }
-  return { redisUrl: url, redisPrefix: flags.redisPrefix ?? env.SLUICE_REDIS_PREFIX ?? DEFAULT_REDIS_PREFIX };
+  return { redisUrl: url, redisPrefix: flags.redisPrefix ?? envSetting('SLUICE_REDIS_PREFIX', env) ?? DEFAULT_REDIS_PREFIX };
 }
 
 /** `HOST:PORT`, `[v6]:PORT` or `:PORT`. */

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { cli, tempDir } from './support/sluice.js';
+import { promisify } from 'node:util';
+import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
+import { cli, configFor, SLUICE_BIN, startSluice, tempDir } from './support/sluice.js';
 import { storeContains } from './support/store.js';
 
 describe('sluice keys', () => {
@@ -99,4 +102,31 @@ describe('configuration errors stop start-up naming the file, the entry and the 
       assert.match(result.stderr, expected);
     });
   }
+});
+
+describe('a SLUICE_* variable set but empty counts as unset', () => {
+  // As a compose file or a unit writes them: `SLUICE_CONFIG=` and the like.
+  const EMPTY = ['SLUICE_CONFIG', 'SLUICE_REDIS_URL', 'SLUICE_REDIS_PREFIX', 'SLUICE_LOG_LEVEL', 'SLUICE_METRICS_TOKEN', 'SLUICE_METRICS_LISTEN', 'SLUICE_WORKERS', 'SLUICE_ACCESS_LOG'];
+
+  test('serve reads ./sluice.yaml as if SLUICE_CONFIG and the others were not set', async () => {
+    const fake = await startFakeOpenAI();
+    const dir = tempDir();
+    writeFileSync(join(dir, 'sluice.yaml'), configFor(fake.url));
+    try {
+      const sluice = await startSluice({ cwd: dir, env: Object.fromEntries(EMPTY.map((name) => [name, ''])) });
+      const models = (await (await fetch(`${sluice.url}/models.json`)).json()) as { data: { id: string }[] };
+      assert.ok(models.data.some((model) => model.id === 'llama-8b'), JSON.stringify(models));
+      assert.equal(await sluice.stop(), 0, sluice.stderr());
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('an empty SLUICE_DATA means ./data, not the working directory', async () => {
+    const dir = tempDir();
+    // SLUICE_DATABASE_URL empty too: the SQLite store, whichever store the tests run on.
+    await promisify(execFile)(process.execPath, [SLUICE_BIN, 'keys', 'create', '--account', 'acme'], { cwd: dir, env: { ...process.env, SLUICE_DATA: '', SLUICE_DATABASE_URL: '', SLUICE_CONFIG: '' } });
+    assert.ok(existsSync(join(dir, 'data', 'sluice.db')), 'the store is in ./data');
+    assert.equal(existsSync(join(dir, 'sluice.db')), false, 'not in the working directory');
+  });
 });

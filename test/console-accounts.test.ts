@@ -92,6 +92,25 @@ describe('the accounts page', () => {
     assert.equal((await new ConsoleClient(sluice.url).login('pat', 'pat-password-1')).status, 303);
   });
 
+  test('a password typed with the link option selected is used, never dropped for a link; the page says which', async () => {
+    const mismatched = await admin.post('/app/accounts', { csrf, name: 'typist', method: 'link', password: 'typist-password-1', confirm: 'typist-password-2' });
+    assert.equal(mismatched.status, 400);
+    assert.match(mismatched.text, /two passwords are not the same/);
+    assert.match(mismatched.text, /<input type="radio" name="method" value="password" checked>/, 'the form shows the password option chosen');
+    assert.equal(await accountRow('typist'), undefined);
+
+    const made = await admin.post('/app/accounts', { csrf, name: 'typist', method: 'link', password: 'typist-password-1', confirm: 'typist-password-1' });
+    assert.equal(made.status, 303, 'no sign-in link page');
+    assert.match((await admin.get(made.headers.get('location')!)).text, /Account “typist” created with the password you typed \(no sign-in link\)/);
+    assert.equal((await queryStore(sluice.dataDir, 'SELECT 1 FROM sign_in_links WHERE account_id = (SELECT id FROM accounts WHERE name = ?)', ['typist'])).length, 0, 'no link made');
+    assert.equal((await new ConsoleClient(sluice.url).login('typist', 'typist-password-1')).status, 303);
+
+    const reset = await admin.post('/app/accounts/typist/password', { csrf, method: 'link', password: 'typist-password-2', confirm: 'typist-password-2' });
+    assert.equal(reset.status, 303, 'no sign-in link page');
+    assert.match((await admin.get(reset.headers.get('location')!)).text, /The password of “typist” is changed to the one you typed/);
+    assert.equal((await new ConsoleClient(sluice.url).login('typist', 'typist-password-2')).status, 303);
+  });
+
   test('create with a one-time link: shown once as a full URL, stored as a hash, works once, not after expiry', async () => {
     const made = await admin.post('/app/accounts', { csrf, name: 'linda', admin: '1', method: 'link', password: '', confirm: '' });
     assert.equal(made.status, 200);

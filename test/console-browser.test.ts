@@ -429,6 +429,20 @@ describe('the console in a real browser', () => {
     }
   });
 
+  test('accounts: typing a password selects the password option, and the account is made with it', async () => {
+    await page.goto(`${sluice.url}/app/accounts`);
+    await page.getByRole('textbox', { name: 'Name' }).fill('typist');
+    const linkOption = page.getByRole('radio', { name: /one-time sign-in link/ });
+    const passwordOption = page.getByRole('radio', { name: /A password I type now/ });
+    await linkOption.check();
+    await page.locator('#create-password').fill('typist-password-1');
+    assert.equal(await passwordOption.isChecked(), true, 'typing chose the password');
+    assert.equal(await linkOption.isChecked(), false);
+    await page.locator('#create-confirm').fill('typist-password-1');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    assert.match(await page.getByRole('status').first().innerText(), /Account “typist” created with the password you typed/);
+  });
+
   test('keyboard: the sign-out button is reachable and signs out', async () => {
     await page.goto(`${sluice.url}/app/keys`);
     await shot('13-keys-admin');

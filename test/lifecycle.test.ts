@@ -1,10 +1,86 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
-import { configFor, createKey, eventually, startSluice } from './support/sluice.js';
+import { configFor, createKey, eventually, startSluice, tempDir } from './support/sluice.js';
+
+/** A process's children, from Linux's /proc (none once it has gone). */
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 describe('serve', () => {
+  for (const workers of [2, 1]) {
+    test(`--workers ${workers}: SIGTERM stops it and every worker once nobody reads its stdout and stderr`, { timeout: 60_000 }, async () => {
+      const sluice = await startSluice({ args: ['--workers', String(workers)], env: { SLUICE_LOG_LEVEL: 'info' } });
+      const primary = sluice.child.pid!;
+      const processes = new Set([primary, ...childPids(primary)]);
+      assert.equal(processes.size, workers === 1 ? 1 : workers + 1, 'the primary and its workers');
+      sluice.child.stdout!.destroy();
+      sluice.child.stderr!.destroy();
+      // Requests after the pipes closed: each writes its access-log line to a pipe nobody reads.
+      for (let i = 0; i < 4; i++) assert.equal((await fetch(`${sluice.url}/healthz`)).status, 200);
+      if (workers > 1) {
+        // A worker dies: the primary says so on its closed stderr, and starts another.
+        process.kill([...processes].find((pid) => pid !== primary)!, 'SIGKILL');
+        const replacement = await eventually(() => childPids(primary).find((pid) => !processes.has(pid)), 20_000, 'a worker started in place of the one that died');
+        processes.add(replacement);
+        await eventually(async () => ((await fetch(`${sluice.url}/healthz`)).ok ? true : undefined), 20_000, 'the gateway to answer');
+      }
+      assert.equal(sluice.child.exitCode, null, 'still running');
+      // One that does not stop is killed, so that the test fails rather than leaving it behind.
+      const guard = setTimeout(() => [...processes].filter(isRunning).forEach((pid) => process.kill(pid, 'SIGKILL')), 30_000);
+      try {
+        assert.equal(await sluice.stop('SIGTERM'), 0);
+      } finally {
+        clearTimeout(guard);
+      }
+      assert.deepEqual([...processes].filter(isRunning), [], 'no process of the gateway is left');
+    });
+  }
+
+  test('the exit after a stop ends even when stderr’s reader is gone before the last lines are written', { timeout: 40_000 }, async () => {
+    // Two lines at once: the first is being written when the exit starts, the second still buffered
+    // (pino's own exit-time flush would retry that one on the broken pipe for ever).
+    const script = join(tempDir(), 'exit.ts');
+    writeFileSync(script, `import { createLogger, exitAfterLogFlush } from ${JSON.stringify(resolve(import.meta.dirname, '../src/log.ts'))};
+const logger = createLogger('info');
+process.stdin.once('data', () => {
+  logger.info('the line being written');
+  logger.info('the line still buffered');
+  exitAfterLogFlush(logger, 0);
+});
+`);
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
+    child.stdout.destroy();
+    child.stderr.destroy();
+    child.stdin.write('go\n');
+    // One that does not exit is killed, so that the test fails rather than leaving it behind.
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    try {
+      assert.equal(await exited, 0);
+    } finally {
+      clearTimeout(guard);
+    }
+  });
+
   test('healthz answers 200 and every response carries x-request-id', async () => {
     const sluice = await startSluice();
     try {

@@ -498,3 +498,37 @@ describe('the usage page and its CSV', () => {
     assert.ok(response.text.includes(`"'=HYPERLINK(""http://evil.example"",""click""), really"`), 'quoted as RFC 4180 says');
   });
 });
+
+describe('the keys page’s 30-day columns', () => {
+  test('are the usage page’s 30 days from the roll-ups: whole UTC days, today’s so far included', async () => {
+    const dir = tempDir();
+    await createAccount(dir, 'admin', PASSWORD.admin, true);
+    const key = await createKey(dir, 'alpha', ['--name', 'edge key']);
+    const accountId = (await queryStore<{ id: string }>(dir, 'SELECT id FROM accounts WHERE name = ?', ['alpha']))[0]!.id;
+    // The first day counted is 29 days before today: its first moment counts, and the last moment of
+    // the day before does not, though it is less than 30 × 24 hours ago.
+    const now = Date.now();
+    const firstDay = today() - 29;
+    const rows: JournalRow[] = [
+      { entryId: 'edge.before', at: firstDay * DAY_MS - 1, accountId, keyId: key.id, model: 'llama', promptTokens: 1000, completionTokens: 1000, costUsd: 1 },
+      { entryId: 'edge.first', at: firstDay * DAY_MS, accountId, keyId: key.id, model: 'llama', promptTokens: 10, completionTokens: 20, costUsd: 0.01 },
+      { entryId: 'edge.today', at: now, accountId, keyId: key.id, model: 'llama', status: 502, promptTokens: 3, completionTokens: 0, costUsd: 0.002 },
+    ];
+    writeOrphanJournal(dir, rows.map(rowLine).join(''));
+    const sluice = await startSluice({ dataDir: dir, config: 'providers: []\nmodels: []\n' });
+    try {
+      const admin = new ConsoleClient(sluice.url);
+      await admin.signIn('admin', PASSWORD.admin);
+      const row = /<tr data-key-id="([^"]+)">([\s\S]*?)<\/tr>/.exec((await admin.get('/app/keys')).text);
+      assert.equal(row?.[1], key.id);
+      const counted = total(await queryStore<LedgerRow>(dir, 'SELECT * FROM usage_ledger'), (ledgerRow) => dayOf(Number(ledgerRow.at)) >= firstDay);
+      assert.equal(counted.requests, 2, 'the ledger holds the rows, the one before the first day left out');
+      const cells = [...row![2]!.matchAll(/<td class="num">([^<]*)<\/td>/g)].map((match) => match[1]);
+      assert.deepEqual(cells, [formatInt(counted.requests), formatInt(counted.input_tokens + counted.output_tokens), formatUsd(counted.cost_usd)]);
+      const usagePage = await admin.get('/app/usage?range=30');
+      assert.deepEqual(pageTotals(usagePage.text), shownAs(counted), 'the usage page’s 30 days are the same figures');
+    } finally {
+      assert.equal(await sluice.stop(), 0);
+    }
+  });
+});

@@ -21,7 +21,6 @@ import type {
   KeysRepository,
   KeyStatus,
   ResponsesRepository,
-  KeyUsage,
   LoginThrottleRepository,
   NewKey,
   SessionsRepository,
@@ -294,33 +293,6 @@ class SqlUsage implements UsageRepository {
     return Number(row.n);
   }
 
-
-  async byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>> {
-    let query = this.db
-      .selectFrom('usage_ledger')
-      .select((eb) => [
-        'key_id',
-        eb.fn.countAll().as('requests'),
-        eb.fn.sum<number>('prompt_tokens').as('prompt_tokens'),
-        eb.fn.sum<number>('completion_tokens').as('completion_tokens'),
-        eb.fn.sum<number>('cost_usd').as('cost_usd'),
-      ])
-      .where('at', '>=', since)
-      .groupBy('key_id');
-    if (accountId !== undefined) query = query.where('account_id', '=', accountId);
-    const rows = await query.execute();
-    return new Map(
-      rows.map((row) => [
-        row.key_id,
-        {
-          requests: Number(row.requests),
-          promptTokens: Number(row.prompt_tokens ?? 0),
-          completionTokens: Number(row.completion_tokens ?? 0),
-          costUsd: Number(row.cost_usd ?? 0),
-        },
-      ]),
-    );
-  }
 
   async spendSince(scope: { keyId: string } | { accountId: string }, since: number): Promise<number> {
     const query = this.db

@@ -266,13 +266,6 @@ export interface CatalogueRepository {
   dropDiscovered(keep: readonly string[]): Promise<boolean>;
 }
 
-export interface KeyUsage {
-  readonly requests: number;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly costUsd: number;
-}
-
 /** One request that reached a provider, for health figures. */
 export interface TrafficSample {
   readonly at: number;
@@ -329,8 +322,6 @@ export interface UsageRepository {
   /** Rows some of which may be stored already (a journal imported again): those are skipped. */
   appendOnce(rows: readonly UsageRow[]): Promise<void>;
   count(): Promise<number>;
-  /** Usage per key since a time, for every key or one account's. */
-  byKey(since: number, accountId?: string): Promise<Map<string, KeyUsage>>;
   /** USD spent since a time by one key or one account, to seed a budget's counter. */
   spendSince(scope: { keyId: string } | { accountId: string }, since: number): Promise<number>;
   /** Requests that reached a provider since a time (newest first, at most `limit`). */

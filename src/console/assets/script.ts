@@ -30,6 +30,18 @@ export const CONSOLE_JS = String.raw`// Progressive enhancement only: every page
     });
   });
 
+  // Password choices (accounts): typing a password selects "a password I type now", so what is typed is what is used.
+  document.querySelectorAll('input[name="method"][value="password"]').forEach(function (option) {
+    if (!option.form) return;
+    ['password', 'confirm'].forEach(function (name) {
+      var field = option.form.elements.namedItem(name);
+      if (!field || !field.addEventListener) return;
+      field.addEventListener('input', function () {
+        if (field.value !== '') option.checked = true;
+      });
+    });
+  });
+
   // Live refresh: <main data-refresh="SECONDS"> reloads its content while the tab is visible.
   var main = document.querySelector('main[data-refresh]');
   if (main && window.fetch && window.DOMParser) {

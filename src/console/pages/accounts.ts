@@ -25,11 +25,16 @@ interface CreateValues {
   method: 'link' | 'password';
 }
 
-/** The password choice of a form (`method` link or password); a mistake is named for its field. */
+/**
+ * The password choice of a form (`method` link or password); a mistake is named for its field. A
+ * password typed is used even with the link option selected (the page's script selects the option
+ * on typing; without script both fields show): it was typed to be used, and is never thrown away.
+ */
 function choiceOf(form: URLSearchParams): PasswordChoice | { error: string } {
-  if (form.get('method') === 'link') return { link: true };
   const password = form.get('password') ?? '';
-  if (password !== (form.get('confirm') ?? '')) return { error: 'The two passwords are not the same.' };
+  const confirm = form.get('confirm') ?? '';
+  if (form.get('method') === 'link' && password === '' && confirm === '') return { link: true };
+  if (password !== confirm) return { error: 'The two passwords are not the same.' };
   return { password };
 }
 
@@ -136,8 +141,9 @@ function noticeFromQuery(query: URLSearchParams, accounts: readonly AccountRecor
   const account = accounts.find((a) => a.name === query.get('account'));
   const change = query.get('change');
   if (account === undefined || change === null) return undefined;
-  if (change === 'created') return { kind: 'ok', text: `Account “${account.name}” created: it can sign in now.` };
-  if (change === 'password') return { kind: 'ok', text: `The password of “${account.name}” is changed; its sessions are ended.` };
+  // Only an account made with a password comes back here (a link is shown on a page of its own): say so.
+  if (change === 'created') return { kind: 'ok', text: `Account “${account.name}” created with the password you typed (no sign-in link): it can sign in with it now.` };
+  if (change === 'password') return { kind: 'ok', text: `The password of “${account.name}” is changed to the one you typed (no sign-in link); its sessions are ended.` };
   return Object.hasOwn(CHANGES, change) ? { kind: 'ok', text: `“${account.name}” ${CHANGES[change as Change].done}.` } : undefined;
 }
 
@@ -194,9 +200,9 @@ export function accountsRoutes(deps: ConsoleDeps, accountLimits: Handler): { lis
     const session = await requireSession(deps, ctx, { admin: true });
     if (!session) return;
     const form = await checkedForm(ctx, session);
-    const values: CreateValues = { name: (form.get('name') ?? '').trim(), admin: form.get('admin') === '1', method: form.get('method') === 'link' ? 'link' : 'password' };
-    const refuse = (text: string) => accountsPage(deps, ctx, session, { status: 400, values, notice: { kind: 'error', text: `The account was not created: ${text}` } });
     const choice = choiceOf(form);
+    const values: CreateValues = { name: (form.get('name') ?? '').trim(), admin: form.get('admin') === '1', method: 'link' in choice ? 'link' : 'password' };
+    const refuse = (text: string) => accountsPage(deps, ctx, session, { status: 400, values, notice: { kind: 'error', text: `The account was not created: ${text}` } });
     if ('error' in choice) return refuse(choice.error);
     let granted: AccessGranted;
     try {

@@ -2,7 +2,8 @@ import { maskSecret } from '../../auth/key-secret.js';
 import { changeKeyStatus, createKey, KeyManagementError, setAccountLimits, setKeyLimits } from '../../auth/keys-service.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
 import { describeLimits, hasLimits, type Limits } from '../../limits/limits.js';
-import type { AccountRecord, KeyRecord, KeyStatus, KeyUsage } from '../../store/store.js';
+import { dayOf } from '../../store/sql-status.js';
+import type { AccountRecord, KeyRecord, KeyStatus, UsageFigures } from '../../store/store.js';
 import { accountFilterForm } from '../account-filter.js';
 import { accountInPath, checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
@@ -23,7 +24,8 @@ import {
 import { FormError, redirect, sendHtml } from '../http.js';
 import type { Session } from '../sessions.js';
 
-const USAGE_WINDOW_MS = 30 * 86_400_000;
+/** The usage columns' days: the last 30 UTC days from the daily roll-ups, today's so far included, as on the usage page. */
+const USAGE_DAYS = 30;
 const MAX_KEY_NAME = 100;
 /** Above this many models the key form takes ids typed in one field rather than a checkbox per model. */
 const MODEL_CHECKBOXES_MAX = 200;
@@ -81,9 +83,9 @@ function limitsCell(key: KeyRecord, uses: Uses, now: number): Html {
   </ul></td>`;
 }
 
-function keyRow(key: KeyRecord, usage: KeyUsage | undefined, uses: Uses, isAdmin: boolean, now: number): Html {
+function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isAdmin: boolean, now: number): Html {
   const status = displayStatus(key, now);
-  const tokens = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
+  const tokens = usage === undefined ? 0 : usage.inputTokens + usage.outputTokens;
   const actions: Html[] = [];
   if (isAdmin && key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/limits">Limits<span class="visually-hidden"> of ${key.name}</span></a>`);
   if (key.status === 'active') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/disable">Disable<span class="visually-hidden"> ${key.name}</span></a>`);
@@ -104,6 +106,13 @@ function keyRow(key: KeyRecord, usage: KeyUsage | undefined, uses: Uses, isAdmin
 </tr>`;
 }
 
+/** Each key's figures over the usage columns' days, read from the roll-ups (never the ledger). */
+async function usageByKey(deps: ConsoleDeps, now: number, accountId: string | undefined): Promise<Map<string, UsageFigures>> {
+  const toDay = dayOf(now);
+  const groups = await deps.store.usageDaily.summary({ fromDay: toDay - USAGE_DAYS + 1, toDay, ...(accountId !== undefined && { accountId }) }, ['key']);
+  return new Map(groups.map((group) => [group.keyId!, group]));
+}
+
 async function keysPage(
   deps: ConsoleDeps,
   ctx: RequestContext,
@@ -116,7 +125,7 @@ async function keysPage(
   const now = Date.now();
   const [keys, usage, accounts] = await Promise.all([
     visibleKeys(deps, session, accountFilter),
-    deps.store.usage.byKey(now - USAGE_WINDOW_MS, isAdmin ? undefined : session.account.id),
+    usageByKey(deps, now, isAdmin ? undefined : session.account.id),
     isAdmin ? deps.store.accounts.list() : Promise.resolve([session.account]),
   ]);
   // The accounts whose limits are listed: an admin's all (or the one shown), a member's own.
@@ -133,7 +142,7 @@ async function keysPage(
 
   const body = html`<div class="page-head">
   <h1>API keys</h1>
-  <p class="lead">${isAdmin ? 'Every account’s keys (you are an admin).' : html`Keys of the account <strong>${session.account.name}</strong>.`} Changes take effect on the API within a second. Usage covers the last 30 days; limits show what is used now (requests and tokens in the rolling minute, requests in flight, spend in the budget period).</p>
+  <p class="lead">${isAdmin ? 'Every account’s keys (you are an admin).' : html`Keys of the account <strong>${session.account.name}</strong>.`} Changes take effect on the API within a second. Usage covers the last 30 days (UTC, today so far included); limits show what is used now (requests and tokens in the rolling minute, requests in flight, spend in the budget period).</p>
 </div>
 ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
 ${isAdmin ? accountFilterForm('/app/keys', accounts, accountFilter) : ''}
