@@ -2,35 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CatalogueModel } from '../src/catalogue/catalogue.js';
 import { GatewayError } from '../src/errors.js';
-import type { GenerationRequest, ToolDefinition } from '../src/generation/model.js';
+import { generationRequest, type GenerationRequest, type ToolDefinition } from '../src/generation/model.js';
 import { JSON_MODE_TOOL, toolFields, usesJsonModeTool } from '../src/providers/anthropic.js';
 
 /** In-process: how a request's tools and JSON mode become Anthropic's `tools` and `tool_choice`. */
 const model = { id: 'claude' } as CatalogueModel;
 
-const base: GenerationRequest = {
-  model: 'claude',
-  messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }],
-  tools: [],
-  toolChoice: undefined,
-  parallelToolCalls: undefined,
-  responseFormat: undefined,
-  maxOutputTokens: undefined,
-  temperature: undefined,
-  topP: undefined,
-  topK: undefined,
-  stop: [],
-  n: 1,
-  presencePenalty: undefined,
-  frequencyPenalty: undefined,
-  logitBias: undefined,
-  seed: undefined,
-  user: undefined,
-  logprobs: undefined,
-  reasoning: undefined,
-  metadata: undefined,
-  extensions: {},
-};
+const base = generationRequest({ model: 'claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] });
 const jsonMode = { ...base, responseFormat: { type: 'json_object' } } as const;
 const weather: ToolDefinition = { name: 'get_weather', description: undefined, parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: undefined };
 const jsonTool = { name: JSON_MODE_TOOL, description: (toolFields(jsonMode, model).tools as { description: string }[])[0]!.description, input_schema: { type: 'object' } };
