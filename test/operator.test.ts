@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -180,12 +181,29 @@ describe('a gateway with no models guides its operator', () => {
   test('`sluice init` in its folder serves the upstream\'s models without a restart', async () => {
     const init = await cli(['init', '--provider', `openai=${upstream.url}`], { SLUICE_CONFIG: join(dir, 'sluice.yaml') });
     assert.equal(init.code, 0, init.stderr);
-    const client = new OpenAI({ apiKey: (await createKey(sluice.dataDir, 'acme')).key, baseURL: `${sluice.url}/v1` });
+    const { key } = await createKey(sluice.dataDir, 'acme');
+    const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1` });
     await eventually(async () => ((await client.models.list()).data.some((m) => m.id === 'served-by-vllm') ? true : undefined), 10_000, 'the discovered model');
+    // Each worker learns of the discovered models from the store on its own (the change feed): the one
+    // that listed them may answer first. New connections reach every worker in turn.
+    const onNewConnection = () => postOnNewConnection(`${sluice.url}/v1/completions`, key, { model: 'served-by-vllm', prompt: 'hi', max_tokens: 3 });
+    await eventually(async () => ((await Promise.all([onNewConnection(), onNewConnection(), onNewConnection(), onNewConnection()])).every((status) => status === 200) ? true : undefined), 10_000, 'every worker serving it');
     const completion = await client.completions.create({ model: 'served-by-vllm', prompt: 'hi', max_tokens: 3 });
     assert.equal(completion.model, 'served-by-vllm');
   });
 });
+
+/** The status of a POST on a connection of its own (closed after it), so that the cluster hands it to the next worker. */
+function postOnNewConnection(url: string, key: string, body: object): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('error', reject);
+    request.end(JSON.stringify(body));
+  });
+}
 
 describe('an upstream\'s own error body is logged for the operator', () => {
   test('redacted and truncated, while the caller gets the gateway\'s own error', async () => {
