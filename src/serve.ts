@@ -8,9 +8,11 @@ const REFUSED_TO_START = 78;
 /**
  * How long past the drain timeout a stop may take (the ledger's last write, closing the store) before
  * a process is ended anyway: a worker that has not exited by then is killed by the primary, and a
- * single process exits. The ledger journal keeps any row not yet stored for the next start.
+ * single process exits. Well past what a working stop needs, a write to a locked SQLite store
+ * included (it waits up to 10 s for the lock, then the rows go to the journal); the ledger journal
+ * keeps any row not yet stored for the next start.
  */
-const STOP_GRACE_MS = 10_000;
+const STOP_GRACE_MS = 30_000;
 
 /**
  * Output is best effort once nobody reads it: a write to a closed stdout or stderr pipe (EPIPE, then
