@@ -416,6 +416,32 @@ describe('Responses across upstreams and models', () => {
     assert.deepEqual(upstreams.vllm.requests.at(-1)!.body.tools.map((t: any) => t.type), ['function', 'web_search']);
   });
 
+  test('a relayed stream ends with its last event, so a client that hangs up on response.completed (as Codex does) is served, not gone early', async () => {
+    // The upstream closes its stream a second after response.completed; the caller's answer must not wait for that.
+    upstreams.vllm.behaviour = { endDelayMs: 1_000 };
+    const controller = new AbortController();
+    const response = await fetch(`${sluice.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'gpt-native', input: 'hello', stream: true }),
+      signal: controller.signal,
+    });
+    assert.equal(response.status, 200);
+    let text = '';
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    while (!text.includes('event: response.completed')) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, 'the stream carried response.completed');
+      text += decoder.decode(value, { stream: true });
+    }
+    // The caller hangs up at once, as Codex does, well before the upstream's own end.
+    controller.abort();
+    const row = await eventually(async () => (await sluice.ledger()).find((r) => r.operation === 'responses' && r.model === 'gpt-native' && r.stream === 1 && r.prompt_tokens > 0), 3000, 'the ledger row');
+    assert.equal(row.status, 200, 'served, not a client that left');
+    assert.equal(row.tokens_counted, 0, 'the usage is the upstream’s');
+  });
+
   test('a bad field is a 400 naming it, in OpenAI’s shape', async () => {
     const hot = await post({ model: 'llama-chat', input: 'hi', temperature: 5 });
     assert.equal(hot.status, 400);

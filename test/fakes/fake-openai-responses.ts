@@ -266,5 +266,6 @@ export async function fakeResponses(res: ServerResponse, body: any, behaviour: B
     if (!(await send('response.output_item.done', { output_index: index, item }))) return;
   }
   if (!(await send(incomplete ? 'response.incomplete' : 'response.completed', { response: response(finalStatus, items, true) }))) return;
+  if (behaviour.endDelayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, behaviour.endDelayMs));
   await endStream(res, '');
 }

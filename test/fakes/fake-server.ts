@@ -16,6 +16,8 @@ export interface Behaviour {
   headerDelayMs?: number;
   /** Wait between stream events. */
   tokenDelayMs?: number;
+  /** (OpenAI Responses fake) Wait this long after the last event before ending the stream's body, as a server that closes late. */
+  endDelayMs?: number;
   /** Leave usage out of answers (as some servers do). */
   omitUsage?: boolean;
   /** Send the upstream's own in-stream error event after this many events. */

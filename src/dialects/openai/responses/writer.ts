@@ -337,6 +337,8 @@ export class RelayedResponsesWriter extends ResponsesEventWriter {
   }
 
   async relayed(event: Json): Promise<void> {
+    // The caller's answer ended with its last event; what the upstream sends after it is not the caller's.
+    if (this.res.writableEnded) return;
     this.start();
     if (typeof event.sequence_number === 'number') this.sequence = event.sequence_number + 1;
     const type = String(event.type);
@@ -348,7 +350,11 @@ export class RelayedResponsesWriter extends ResponsesEventWriter {
       if (type === 'response.completed' || type === 'response.incomplete') await this.complete(response);
     }
     if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed' || type === 'error') this.ended = true;
-    await this.write(`event: ${type}\ndata: ${JSON.stringify(out)}\n\n`);
+    const frame = `event: ${type}\ndata: ${JSON.stringify(out)}\n\n`;
+    // The answer ends with its last event, in one write, not when the upstream gets round to closing its
+    // stream: a client may hang up as soon as it has `response.completed` (Codex does), and that is no early leave.
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'error') this.endWith(frame);
+    else await this.write(frame);
   }
 
   openEmpty(): void {
