@@ -22,7 +22,7 @@ export const openAIDialect: Dialect = {
     let start = 0;
     if (after !== null) {
       const index = sequence.indexOf(after);
-      if (index === -1) throw new GatewayError('invalid_request', `Invalid 'after': no model '${after}' in this list.`, { param: 'after' });
+      if (index === -1) throw new GatewayError('invalid_request', `Invalid 'after': no model '${after.slice(0, 200)}' in this list.`, { param: 'after' });
       start = index + 1;
     }
     const page = sequence.models.slice(start, start + limit).map(openAIModel);
