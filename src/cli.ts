@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
 import type { ChangeFeed } from './changes/change-feed.js';
+import type { PortSharing } from './gateway.js';
 import { serve } from './serve.js';
 import { DEFAULT_CONFIG_FILE, envSetting, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './settings.js';
 import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './limits/limits.js';
@@ -24,6 +25,14 @@ interface StoreFlags {
 const configOption = () => new Option('--config <file>', 'configuration file (env SLUICE_CONFIG, default ./sluice.yaml when present)');
 const redisOption = (what: string) => new Option('--redis <url>', `Redis: ${what} (env SLUICE_REDIS_URL; redis://[[user]:password@]host[:port][/db])`);
 const redisPrefixOption = () => new Option('--redis-prefix <prefix>', 'what every Redis key and channel of this deployment starts with (env SLUICE_REDIS_PREFIX, default sluice:)');
+
+const PORT_SHARING: readonly PortSharing[] = ['reuseport', 'handoff'];
+
+function portSharingSetting(value: string | undefined): PortSharing {
+  if (value === undefined) return 'reuseport';
+  if ((PORT_SHARING as readonly string[]).includes(value)) return value as PortSharing;
+  throw new UserError(`SLUICE_PORT_SHARING must be ${PORT_SHARING.join(' or ')}, not '${value.slice(0, 40)}'.`);
+}
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -226,13 +235,14 @@ async function checkModelsKnown(store: Store, dataDir: string, configFile: strin
   throw new UserError(`the catalogue (${where}) has no model ${unknown.map((m) => `'${m}'`).join(', ')}; ${known}. Pass --allow-unknown to allow it before it exists.`);
 }
 
-/** The installed package's version (src/ and dist/ both sit beside package.json). */
-function packageVersion(): string {
-  return (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+/** The installed package's version (src/ and dist/ both sit beside package.json), and the runtime's: `0.1.0 (Node.js v24.21.0)`. */
+function versions(): string {
+  const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+  return `${version} (Node.js ${process.version})`;
 }
 
 export function buildCli(): Command {
-  const program = new Command('sluice').description('Sluice, an LLM gateway').showHelpAfterError().version(packageVersion(), '-v, --version', 'print the version');
+  const program = new Command('sluice').description('Sluice, an LLM gateway').showHelpAfterError().version(versions(), '-v, --version', "print Sluice's version and the Node.js it runs on");
 
   program
     .command('serve')
@@ -244,6 +254,7 @@ export function buildCli(): Command {
     .addOption(new Option('--drain-timeout <ms>', 'how long a graceful stop waits for requests in flight').argParser(positiveInt).default(30_000))
     .addOption(new Option('--max-body-bytes <n>', 'largest request body accepted').argParser(positiveInt).default(32 * 1024 * 1024))
     .addOption(new Option('--workers <n>', 'processes serving requests (env SLUICE_WORKERS, default: the number of cores)').argParser(positiveInt))
+    .addOption(new Option('--port-sharing <how>', "how workers share the port: reuseport, each its own socket and the kernel spreading connections (falls back to handoff where the platform cannot), or handoff, node:cluster's primary accepting and passing each connection on (env SLUICE_PORT_SHARING, default reuseport)").choices(PORT_SHARING))
     .addOption(new Option('--session-ttl <ms>', 'how long a console sign-in lasts').argParser(positiveInt).default(12 * 3_600_000))
     .addOption(new Option('--session-idle <ms>', 'a console sign-in also ends after this long without activity').argParser(positiveInt).default(2 * 3_600_000))
     .addOption(redisOption('limit counters shared by every replica, and changes reaching every gateway process at once (without it: this machine\'s counters; changes polled every 250 ms)'))
@@ -251,13 +262,14 @@ export function buildCli(): Command {
     .option('--metrics-token <token>', 'serve /metrics on the gateway port to a bearer of this token (env SLUICE_METRICS_TOKEN, which keeps it out of the process list)')
     .option('--metrics-listen <host:port>', 'serve /metrics without a token on a port of its own (env SLUICE_METRICS_LISTEN)')
     .option('--no-access-log', 'no JSON line per request on the log (env SLUICE_ACCESS_LOG=off)')
-    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; sessionTtl: number; sessionIdle: number; redis?: string; redisPrefix?: string; metricsToken?: string; metricsListen?: string; accessLog: boolean }) => {
+    .action(async (opts: { listen?: string; data?: string; database?: string; config?: string; drainTimeout: number; maxBodyBytes: number; workers?: number; portSharing?: PortSharing; sessionTtl: number; sessionIdle: number; redis?: string; redisPrefix?: string; metricsToken?: string; metricsListen?: string; accessLog: boolean }) => {
       const { host, port } = parseListen(opts.listen ?? envSetting('SLUICE_LISTEN') ?? '127.0.0.1:8080');
       const metricsListen = opts.metricsListen ?? envSetting('SLUICE_METRICS_LISTEN');
       const metricsToken = opts.metricsToken ?? envSetting('SLUICE_METRICS_TOKEN');
       if (metricsToken !== undefined && metricsToken.trim().length < 16) throw new UserError('The metrics token must be at least 16 characters.');
       const workersVariable = envSetting('SLUICE_WORKERS');
       const workers = opts.workers ?? (workersVariable !== undefined ? positiveInt(workersVariable) : availableParallelism());
+      const portSharing = opts.portSharing ?? portSharingSetting(envSetting('SLUICE_PORT_SHARING'));
       await serve({
         ...resolveSettings(opts),
         ...resolveRedis(opts),
@@ -266,6 +278,7 @@ export function buildCli(): Command {
         maxBodyBytes: opts.maxBodyBytes,
         drainTimeoutMs: opts.drainTimeout,
         workers,
+        portSharing,
         sessionTtlMs: opts.sessionTtl,
         sessionIdleMs: opts.sessionIdle,
         metricsToken: metricsToken?.trim(),

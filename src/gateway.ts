@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/authenticator.js';
@@ -61,7 +61,17 @@ export interface GatewayOptions {
   readonly metricsListen?: { readonly host: string; readonly port: number } | undefined;
   /** One JSON line per request on the log (default on). */
   readonly accessLog?: boolean;
+  /** In a cluster worker: how the workers share the port (see PortSharing). */
+  readonly portSharing?: PortSharing;
 }
+
+/**
+ * How cluster workers share the listening port: `reuseport`, each worker its own socket with
+ * SO_REUSEPORT and the kernel spreading connections over them; `handoff`, node:cluster's way, the
+ * primary accepting every connection and passing it to a worker. Where the platform has no
+ * SO_REUSEPORT, `reuseport` falls back to `handoff`.
+ */
+export type PortSharing = 'reuseport' | 'handoff';
 
 
 export interface RunningGateway {
@@ -70,6 +80,25 @@ export interface RunningGateway {
   readonly guidance: readonly string[] | null;
   /** Graceful stop: no new requests, those in flight finish (up to `graceMs`), the ledger is written. */
   stop(graceMs: number): Promise<void>;
+}
+
+/** Listens on the gateway's port; a worker asked for its own SO_REUSEPORT socket falls back to the primary's where the platform has none. */
+async function listen(server: NetServer, host: string, port: number, sharing: PortSharing): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      // Node's default accept backlog (511) overflows when a burst of clients connects during a busy
+      // moment, and a dropped SYN costs the client a one-second retransmit; the kernel caps this.
+      const own = sharing === 'reuseport' ? { exclusive: true, reusePort: true } : {};
+      server.listen({ port, host, backlog: 4096, ...own }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    if (sharing === 'reuseport' && (error as NodeJS.ErrnoException).code === 'ENOTSUP') return listen(server, host, port, 'handoff');
+    throw listenFailure(error, host, port);
+  }
 }
 
 /** How long a stop gives the ledger after the requests have drained, however late that was. */
@@ -193,16 +222,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       prefixes: consolePages.prefixes,
     },
   });
-  await new Promise<void>((resolve, reject) => {
-    const failed = (error: Error) => reject(listenFailure(error, options.host, options.port));
-    gateway.server.once('error', failed);
-    // Node's default accept backlog (511) overflows when a burst of clients connects during a busy
-    // moment, and a dropped SYN costs the client a one-second retransmit; the kernel caps this.
-    gateway.server.listen({ port: options.port, host: options.host, backlog: 4096 }, () => {
-      gateway.server.off('error', failed);
-      resolve();
-    });
-  });
+  await listen(gateway.server, options.host, options.port, cluster.isWorker ? (options.portSharing ?? 'reuseport') : 'handoff');
   let scrapes: Server | undefined;
   if (options.metricsListen !== undefined && !cluster.isWorker) scrapes = await listenForScrapes(options.metricsListen.host, options.metricsListen.port, scrape, (error) => logger.warn({ err: error }, 'a metrics scrape failed'));
   const address = gateway.server.address() as AddressInfo;

@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { GatewayOptions } from './gateway.js';
+import type { GatewayOptions, PortSharing } from './gateway.js';
 import { checkDataDir, checkPortFree } from './start-checks.js';
 import { UserError } from './user-error.js';
 
@@ -28,6 +28,7 @@ function tolerateClosedOutput(): void {
 }
 
 export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
+  readonly portSharing: PortSharing;
   readonly drainTimeoutMs: number;
   /** Processes serving requests; 1 serves from this process, more use node:cluster. */
   readonly workers: number;
@@ -37,7 +38,7 @@ export interface ServeOptions extends Omit<GatewayOptions, 'logger'> {
  * `sluice serve`. With several workers the primary only supervises: it loads none of the gateway
  * (its memory stays that of a bare Node process), starts one worker, which checks the
  * configuration, migrates the store and creates the key pepper, then starts the others once that
- * one listens. Workers share the listening port; what they share beyond it lives in the store (key
+ * one listens. Workers share the listening port (`--port-sharing`); what they share beyond it lives in the store (key
  * and catalogue caches follow its change counters; each worker writes its own ledger batches).
  * Each worker opens its own change feed (`--redis`: Redis pub/sub; a PostgreSQL store:
  * LISTEN/NOTIFY), so a change committed by any process (a worker, another replica, the CLI)
@@ -54,12 +55,22 @@ export async function serve(options: ServeOptions): Promise<void> {
   return serveInProcess(options, options.workers <= 1);
 }
 
+/** Set by the primary for every worker after the first: the port the first bound (`--listen` may have asked for port 0). */
+const WORKER_PORT = 'SLUICE_WORKER_PORT';
+
+const LISTENING = 'sluice:listening';
+/** A worker's word to the primary that it serves requests, at this URL. */
+interface ListeningMessage {
+  readonly [LISTENING]: string;
+}
+
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
   const [{ startGateway }, { createLogger, exitAfterLogFlush }] = await Promise.all([import('./gateway.js'), import('./log.js')]);
   const logger = createLogger();
+  const boundPort = cluster.isWorker ? process.env[WORKER_PORT] : undefined;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
   try {
-    gateway = await startGateway({ ...options, logger });
+    gateway = await startGateway({ ...options, port: boundPort === undefined ? options.port : Number(boundPort), logger });
   } catch (error) {
     if (!(error instanceof UserError) || !cluster.isWorker) throw error;
     // Every worker would say the same: the first says it once, and the primary stops.
@@ -68,6 +79,8 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
     return;
   }
   if (announce) console.log(`sluice listening on ${gateway.url}`);
+  // A worker with a socket of its own (reuseport) is not seen listening by node:cluster: it says so itself.
+  if (cluster.isWorker) process.send!({ [LISTENING]: gateway.url } satisfies ListeningMessage);
   if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
   let stopping = false;
   const stop = (signal: string) => {
@@ -124,21 +137,25 @@ async function supervise(options: ServeOptions): Promise<void> {
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
     }, options.drainTimeoutMs + STOP_GRACE_MS).unref();
   };
-  cluster.on('listening', (worker: Worker, address) => {
+  let boundPort: number | undefined;
+  const forkOnBoundPort = () => cluster.fork({ [WORKER_PORT]: String(boundPort) });
+  cluster.on('message', (worker: Worker, message: Partial<ListeningMessage>) => {
+    const url = message?.[LISTENING];
+    if (url === undefined) return;
     listening.add(worker.id);
+    boundPort ??= Number(new URL(url).port);
     // The first worker has prepared the store: the others can start together.
-    if (listening.size === 1 && !announced) for (let i = 1; i < options.workers; i++) cluster.fork();
+    if (listening.size === 1 && !announced) for (let i = 1; i < options.workers; i++) forkOnBoundPort();
     if (!announced && listening.size === options.workers) {
       announced = true;
-      const host = address.addressType === 6 ? `[${address.address}]` : address.address;
-      console.log(`sluice listening on http://${host}:${address.port} (${options.workers} workers)`);
+      console.log(`sluice listening on ${url} (${options.workers} workers)`);
     }
   });
   cluster.on('exit', (worker, code, signal) => {
     listening.delete(worker.id);
     if (!stopping && announced) {
       say(`worker ${worker.id} exited (${signal ?? `code ${code}`}); starting another`);
-      cluster.fork();
+      forkOnBoundPort();
       return;
     }
     // A worker ended by the stop's own SIGTERM before it could handle it (it was still starting) stopped cleanly.

@@ -13,7 +13,7 @@ import { createKey, eventually, startSluice, tempDir, type RunningSluice } from 
  * the Gemini CLI only Google's generateContent, Codex only OpenAI's Responses API. Each runs in an empty environment with its own home,
  * no retries, and its calls home switched off (offline here, they would only fail).
  */
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin');
+const BIN = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.bin');
 const SYSTEM_PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 
 let upstreams: ThreeUpstreams;

@@ -27,11 +27,11 @@ function replaceFile(path: string, text: string): void {
 }
 
 describe('sluice --version', () => {
-  test('prints the package version', async () => {
+  test("prints the package's version and the runtime's", async () => {
     for (const flag of ['--version', '-v']) {
       const result = await cli([flag]);
       assert.equal(result.code, 0);
-      assert.equal(result.stdout.trim(), packageVersion);
+      assert.equal(result.stdout.trim(), `${packageVersion} (Node.js ${process.version})`);
     }
   });
 });

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { readAnswerHeaders } from './whole-answer.js';
 
@@ -33,11 +34,10 @@ export function fetchStreamed(dispatcher: Dispatcher, request: Dispatcher.Dispat
   });
 }
 
-/** undici's callback-style handler and the body's async iterator in one object: one allocation per stream. */
+/** undici's dispatch handler and the body's async iterator in one object: one allocation per stream. */
 class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<Buffer> {
-  private abort: ((reason?: Error) => void) | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
   private abortedWith: Error | undefined;
-  private resume: (() => void) | undefined;
   private paused = false;
   private headersIn = false;
   private readonly queue: Buffer[] = [];
@@ -56,40 +56,41 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
 
   private readonly onAbort = (): void => this.cut(this.signal.reason as Error);
 
-  onConnect(abort: (reason?: Error) => void): void {
-    if (this.abortedWith !== undefined) abort(this.abortedWith);
-    else this.abort = abort;
+  /** Called again, with a new controller, when the upstream pool sends the request once more. */
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.abortedWith !== undefined) controller.abort(this.abortedWith);
+    else this.controller = controller;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null, resume: () => void): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer is still to come
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx: the answer is still to come
     this.headersIn = true;
-    this.resume = resume;
-    const { contentLength, retryAfter } = readAnswerHeaders(rawHeaders);
+    const { contentLength, retryAfter } = readAnswerHeaders(headers);
     this.answered({ statusCode, retryAfter, contentLength, body: this });
-    return true;
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const waiting = this.waiting;
     if (waiting !== undefined) {
       this.waiting = undefined;
       waiting.resolve({ value: chunk, done: false });
-      return true;
+      return;
     }
     this.queue.push(chunk);
     this.queuedBytes += chunk.length;
-    this.paused = this.queuedBytes >= HIGH_WATER_BYTES;
-    return !this.paused;
+    if (this.queuedBytes >= HIGH_WATER_BYTES && !this.paused) {
+      this.paused = true;
+      controller.pause();
+    }
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.finish();
     this.waiting?.resolve({ value: undefined, done: true });
     this.waiting = undefined;
   }
 
-  onError(error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.finish();
     if (!this.headersIn) {
       this.refused(error);
@@ -110,7 +111,7 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
       this.queuedBytes -= chunk.length;
       if (this.paused && this.queuedBytes < HIGH_WATER_BYTES) {
         this.paused = false;
-        this.resume?.();
+        this.controller?.resume();
       }
       return Promise.resolve({ value: chunk, done: false });
     }
@@ -128,7 +129,7 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
 
   private cut(reason: Error): void {
     this.abortedWith = reason;
-    this.abort?.(reason);
+    this.controller?.abort(reason);
   }
 
   private finish(): void {

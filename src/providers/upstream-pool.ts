@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { Client, Pool, type Dispatcher } from 'undici';
 
 /**
@@ -32,11 +33,11 @@ class RetryingClient extends Client {
 }
 
 /**
- * Passes every event on to the caller's handler (undici's request handler, which speaks the
- * callback-style interface), except the one error that is answered by sending the request again.
+ * Passes every event on to the caller's handler, except the one error that is answered by sending
+ * the request again.
  */
 class RetryOnceHandler implements Dispatcher.DispatchHandler {
-  /** undici calls onConnect just before it writes the request to a connection. */
+  /** undici calls onRequestStart just before it writes the request to a connection. */
   private written = false;
   private answerBegan = false;
   private retried = false;
@@ -47,9 +48,9 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
     private readonly handler: Dispatcher.DispatchHandler,
   ) {}
 
-  onConnect(abort: (error?: Error) => void): void {
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
     this.written = true;
-    this.handler.onConnect?.(abort);
+    this.handler.onRequestStart?.(controller, context);
   }
 
   /** The first byte of the answer. */
@@ -58,19 +59,19 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
     this.handler.onResponseStarted?.();
   }
 
-  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
-    return this.handler.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    this.handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
   }
 
-  onData(chunk: Buffer): boolean {
-    return this.handler.onData?.(chunk) ?? true;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.handler.onResponseData?.(controller, chunk);
   }
 
-  onComplete(trailers: string[] | null): void {
-    this.handler.onComplete?.(trailers);
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.handler.onResponseEnd?.(controller, trailers);
   }
 
-  onError(error: Error): void {
+  onResponseError(controller: Dispatcher.DispatchController | null, error: Error): void {
     if (!this.retried && !this.answerBegan && this.unread(error)) {
       this.retried = true;
       this.written = false;
@@ -80,7 +81,7 @@ class RetryOnceHandler implements Dispatcher.DispatchHandler {
       queueMicrotask(() => this.client.redispatch(this.options, this));
       return;
     }
-    this.handler.onError?.(error);
+    this.handler.onResponseError?.(controller as Dispatcher.DispatchController, error);
   }
 
   /**

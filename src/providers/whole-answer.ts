@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 
 /** A whole upstream answer: its status, the one header Sluice reads of it, and its body. */
@@ -32,25 +33,16 @@ export function fetchWhole(dispatcher: Dispatcher, request: Dispatcher.DispatchO
   });
 }
 
-const CONTENT_LENGTH = 'content-length';
-const RETRY_AFTER = 'retry-after';
-
-/** The two headers Sluice reads of an answer, from undici's raw name/value list: the declared length (NaN if none) and `retry-after`. */
-export function readAnswerHeaders(rawHeaders: readonly (Buffer | string)[] | null): { contentLength: number; retryAfter: string | undefined } {
-  let contentLength = NaN;
-  let retryAfter: string | undefined;
-  for (let i = 0; rawHeaders !== null && i + 1 < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    // Only two names are read; comparing lengths first skips the others cheaply.
-    if (name.length === CONTENT_LENGTH.length && name.toString().toLowerCase() === CONTENT_LENGTH) contentLength = Number(rawHeaders[i + 1]!.toString());
-    else if (name.length === RETRY_AFTER.length && name.toString().toLowerCase() === RETRY_AFTER) retryAfter = rawHeaders[i + 1]!.toString();
-  }
-  return { contentLength, retryAfter };
+/** The two headers Sluice reads of an answer (undici hands them over parsed): the declared length (NaN if none) and `retry-after`. */
+export function readAnswerHeaders(headers: IncomingHttpHeaders): { contentLength: number; retryAfter: string | undefined } {
+  const length = headers['content-length'];
+  const retryAfter = headers['retry-after'];
+  return { contentLength: typeof length === 'string' ? Number(length) : NaN, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter };
 }
 
-/** undici's callback-style handler for one whole answer (the interface the upstream pool's retrying client speaks). */
+/** undici's dispatch handler for one whole answer. */
 class WholeAnswerHandler implements Dispatcher.DispatchHandler {
-  private abort: ((reason?: Error) => void) | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
   private abortedWith: Error | undefined;
   private statusCode = 0;
   private retryAfter: string | undefined;
@@ -69,48 +61,46 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   private readonly onAbort = (): void => {
     this.abortedWith = this.options.signal.reason as Error;
-    this.abort?.(this.abortedWith);
+    this.controller?.abort(this.abortedWith);
   };
 
-  onConnect(abort: (reason?: Error) => void): void {
-    if (this.abortedWith !== undefined) abort(this.abortedWith);
-    else this.abort = abort;
+  /** Called again, with a new controller, when the upstream pool sends the request once more. */
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.abortedWith !== undefined) controller.abort(this.abortedWith);
+    else this.controller = controller;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer is still to come
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx: the answer is still to come
     this.statusCode = statusCode;
-    const { contentLength, retryAfter } = readAnswerHeaders(rawHeaders);
+    const { contentLength, retryAfter } = readAnswerHeaders(headers);
     this.retryAfter = retryAfter;
-    if (contentLength > this.options.limit) return this.cut();
-    return true;
+    if (contentLength > this.options.limit) this.cut();
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.size += chunk.length;
-    if (this.size > this.options.limit) return this.cut();
-    this.chunks.push(chunk);
-    return true;
+    if (this.size > this.options.limit) this.cut();
+    else this.chunks.push(chunk);
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.settled();
     const { chunks, size } = this;
     this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
   }
 
-  onError(error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.settled();
     if (this.cutErrorAnswer) this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, body: Buffer.alloc(0) });
     else this.reject(error);
   }
 
   /** Stops reading a body over the limit; the connection is dropped rather than drained. */
-  private cut(): false {
+  private cut(): void {
     const success = this.statusCode >= 200 && this.statusCode < 300;
     this.cutErrorAnswer = !success;
-    this.abort?.(this.options.tooLarge());
-    return false;
+    this.controller?.abort(this.options.tooLarge());
   }
 
   private settled(): void {

@@ -1,4 +1,4 @@
-import type { Migration, MigrationProvider } from 'kysely';
+import type { Migration, MigrationProvider } from 'kysely/migration';
 import { sql, type Kysely } from './kysely.js';
 import { rollUpWholeLedger } from './sql-usage-daily.js';
 

@@ -5,39 +5,46 @@
  * asynchronously (busy_timeout is 0; a busy statement is tried again on a timer), so reads keep
  * flowing while a write waits for another process to let go.
  */
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
-import SQLite from 'better-sqlite3';
 import type { SqliteRequest, SqliteResponse, SqliteThreadOptions } from './sqlite-protocol.js';
 
 const options = workerData as SqliteThreadOptions;
 const port = parentPort!;
 
-function open(readonly: boolean): SQLite.Database {
-  const db = new SQLite(options.file, { readonly });
-  db.pragma('busy_timeout = 0');
-  if (!readonly) {
+function open(readOnly: boolean): DatabaseSync {
+  // Foreign keys are enforced by the writer only: a reader never changes a row.
+  const db = new DatabaseSync(options.file, { readOnly, timeout: 0, enableForeignKeyConstraints: !readOnly });
+  if (!readOnly) {
     // WAL lets readers (here and in other processes) go on while one connection writes.
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.pragma('foreign_keys = ON');
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('PRAGMA synchronous = NORMAL');
   }
   return db;
 }
 
+/** A statement that answers rows (a SELECT, or a write with RETURNING), as opposed to one that only changes them. */
+interface Prepared {
+  readonly statement: StatementSync;
+  readonly answersRows: boolean;
+}
+
 /** Prepared statements by SQL text; the store issues a small, fixed set of shapes. */
 class Connection {
-  private readonly statements = new Map<string, SQLite.Statement>();
-  constructor(readonly db: SQLite.Database) {}
+  private readonly statements = new Map<string, Prepared>();
+  constructor(readonly db: DatabaseSync) {}
 
   run(sql: string, parameters: readonly unknown[]): Omit<Extract<SqliteResponse, { rows: unknown }>, 'id'> {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql);
+    let prepared = this.statements.get(sql);
+    if (prepared === undefined) {
+      const statement = this.db.prepare(sql);
+      prepared = { statement, answersRows: statement.columns().length > 0 };
       if (this.statements.size >= 500) this.statements.clear();
-      this.statements.set(sql, statement);
+      this.statements.set(sql, prepared);
     }
-    if (statement.reader) return { rows: statement.all(parameters) };
-    const { changes, lastInsertRowid } = statement.run(parameters);
+    const values = parameters as SQLInputValue[];
+    if (prepared.answersRows) return { rows: prepared.statement.all(...values) };
+    const { changes, lastInsertRowid } = prepared.statement.run(...values);
     return { rows: [], changes: BigInt(changes), insertId: BigInt(lastInsertRowid) };
   }
 }
@@ -45,7 +52,11 @@ class Connection {
 const writer = new Connection(open(false));
 const reader = new Connection(open(true));
 
-const isBusy = (error: unknown) => typeof (error as { code?: unknown })?.code === 'string' && (error as { code: string }).code.startsWith('SQLITE_BUSY');
+/** SQLITE_BUSY (5), with or without an extended code in the high bits. */
+const isBusy = (error: unknown) => {
+  const errcode = (error as { errcode?: unknown } | undefined)?.errcode;
+  return typeof errcode === 'number' && (errcode & 0xff) === 5;
+};
 
 function execute(request: SqliteRequest, startedAt: number, attempt: number): void {
   const connection = request.connection === 'read' ? reader : writer;

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import { clientOperationName, providerName, serverOf, serverOperationName } from './gen-ai.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart } from './telemetry.js';
@@ -37,7 +37,7 @@ const propagator = new W3CTraceContextPropagator();
 export class Tracing {
   private readonly tracer: Tracer;
 
-  private constructor(private readonly provider: BasicTracerProvider) {
+  private constructor(private readonly provider: TracerProvider) {
     this.tracer = provider.getTracer('sluice');
   }
 
@@ -49,7 +49,7 @@ export class Tracing {
     const exporter: SpanExporter =
       protocol === 'http/json' ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter() : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
     const resource = resourceFromAttributes({ 'service.name': 'sluice' }).merge(detectResources({ detectors: [envDetector] }));
-    const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+    const provider = new TracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter })] });
     logger.info({ protocol, endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'the default (localhost:4318)' }, 'traces are exported over OTLP');
     return new Tracing(provider);
   }
