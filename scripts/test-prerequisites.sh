@@ -60,3 +60,13 @@ if [ -z "${SLUICE_TEST_REDIS_URL:-}" ] && ! redis-cli -h 127.0.0.1 -p 6379 ping 
   fi
 fi
 
+
+# The clients, agent CLIs and tools the suite drives live in test/ with a lock file of their own, so that
+# the gateway's own `npm ci` installs only the gateway. Installed again only when that lock file changes.
+stamp=test/node_modules/.installed-from-lock
+wanted="$(sha256sum test/package-lock.json | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  say "installing the test clients (test/package-lock.json)"
+  npm --prefix test ci --no-audit --no-fund --loglevel=error
+  echo "$wanted" > "$stamp"
+fi

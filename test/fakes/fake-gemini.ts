@@ -109,13 +109,14 @@ export async function startFakeGemini(options: {
         },
       });
     }
-    if (request.method === 'GET' && /^\/v1beta\/models(\?|$)/.test(request.path)) {
+    // Google serves the API under both versions; @google/genai 3 calls /v1 by default, the other clients /v1beta.
+    if (request.method === 'GET' && /^\/v1(beta)?\/models(\?|$)/.test(request.path)) {
       return geminiModelList(res, request.path, listed, options.listPageMax ?? 1000, (code, status, message) => error(res, code, status, message));
     }
-    const match = /^\/v1beta\/models\/([^:/?]+):(generateContent|streamGenerateContent|countTokens)(\?alt=sse)?$/.exec(request.path);
+    const match = /^\/(v1beta|v1)\/models\/([^:/?]+):(generateContent|streamGenerateContent|countTokens)(\?alt=sse)?$/.exec(request.path);
     if (request.method !== 'POST' || !match) return error(res, 404, 'NOT_FOUND', `Not found: ${request.path}`);
-    const [, model, method, sse] = match;
-    if (!models.has(model!)) return error(res, 404, 'NOT_FOUND', `models/${model} is not found for API version v1beta, or is not supported for ${method}.`);
+    const [, version, model, method, sse] = match;
+    if (!models.has(model!)) return error(res, 404, 'NOT_FOUND', `models/${model} is not found for API version ${version}, or is not supported for ${method}.`);
     if (method === 'countTokens') return countTokens(res, model!, body);
     if (method === 'streamGenerateContent' && !sse) return error(res, 400, 'INVALID_ARGUMENT', 'this fake streams SSE only (alt=sse)');
     const config = body?.generationConfig ?? {};
