@@ -54,6 +54,8 @@ export class UsageLedger {
   private entries = 0;
   /** Set once rows were let go of in memory: the journal then holds them until the next start imports it. */
   private journalOnly = false;
+  /** Past the stop's deadline: writes still queued leave their rows to the journal rather than wait on the store again. */
+  private stopped = false;
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
   private readonly maxPending: number;
@@ -122,6 +124,7 @@ export class UsageLedger {
       if (Date.now() >= deadline) break;
       await new Promise((resolve) => setTimeout(resolve, STOP_RETRY_MS));
     }
+    this.stopped = true;
     await this.journal.close(false);
     if (!this.journal.healthy) throw new Error(`usage ledger: ${this.buffer.length} rows could be written neither to the store nor to the journal`);
     this.logger.warn(
@@ -131,6 +134,7 @@ export class UsageLedger {
   }
 
   private async writeBatch(): Promise<boolean> {
+    if (this.stopped) return false;
     const rows = this.buffer;
     const lastUsed = this.takeLastUsed();
     if (rows.length === 0 && lastUsed.size === 0) return true;
