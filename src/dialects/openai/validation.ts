@@ -50,7 +50,6 @@ export function validationError(issue: z.core.$ZodIssue): GatewayError {
       const code = `${kind}_${issue.code === 'too_small' ? 'below_min' : 'above_max'}_value`;
       return invalid(param, `Invalid '${param}': ${kind} ${side} value. Expected a value ${bound}, but got ${String(issue.input)} instead.`, code);
     }
-    case 'invalid_format':
     case 'invalid_key':
       return invalid(param, `Invalid '${param}': ${TOKEN_ID_KEYS}.`);
     default:

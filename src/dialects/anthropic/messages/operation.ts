@@ -148,7 +148,7 @@ export const anthropicCountTokens: CountTokensOperation<CountTokensRequest> = {
   dialect: anthropicDialect,
   credential: (wire) => anthropicKey(wire.headers),
   parse(body, wire) {
-    const parsed = countTokensBody.safeParse(body);
+    const parsed = countTokensBody.safeParse(body, { reportInput: true });
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const param = issue.path.map(String).join('.') || 'body';

@@ -116,7 +116,7 @@ export interface MessagesRequest {
 }
 
 export function parseMessagesRequest(body: unknown, wire: WireRequest): MessagesRequest {
-  const parsed = envelope.safeParse(body);
+  const parsed = envelope.safeParse(body, { reportInput: true });
   if (!parsed.success) throw validationError(parsed.error.issues[0]!);
   return { body: parsed.data, model: parsed.data.model, maxTokens: parsed.data.max_tokens, stream: parsed.data.stream === true, headers: anthropicHeaders(wire) };
 }
@@ -150,7 +150,7 @@ function validationError(issue: z.core.$ZodIssue): GatewayError {
 }
 
 function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, path: readonly (string | number)[]): T {
-  const parsed = schema.safeParse(value);
+  const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   throw validationError({ ...issue, path: [...path, ...issue.path] } as z.core.$ZodIssue);

@@ -127,7 +127,7 @@ function delivered(request: CompletionRequest, texts: readonly (string | undefin
  * One chat turn per prompt, `n` choices each, as sub-calls of the generation model. Refuses, with a
  * 400 naming the parameter and the model, whatever the upstream cannot honour.
  */
-function translate(request: CompletionRequest, model: CatalogueModel, caps: Capabilities): SubCall[] {
+export function translate(request: CompletionRequest, model: CatalogueModel, caps: Capabilities): SubCall[] {
   const refuse = (param: string, what: string) => unsupported(model, caps, param, what);
   if (typeof request.prompt !== 'string' && request.prompt.some((p) => typeof p !== 'string')) throw refuse('prompt', 'token-id prompts (send text)');
   const prompts = typeof request.prompt === 'string' ? [request.prompt] : (request.prompt as string[]);
