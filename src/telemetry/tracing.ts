@@ -5,6 +5,7 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { BatchSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import { clientOperationName, providerName, serverOf, serverOperationName } from './gen-ai.js';
+import { batchSettingsFromEnv, samplerFromEnv } from './tracing-env.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart } from './telemetry.js';
 
 /** Which OTLP encoding the standard variables ask for; gRPC is not offered (it would bring a second HTTP stack). */
@@ -49,7 +50,7 @@ export class Tracing {
     const exporter: SpanExporter =
       protocol === 'http/json' ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter() : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
     const resource = resourceFromAttributes({ 'service.name': 'sluice' }).merge(detectResources({ detectors: [envDetector] }));
-    const provider = new TracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter })] });
+    const provider = new TracerProvider({ resource, sampler: samplerFromEnv(env), spanProcessors: [new BatchSpanProcessor({ exporter, ...batchSettingsFromEnv(env) })] });
     logger.info({ protocol, endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'the default (localhost:4318)' }, 'traces are exported over OTLP');
     return new Tracing(provider);
   }
