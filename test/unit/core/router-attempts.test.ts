@@ -266,6 +266,16 @@ describe('streams that fail', () => {
     assert.equal(outcome.progress.attempts[0]!.errorKind, 'upstream_error');
   });
 
+  test('a relayed stream that breaks once its first content went out: not retried, the caller already has its 200', async () => {
+    const h = setup();
+    const broken = h.providers.a.connectError();
+    h.script('a', { events: [{ type: 'response.created' }, { type: 'response.output_text.delta', delta: 'Hel' }, { fail: broken }] });
+    const outcome = await h.send('pair', { stream: true, relay: 'openai.responses' });
+    assert.equal(outcome.error, broken);
+    assert.equal(outcome.res.headersSent, true);
+    assert.equal(h.providers.b.calls.length, 0);
+  });
+
   test('a relayed Anthropic stream that breaks after message_start, before any content block delta, is retried', async () => {
     const h = setup();
     h.script('a', { events: [{ type: 'message_start', message: {} }, { type: 'content_block_start', index: 0 }, { fail: h.providers.a.connectError() }] });

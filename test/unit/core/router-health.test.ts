@@ -17,6 +17,9 @@ const MODELS = `
   - id: cools
     deployments: [{ provider: a }, { provider: b, priority: 1 }]
     routing: { strategy: weighted, retry_after_max_ms: 20000 }
+  - id: even
+    deployments: [{ provider: a, weight: 1 }, { provider: b, weight: 999 }]
+    routing: { strategy: weighted, retries: 0, circuit: { failures: 1, cooldown_ms: 5000 } }
   - id: both
     deployments: [{ provider: a }, { provider: b }]
     routing: { strategy: weighted, retries: 0, circuit: { failures: 1, cooldown_ms: 60000 } }
@@ -90,6 +93,16 @@ describe('the circuit', () => {
     await h.time.advance(1);
     await h.send('circuit');
     assert.equal(h.providers.a.calls.length, 5, 'the next trial');
+  });
+
+  test('a circuit due its trial gets the next request, whatever the strategy would have drawn', async () => {
+    const h = setup(() => 0);
+    h.script('a', { fail: h.providers.a.httpError(500) });
+    assert.equal((await h.send('even')).error?.kind, 'upstream_error', 'the draw of 0 picked a, which failed: open');
+    h.random = () => 0.5;
+    assert.equal((await h.send('even')).servedBy, 'b', 'the draw of 0.5 picks b (weight 999 of 1000)');
+    await h.time.advance(5_000);
+    assert.equal((await h.send('even')).servedBy, 'a', 'the trial, though the same draw would pick b');
   });
 
   test('while the trial is in flight (half open) no other request goes to the deployment', async () => {
