@@ -188,7 +188,6 @@ export class RouterHarness {
 /** The smallest stream writer: its framing is irrelevant here, only when it started and how it ended. */
 class PartWriter {
   private started = false;
-  failedWith: GatewayError | undefined;
 
   constructor(private readonly res: ServerResponse) {}
 
@@ -214,7 +213,6 @@ class PartWriter {
   }
 
   async fail(error: GatewayError): Promise<void> {
-    this.failedWith = error;
     this.res.write(`error: ${error.kind}\n`);
   }
 }

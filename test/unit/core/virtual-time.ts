@@ -30,7 +30,7 @@ class VirtualTimeout {
   }
 }
 
-/** Every pending promise continuation runs before a real `setImmediate` fires (twice: a continuation may queue one). */
+/** Lets every pending promise continuation run: each round of a real `setImmediate` drains them (a few rounds, for code that itself waits a turn). */
 export async function settle(): Promise<void> {
   for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => realSetImmediate(resolve));
 }
