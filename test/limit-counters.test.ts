@@ -1,7 +1,7 @@
 /**
  * The limit-counter conformance suite (test/support/limit-counter-conformance.ts) on the real Redis
  * of this machine, under a key prefix of its own. The counter in memory runs the same suite in the
- * unit layer (test/unit/core/limit-counters.test.ts).
+ * unit layer (test/unit/core/limits.test.ts).
  */
 import { Redis } from 'ioredis';
 import { RedisCounter } from '../src/limits/redis-counter.js';

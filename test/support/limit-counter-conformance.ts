@@ -1,6 +1,6 @@
 /**
  * One conformance suite for every implementation of the limit-counter seam, run on the counter in
- * memory (test/unit/core/limit-counters.test.ts, on a clock of the test) and on the real Redis of
+ * memory (test/unit/core/limits.test.ts, on a clock of the test) and on the real Redis of
  * this machine (test/limit-counters.test.ts).
  */
 import assert from 'node:assert/strict';
