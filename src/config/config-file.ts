@@ -337,7 +337,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
   }
   const raw: unknown = document.toJS() ?? {};
   const interpolated = interpolateEnv(raw, env, source, [], raw);
-  const parsed = configSchema.safeParse(interpolated);
+  const parsed = configSchema.safeParse(interpolated, { reportInput: true });
   if (!parsed.success) {
     throw new ConfigError(`${source}: ${describeIssue(interpolated, parsed.error.issues[0]!)}`);
   }

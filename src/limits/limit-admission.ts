@@ -46,6 +46,8 @@ export class LimitAdmission implements Admission {
     private readonly usage: Pick<UsageRepository, 'spendSince'>,
     private readonly logger: Logger,
     private settings: LimitSettings,
+    /** The clock that places a request in its budget period. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   start(): void {
@@ -67,7 +69,7 @@ export class LimitAdmission implements Admission {
   }
 
   async admit(principal: Principal, model: CatalogueModel, demand: Demand): Promise<Admitted> {
-    const now = Date.now();
+    const now = this.now();
     const scopes = [scopeOf(`key:${principal.keyId}`, principal.keyLimits, now), scopeOf(`account:${principal.accountId}`, principal.accountLimits, now)].filter(
       (scope): scope is ScopeLimits => scope !== null,
     );
@@ -108,7 +110,7 @@ export class LimitAdmission implements Admission {
    * request has started the period's counter yet). Null for a scope without limits.
    */
   async used(key: { readonly id: string; readonly accountId: string; readonly limits: Limits | null; readonly accountLimits: Limits | null }): Promise<{ key: LimitUse | null; account: LimitUse | null }> {
-    const now = Date.now();
+    const now = this.now();
     const scopes = [scopeOf(`key:${key.id}`, key.limits, now), scopeOf(`account:${key.accountId}`, key.accountLimits, now)];
     const present = scopes.filter((scope): scope is ScopeLimits => scope !== null);
     const usage = await this.counter.usage(present);

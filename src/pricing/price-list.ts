@@ -19,7 +19,7 @@ export type PriceListOrigin = 'shipped' | 'imported';
 const isoDay = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date written YYYY-MM-DD')
-  .refine((day) => new Date(`${day}T00:00:00Z`).toISOString().startsWith(day), 'is not a calendar date');
+  .refine((day) => !Number.isNaN(Date.parse(`${day}T00:00:00Z`)) && new Date(`${day}T00:00:00Z`).toISOString().startsWith(day), 'is not a calendar date');
 
 const entrySchema = pricingSchema.extend({
   family: z.enum(PRICE_FAMILIES),
@@ -88,7 +88,7 @@ export function parsePriceList(text: string, source: string): PriceList {
   } catch (error) {
     throw new PriceListError(`${source}: not valid JSON (${(error as Error).message})`);
   }
-  const parsed = priceListSchema.safeParse(raw);
+  const parsed = priceListSchema.safeParse(raw, { reportInput: true });
   if (!parsed.success) throw new PriceListError(`${source}: ${describeIssue(raw, parsed.error.issues[0]!)}`);
   return new PriceList(parsed.data);
 }

@@ -1,0 +1,209 @@
+/**
+ * What a request costs (src/usage/pricing.ts) and where the price comes from: a model's own entry,
+ * else a price list (src/pricing/price-list.ts), whose loading refuses bad input with one line
+ * naming the entry and field.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Catalogue, modelFromConfig, withListPrices, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
+import { modelSchema, parseConfig, type ProviderKind } from '../../../src/config/config-file.js';
+import { usageOf } from '../../../src/generation/model.js';
+import { parsePriceList, PriceListError, pricesInForce, shippedPriceList } from '../../../src/pricing/price-list.js';
+import { costUsd } from '../../../src/usage/pricing.js';
+
+function priced(pricing: Record<string, number> | undefined): CatalogueModel {
+  return modelFromConfig(modelSchema.parse({ id: 'm', provider: 'p', ...(pricing === undefined ? {} : { pricing }) }));
+}
+
+/** Equal to within a billionth of a cent's millionth: the sums here are exact in decimal, not always in binary. */
+function assertUsd(actual: number, expected: number, what?: string): void {
+  assert.ok(Math.abs(actual - expected) <= 1e-15 * Math.max(1, Math.abs(expected)), `${what ?? 'cost'}: ${actual}, expected ${expected}`);
+}
+
+describe('the cost of a request', () => {
+  const gpt = priced({ input_per_mtok: 2.5, output_per_mtok: 10, cached_input_per_mtok: 1.25 });
+
+  test('input and output at their prices per million tokens', () => {
+    assertUsd(costUsd(gpt, usageOf(1_000_000, 500_000)), 2.5 + 5);
+    assertUsd(costUsd(gpt, usageOf(1_234, 567)), (1_234 * 2.5 + 567 * 10) / 1e6);
+  });
+
+  test('cached input at the cached price: it is part of the input, not on top of it', () => {
+    // 1,000 input of which 800 from the cache: 200 × 2.5 + 800 × 1.25.
+    assertUsd(costUsd(gpt, usageOf(1_000, 0, { cachedInput: 800 })), (200 * 2.5 + 800 * 1.25) / 1e6);
+  });
+
+  test('cache writes at the cache-write price, cache reads at the cached price, the rest at the input price', () => {
+    const claude = priced({ input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.3, cache_write_per_mtok: 3.75 });
+    assertUsd(costUsd(claude, usageOf(10_000, 100, { cachedInput: 6_000, cacheWrite: 3_000 })), (1_000 * 3 + 6_000 * 0.3 + 3_000 * 3.75 + 100 * 15) / 1e6);
+  });
+
+  test('reasoning tokens are output tokens: counted once, at the output price', () => {
+    assertUsd(costUsd(gpt, usageOf(0, 100, { reasoning: 80 })), (100 * 10) / 1e6);
+  });
+
+  test('unset cache prices are the input price', () => {
+    const plain = priced({ input_per_mtok: 2, output_per_mtok: 8 });
+    assert.deepEqual(plain.pricing, { inputPerMtok: 2, outputPerMtok: 8, cachedInputPerMtok: 2, cacheWritePerMtok: 2 });
+    assertUsd(costUsd(plain, usageOf(1_000, 0, { cachedInput: 500, cacheWrite: 250 })), (1_000 * 2) / 1e6);
+  });
+
+  test('an unpriced model, or none, costs nothing', () => {
+    assert.equal(costUsd(priced(undefined), usageOf(1_000_000, 1_000_000)), 0);
+    assert.equal(costUsd(undefined, usageOf(1_000_000, 1_000_000)), 0);
+    assert.equal(costUsd(gpt, usageOf(0, 0)), 0);
+  });
+
+  test('inconsistent usage (more cached than input) never makes a negative input charge', () => {
+    assertUsd(costUsd(gpt, usageOf(100, 0, { cachedInput: 300 })), (300 * 1.25) / 1e6);
+  });
+
+  test('not rounded: a single token costs its fraction of a cent, and a million of them add up to the whole', () => {
+    const mini = priced({ input_per_mtok: 0.15, output_per_mtok: 0.6 });
+    assertUsd(costUsd(mini, usageOf(1, 0)), 1.5e-7, 'one input token');
+    let total = 0;
+    for (let i = 0; i < 1_000_000; i++) total += costUsd(mini, usageOf(1, 0));
+    assert.ok(Math.abs(total - 0.15) < 1e-9, `a million single-token requests: ${total}`);
+  });
+});
+
+const LIST = JSON.stringify({
+  as_of: '2026-06-01',
+  models: [
+    { family: 'openai', model: 'gpt-x', aliases: ['gpt-x-latest'], input_per_mtok: 2, output_per_mtok: 8, cached_input_per_mtok: 0.5 },
+    { family: 'openai', model: 'gpt-x-2026-01-01', input_per_mtok: 3, output_per_mtok: 9 },
+    { family: 'anthropic', model: 'claude-y', input_per_mtok: 3, output_per_mtok: 15, cache_write_per_mtok: 3.75 },
+    { family: 'google', model: 'gemini-z', input_per_mtok: 1, output_per_mtok: 4 },
+    { family: 'anthropic', model: 'gpt-x', input_per_mtok: 99, output_per_mtok: 99 },
+  ],
+});
+
+describe('a price list', () => {
+  const list = parsePriceList(LIST, 'prices.json');
+
+  test('finds a model by its name or an alias, within its family only', () => {
+    assert.equal(list.asOf, '2026-06-01');
+    assert.equal(list.find('openai', 'gpt-x')?.input_per_mtok, 2);
+    assert.equal(list.find('openai', 'gpt-x-latest')?.model, 'gpt-x');
+    assert.equal(list.find('anthropic', 'gpt-x')?.input_per_mtok, 99, 'the same name in another family is another model');
+    assert.equal(list.find('google', 'claude-y'), undefined);
+    assert.equal(list.find('openai', 'gpt-unknown'), undefined);
+  });
+
+  test('a dated snapshot or revision is priced as its model, unless the list names the snapshot itself', () => {
+    assert.equal(list.find('openai', 'gpt-x-20260315')?.model, 'gpt-x');
+    assert.equal(list.find('openai', 'gpt-x-2026-03-15')?.model, 'gpt-x');
+    assert.equal(list.find('openai', 'gpt-x-002')?.model, 'gpt-x');
+    assert.equal(list.find('openai', 'gpt-x-2026-01-01')?.input_per_mtok, 3, 'listed itself');
+    assert.equal(list.find('openai', 'gpt-x-preview'), undefined, 'only dates and revisions are suffixes');
+    assert.equal(list.find('google', 'models/gemini-z-001')?.model, 'gemini-z', "Gemini's models/ prefix is ignored");
+  });
+
+  test("fills the price of every catalogue entry without one, from its first deployment's upstream model in its provider's family", () => {
+    const config = parseConfig(
+      `
+providers:
+  - { id: oa, kind: openai, base_url: 'http://127.0.0.1:9/v1' }
+  - { id: an, kind: anthropic }
+  - { id: gg, kind: gemini }
+models:
+  - { id: listed, provider: oa, upstream_model: gpt-x-20260315 }
+  - { id: own, provider: oa, upstream_model: gpt-x, pricing: { input_per_mtok: 7, output_per_mtok: 7 } }
+  - { id: claude, provider: an, upstream_model: claude-y }
+  - { id: gemini, provider: gg, upstream_model: gemini-z }
+  - { id: unknown, provider: oa, upstream_model: homegrown }
+  - { id: two, deployments: [{ provider: an, upstream_model: claude-y }, { provider: oa, upstream_model: gpt-x }] }
+`,
+      'unit.yaml',
+    );
+    const kinds = new Map<string, ProviderKind>(config.providers.map((provider) => [provider.id, provider.kind]));
+    const catalogue = withListPrices(Catalogue.fromConfig(config), { list, origin: 'imported' }, (id) => kinds.get(id));
+    const pricing = (id: string) => catalogue.get(id)!.pricing;
+    assert.deepEqual(pricing('listed'), { inputPerMtok: 2, outputPerMtok: 8, cachedInputPerMtok: 0.5, cacheWritePerMtok: 2 });
+    assert.deepEqual(catalogue.get('listed')!.pricingSource, { kind: 'price_list', asOf: '2026-06-01', origin: 'imported' });
+    assert.equal(pricing('own')!.inputPerMtok, 7, "an entry's own price beats the list");
+    assert.deepEqual(catalogue.get('own')!.pricingSource, { kind: 'entry' });
+    assert.deepEqual(pricing('claude'), { inputPerMtok: 3, outputPerMtok: 15, cachedInputPerMtok: 3, cacheWritePerMtok: 3.75 });
+    assert.equal(pricing('gemini')!.inputPerMtok, 1, 'a gemini provider is priced from the google family');
+    assert.equal(pricing('unknown'), undefined, 'a model the list does not know stays unpriced');
+    assert.equal(costUsd(catalogue.get('unknown'), usageOf(1_000, 1_000)), 0);
+    const two = catalogue.get('two')!;
+    assert.equal(two.pricing!.inputPerMtok, 3, "the first deployment's price is the model's");
+    assert.ok(two.deployments.every((deployment) => deployment.model.pricing?.inputPerMtok === 3), "every deployment's view carries it");
+  });
+});
+
+describe('loading a price list', () => {
+  const entry = (fields: Record<string, unknown>) => ({ family: 'openai', model: 'x', input_per_mtok: 1, output_per_mtok: 1, ...fields });
+  const doc = (fields: Record<string, unknown>) => JSON.stringify({ as_of: '2026-02-01', models: [entry({})], ...fields });
+  const cases: [string, string, string][] = [
+    ['not JSON', '{"as_of": ', 'prices.json: not valid JSON (Unexpected end of JSON input)'],
+    ['not a calendar date', doc({ as_of: '2026-02-30' }), "prices.json: field 'as_of': is not a calendar date"],
+    ['a negative price', doc({ models: [entry({ input_per_mtok: -1 })] }), "prices.json: models[0] (model: x): field 'input_per_mtok': Too small: expected number to be >=0"],
+    ['an unknown family', doc({ models: [entry({ family: 'meta' })] }), 'prices.json: models[0] (model: x): field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"'],
+    ['a missing price', doc({ models: [{ family: 'openai', model: 'x', input_per_mtok: 1 }] }), "prices.json: models[0] (model: x): field 'output_per_mtok': is required (number)"],
+    ['an empty name', doc({ models: [entry({ model: '' })] }), "prices.json: models[0] (model: ): field 'model': Too small: expected string to have >=1 characters"],
+    ['a name listed twice', doc({ models: [entry({}), entry({ input_per_mtok: 9 })] }), "prices.json: models[1] (model: x): field 'model': 'x' is listed twice for openai"],
+    ['an alias that is another entry’s name', doc({ models: [entry({}), entry({ model: 'y', aliases: ['z', 'x'] })] }), "prices.json: models[1] (model: y): field 'aliases.1': 'x' is listed twice for openai"],
+    ['an unknown field in an entry', doc({ models: [entry({ per: 'token' })] }), "prices.json: models[0] (model: x): unknown field(s) 'per'"],
+    ['an unknown top-level field', doc({ currency: 'EUR' }), "prices.json: top level: unknown field(s) 'currency'"],
+    ['no models', JSON.stringify({ as_of: '2026-02-01' }), "prices.json: field 'models': is required (array)"],
+  ];
+  for (const [what, text, message] of cases) {
+    test(`refused: ${what}`, () => {
+      assert.throws(() => parsePriceList(text, 'prices.json'), (error) => error instanceof PriceListError && error.message === message);
+    });
+  }
+
+  test('refused with a one-line message, not a crash: a date in another format, or a month that does not exist', () => {
+    assert.throws(
+      () => parsePriceList(doc({ as_of: '26-11-01' }), 'prices.json'),
+      (error) => error instanceof PriceListError && error.message === "prices.json: field 'as_of': must be a date written YYYY-MM-DD",
+    );
+    assert.throws(
+      () => parsePriceList(doc({ as_of: '2026-13-01' }), 'prices.json'),
+      (error) => error instanceof PriceListError && error.message === "prices.json: field 'as_of': is not a calendar date",
+    );
+  });
+
+  test('refused, saying what is wrong: a price written as text is not a missing price', () => {
+    assert.throws(
+      () => parsePriceList(doc({ models: [entry({ input_per_mtok: '1' })] }), 'prices.json'),
+      (error) => error instanceof PriceListError && error.message === "prices.json: models[0] (model: x): field 'input_per_mtok': Invalid input: expected number, received string",
+    );
+  });
+
+  test('the same name in two families is two models, not a duplicate', () => {
+    assert.doesNotThrow(() => parsePriceList(doc({ models: [entry({}), entry({ family: 'anthropic' })] }), 'prices.json'));
+  });
+});
+
+describe('the list in force', () => {
+  const shipped = shippedPriceList();
+  const dated = (asOf: string) => JSON.stringify({ as_of: asOf, models: [] });
+
+  test('the shipped list when none was imported, or when it is newer than the imported one', () => {
+    assert.deepEqual(pricesInForce(undefined), { list: shipped, origin: 'shipped' });
+    assert.equal(pricesInForce(dated('2000-01-01')).origin, 'shipped');
+  });
+
+  test('an imported list as new as the shipped one, or newer, is in force', () => {
+    assert.equal(pricesInForce(dated(shipped.asOf)).origin, 'imported');
+    const newer = pricesInForce(dated('2999-12-31'));
+    assert.deepEqual([newer.origin, newer.list.asOf], ['imported', '2999-12-31']);
+  });
+
+  test('an imported list that no longer parses is reported, and the shipped one used', () => {
+    const reported: PriceListError[] = [];
+    const inForce = pricesInForce('{"as_of": "2999-01-01", "models": [{}]}', (error) => reported.push(error));
+    assert.equal(inForce.origin, 'shipped');
+    assert.equal(reported.length, 1);
+    assert.equal(reported[0]!.message, "the imported price list: models[0]: field 'input_per_mtok': is required (number)");
+  });
+
+  test('an imported list whose date does not exist is reported too, rather than failing whoever prices the catalogue', () => {
+    const reported: PriceListError[] = [];
+    assert.equal(pricesInForce(dated('2999-13-01'), (error) => reported.push(error)).origin, 'shipped');
+    assert.equal(reported[0]?.message, "the imported price list: field 'as_of': is not a calendar date");
+  });
+});
