@@ -18,19 +18,20 @@ export interface Limits {
 }
 
 /** The stored (JSON) and typed-in form; the one place a limit is validated. */
-export const limitsSchema = z
-  .object({
-    rpm: z.number().int().positive().optional(),
-    tpm: z.number().int().positive().optional(),
-    concurrency: z.number().int().positive().optional(),
-    budgetUsd: z.number().positive().finite().optional(),
-    budgetPeriod: z.enum(BUDGET_PERIODS).optional(),
-  })
-  .strict()
-  .refine((limits) => limits.budgetPeriod === undefined || limits.budgetUsd !== undefined, {
-    message: 'a budget period needs a budget (budgetUsd)',
-    path: ['budgetPeriod'],
-  });
+const limitFields = z.object({
+  rpm: z.number().int().positive().optional(),
+  tpm: z.number().int().positive().optional(),
+  concurrency: z.number().int().positive().optional(),
+  budgetUsd: z.number().positive().finite().optional(),
+  budgetPeriod: z.enum(BUDGET_PERIODS).optional(),
+});
+const periodNeedsBudget = (limits: z.infer<typeof limitFields>) => limits.budgetPeriod === undefined || limits.budgetUsd !== undefined;
+const PERIOD_NEEDS_BUDGET = { message: 'a budget period needs a budget (budgetUsd)', path: ['budgetPeriod'] };
+
+/** Limits as an operator sets them: an unknown field is a mistake to point out. */
+export const limitsSchema = limitFields.strict().refine(periodNeedsBudget, PERIOD_NEEDS_BUDGET);
+/** Limits as stored: a field a newer version added is dropped, not a reason to drop every limit. */
+const storedLimitsSchema = limitFields.refine(periodNeedsBudget, PERIOD_NEEDS_BUDGET);
 
 /** The budget period when a budget is given without one. */
 export const DEFAULT_BUDGET_PERIOD: BudgetPeriod = 'month';
@@ -54,7 +55,7 @@ export function normaliseLimits(limits: Limits): Limits | null {
 /** Stored limits: tolerant of a row written by a newer version (unknown fields are dropped, bad ones make no limit). */
 export function parseStoredLimits(json: string | null): Limits | null {
   if (json === null) return null;
-  const parsed = limitsSchema.safeParse(JSON.parse(json));
+  const parsed = storedLimitsSchema.safeParse(JSON.parse(json));
   return parsed.success ? normaliseLimits(parsed.data) : null;
 }
 
