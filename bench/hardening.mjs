@@ -24,8 +24,9 @@ const ONLY = (process.env.BENCH_HARDENING_ONLY || 'count,metrics,budget,redis,ca
 const COUNT_CAP_MS = Number(process.env.BENCH_COUNT_CAP_MS || 60_000);
 const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
 const CATALOGUE_SIZE = Number(process.env.BENCH_CATALOGUE_SIZE || 100_000);
-const builds = [{ name: 'this build', root: ROOT }];
-if (process.env.BENCH_BASE_DIR) builds.push({ name: 'before', root: path.resolve(process.env.BENCH_BASE_DIR) });
+// `node` runs the build's gateway and CLI: BENCH_BASE_NODE for the build before (an older build may need an older runtime).
+const builds = [{ name: 'this build', root: ROOT, node: process.execPath }];
+if (process.env.BENCH_BASE_DIR) builds.push({ name: 'before', root: path.resolve(process.env.BENCH_BASE_DIR), node: process.env.BENCH_BASE_NODE || process.execPath });
 
 // ---------------------------------------------------------------- the fake upstream
 /** OpenAI-compatible: chat answers every choice at its full `max_tokens`, the worst case a budget must expect; `/big/v1/models` lists CATALOGUE_SIZE models. */
@@ -85,7 +86,7 @@ const started = [];
 async function startGateway(build, dataDir, configFile, { workers = 1, args = [] } = {}) {
   const port = await freePort();
   const child = spawnWithNofile(
-    process.execPath,
+    build.node,
     [path.join(build.root, 'bin', 'sluice.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile, '--workers', String(workers), ...args],
     { env: { ...process.env, SLUICE_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'], cwd: build.root },
   );
@@ -117,7 +118,7 @@ const alive = (pid) => {
 };
 
 async function createKey(build, dataDir, flags = []) {
-  const r = await run(process.execPath, [path.join(build.root, 'bin', 'sluice.js'), 'keys', 'create', '--account', 'bench', ...flags, '--json', '--data', dataDir], { cwd: build.root });
+  const r = await run(build.node, [path.join(build.root, 'bin', 'sluice.js'), 'keys', 'create', '--account', 'bench', ...flags, '--json', '--data', dataDir], { cwd: build.root });
   if (r.code !== 0) throw new Error(`${build.name}: keys create failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1));
 }
@@ -127,7 +128,7 @@ function ledger(dataDir) {
     process.execPath,
     [
       '-e',
-      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true});d.pragma('busy_timeout = 5000');` +
+      `const {DatabaseSync}=require('node:sqlite');const d=new DatabaseSync(process.argv[1],{readOnly:true,timeout:5000});` +
         `console.log(JSON.stringify(d.prepare('SELECT count(*) AS rows, coalesce(sum(cost_usd),0) AS spend FROM usage_ledger').get()));`,
       path.join(dataDir, 'sluice.db'),
     ],

@@ -4,7 +4,7 @@
 //   node bench/keys.mjs DATA_DIR COUNT OUT_FILE     (one secret per line in OUT_FILE)
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { SecretHasher, generateSecret, secretParts } from '../dist/auth/key-secret.js';
 import { randomId } from '../dist/ids.js';
 import { openSqliteStore } from '../dist/store/open-store.js';
@@ -16,10 +16,9 @@ export async function insertKeys(dataDir, count, accountName = 'bench-many') {
   await store.close();
 
   const hasher = SecretHasher.forDataDir(dataDir);
-  const db = new Database(path.join(dataDir, 'sluice.db'));
+  const db = new DatabaseSync(path.join(dataDir, 'sluice.db'), { timeout: 5000 });
   try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('busy_timeout = 5000');
+    db.exec('PRAGMA journal_mode = WAL');
     const columns = db.prepare('PRAGMA table_info(api_keys)').all();
     const known = new Set(['id', 'account_id', 'name', 'secret_hash', 'secret_prefix', 'secret_last_four', 'status', 'models', 'expires_at', 'created_at', 'updated_at', 'last_used_at']);
     const missing = columns.filter((c) => !known.has(c.name) && c.notnull === 1 && c.dflt_value === null).map((c) => c.name);
@@ -30,7 +29,8 @@ export async function insertKeys(dataDir, count, accountName = 'bench-many') {
     );
     const secrets = new Array(count);
     const now = Date.now();
-    db.transaction(() => {
+    db.exec('BEGIN');
+    try {
       for (let i = 0; i < count; i++) {
         const secret = generateSecret();
         const { prefix, lastFour } = secretParts(secret);
@@ -39,7 +39,11 @@ export async function insertKeys(dataDir, count, accountName = 'bench-many') {
       }
       // Any change to keys bumps this version, which running gateways poll to drop their caches.
       db.prepare("UPDATE meta SET value = value + 1 WHERE name = 'keys_version'").run();
-    })();
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
     return secrets;
   } finally {
     db.close();

@@ -151,7 +151,8 @@ export async function waitForHttp(url, timeoutMs = 20_000) {
   let last;
   while (Date.now() < deadline) {
     try {
-      const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      // Closed after the answer: an idle probe connection would count among a gateway's own (port sharing).
+      const r = await fetch(url, { headers: { connection: 'close' }, signal: AbortSignal.timeout(1000) });
       await r.arrayBuffer();
       if (r.status === 200) return;
       last = `status ${r.status}`;

@@ -99,6 +99,15 @@ const S = {
   telemetrySeconds: num('BENCH_TELEMETRY_SECONDS', 4, 2),
   telemetryScrapes: num('BENCH_TELEMETRY_SCRAPES', 50, 20),
   baseDir: env('BENCH_BASE_DIR', ''),
+  // The node that runs the build before (its gateway and its CLI): an older build may need an older
+  // runtime, e.g. a native addon compiled for it. Default: the node running the bench.
+  baseNode: env('BENCH_BASE_NODE', process.execPath),
+  // Port-sharing scenario: `--port-sharing reuseport` against `handoff` on gateways of
+  // portSharingWorkers workers, interleaved rounds of a short whole chat request.
+  portSharingConnections: env('BENCH_PORTSHARING_CONNECTIONS', '32,128').split(',').map(Number),
+  portSharingSeconds: num('BENCH_PORTSHARING_SECONDS', 4, 2),
+  portSharingRounds: num('BENCH_PORTSHARING_ROUNDS', 3, 1),
+  portSharingWorkers: num('BENCH_PORTSHARING_WORKERS', 2, 2),
   redisUrl: env('BENCH_REDIS_URL', 'redis://127.0.0.1:6379'),
   // Seconds of uninterrupted load on one limited key (c=32), in 10 s slices, after the rounds (0: none).
   limitsSustainedSeconds: num('BENCH_LIMITS_SUSTAINED_SECONDS', 0, 0),
@@ -290,7 +299,14 @@ async function scenarioTelemetry(work, state) {
   }
   const sink = await startOtlpSink();
   const configurations = telemetryConfigurations(baseCommit);
-  const out = { settings: { connections: S.limitsConnections, seconds: S.telemetrySeconds, rounds: S.telemetryRounds, baseDir: S.baseDir || null }, configurations, gateways: {}, rows: [], scrapes: {}, sink: null };
+  const out = {
+    settings: { connections: S.limitsConnections, seconds: S.telemetrySeconds, rounds: S.telemetryRounds, baseDir: S.baseDir || null, baseNode: S.baseDir ? S.baseNode : null },
+    configurations,
+    gateways: {},
+    rows: [],
+    scrapes: {},
+    sink: null,
+  };
   state.telemetry = out;
   const gateways = {};
   const token = 'bench-metrics-token-0123456789';
@@ -354,7 +370,11 @@ function telemetryReport(L, t) {
   L.push(
     'The same non-streaming load as the closed loop (completions and chat, wrk) through one-worker gateways that differ only in telemetry, in interleaved rounds ' +
       `(${t.settings.rounds} round(s) of ${t.settings.seconds} s per point after a discarded 1 s pass; the configurations rotate and the operations swap from one round to the next).` +
-      (t.settings.baseDir ? ' `before` is the build of the previous commit named below, built in its own checkout (`BENCH_BASE_DIR`), on the same harness, upstream and machine.' : ' No build before was given (`BENCH_BASE_DIR`), so the differences are between telemetry settings only.'),
+      (t.settings.baseDir
+        ? ' `before` is the build of the previous commit named below, built in its own checkout (`BENCH_BASE_DIR`), on the same harness, upstream and machine' +
+          (t.settings.baseNode ? `, run by \`${t.settings.baseNode}\`${results.machine.baseNode ? ` (Node ${results.machine.baseNode.version})` : ''} (\`BENCH_BASE_NODE\`)` : '') +
+          '.'
+        : ' No build before was given (`BENCH_BASE_DIR`), so the differences are between telemetry settings only.'),
     '',
   );
   L.push('| configuration | command | environment |', '|---|---|---|');
@@ -379,6 +399,214 @@ function telemetryReport(L, t) {
     const names = { oneWorkerListener: 'one worker, --metrics-listen', oneWorkerGatewayPort: 'one worker, gateway port with the token', twoWorkersListener: 'two workers, --metrics-listen (the primary adds both up)', twoWorkersGatewayPort: 'two workers, gateway port (the worker asks the primary)' };
     for (const [where, x] of scrapes) L.push(`| ${names[where] ?? where} | ${f(x.p50Ms, 2)} | ${f(x.maxMs, 2)} | ${x.bytes} |`);
     L.push('', `Sequential scrapes after the load, ${scrapes[0][1].scrapes} each.`, '');
+  }
+}
+
+// ---------------------------------------------------------------- port sharing
+/** Inodes of the TCP sockets on a local port (this network namespace): listening, and accepted connections. */
+function portSockets(port) {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const listening = new Set();
+  const established = new Set();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length < 10 || cols[1].split(':')[1] !== hex) continue;
+      if (cols[3] === '0A') listening.add(cols[9]);
+      else if (cols[3] === '01') established.add(cols[9]);
+    }
+  }
+  return { listening, established };
+}
+
+/** The primary, then its workers by pid. */
+function gatewayProcesses(gw) {
+  const [primary, ...workers] = processTree(gw.pid());
+  return [primary, ...workers.sort((a, b) => a - b)];
+}
+
+/** Each process of a gateway (the primary first, then the workers by pid): how many of its port's listening sockets and connections it holds. */
+function portHolders(gw) {
+  const { listening, established } = portSockets(gw.port);
+  return gatewayProcesses(gw).map((pid) => {
+    const held = { pid, listening: 0, connections: 0 };
+    let fds = [];
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      return held;
+    }
+    for (const fd of fds) {
+      let link = '';
+      try {
+        link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+      if (inode === undefined) continue;
+      if (listening.has(inode)) held.listening += 1;
+      else if (established.has(inode)) held.connections += 1;
+    }
+    return held;
+  });
+}
+
+/** utime+stime of each process of a gateway (the primary first, then the workers by pid). */
+function cpuByProcess(gw) {
+  return gatewayProcesses(gw).map((pid) => ({ pid, seconds: cpuSeconds(pid) }));
+}
+
+/** A ratio as a signed percentage with one decimal (finer than signedPct). */
+const ratioPct = (r) => (Number.isFinite(r) ? `${r >= 1 ? '+' : ''}${((r - 1) * 100).toFixed(1)}%` : 'n/a');
+
+const PORT_SHARING_MODES = [
+  { id: 'handoff', label: "node:cluster's primary accepts each connection and passes it to a worker in turn", base: null },
+  { id: 'reuseport', label: 'each worker listens on a socket of its own (SO_REUSEPORT), the kernel spreads the connections', base: 'handoff' },
+];
+
+/**
+ * How the workers share the port: two gateways of S.portSharingWorkers workers, one per
+ * `--port-sharing` mode, under the closed loop's whole chat request (completions with BENCH_CHAT=0)
+ * in interleaved rounds. Besides the usual figures, which process holds the listening sockets
+ * (checked: one in the primary for handoff, one per worker for reuseport), how the connections
+ * were spread over the workers (sampled halfway through each run) and each worker's CPU share.
+ */
+async function scenarioPortSharing(work, state) {
+  const operation = S.chat ? 'chat' : 'completions';
+  const help = execFileSync(process.execPath, [SLUICE_BIN, 'serve', '--help'], { cwd: ROOT }).toString();
+  const out = {
+    settings: { connections: S.portSharingConnections, seconds: S.portSharingSeconds, rounds: S.portSharingRounds, workers: S.portSharingWorkers, operation },
+    loadgen: LOADGEN,
+    configurations: PORT_SHARING_MODES,
+    gateways: {},
+    rows: [],
+  };
+  state.portSharing = out;
+  if (!help.includes('--port-sharing')) {
+    out.skipped = 'this build has no --port-sharing flag';
+    return log(`port sharing: skipped (${out.skipped})`);
+  }
+  const gateways = {};
+  try {
+    for (const c of PORT_SHARING_MODES) {
+      const dataDir = path.join(work, `data-portsharing-${c.id}`);
+      fs.mkdirSync(dataDir, { recursive: true });
+      const config = writeConfig(dataDir, upstream.port);
+      const key = await createKeyWithCli(dataDir);
+      const args = ['--port-sharing', c.id];
+      const gw = await startSluice(`sluice (port sharing, ${c.id})`, dataDir, config, await freePort(), { workers: S.portSharingWorkers, args });
+      gateways[c.id] = { gw, key };
+      // /healthz answers once one worker listens: wait (10 s at most) for every worker to be up.
+      const expected = c.id === 'handoff' ? 1 : S.portSharingWorkers;
+      let holders = portHolders(gw);
+      for (let i = 0; i < 100 && (holders.length < S.portSharingWorkers + 1 || holders.reduce((a, x) => a + x.listening, 0) < expected); i++) {
+        await sleep(100);
+        holders = portHolders(gw);
+      }
+      const listening = holders.map((x) => x.listening);
+      const idle = await idleMemory(gw, 1000);
+      out.gateways[c.id] = { command: `sluice serve --workers ${S.portSharingWorkers} ${args.join(' ')}`, listening, idle };
+      log(`port sharing: gateway ${c.id} on ${gw.url} (pid ${gw.pid()}), listening sockets per process (primary first): ${listening.join(', ')}`);
+      const primaryListens = listening[0] === 1 && listening.slice(1).every((n) => n === 0);
+      const everyWorkerListens = listening[0] === 0 && listening.length === S.portSharingWorkers + 1 && listening.slice(1).every((n) => n === 1);
+      if (!(c.id === 'handoff' ? primaryListens : everyWorkerListens)) fail(`port sharing: ${c.id} gateway holds its listening sockets as ${listening.join(', ')} (primary first), not as ${c.id} does: its figures do not measure ${c.id}`);
+    }
+    log(`port sharing: warm-up pass, 1 s at each point, not measured`);
+    for (const cn of S.portSharingConnections) for (const c of PORT_SHARING_MODES) await closedLoopRun(gateways[c.id].gw, cn, 1, { key: gateways[c.id].key, operation });
+    for (let r = 1; r <= S.portSharingRounds; r++) {
+      const order = r % 2 === 1 ? PORT_SHARING_MODES : [...PORT_SHARING_MODES].reverse();
+      log(`port sharing, round ${r}/${S.portSharingRounds}: order ${order.map((c) => c.id).join(', ')}`);
+      for (const cn of S.portSharingConnections) {
+        for (const c of order) {
+          const { gw, key } = gateways[c.id];
+          if (!alive(gw)) continue;
+          // The load generator opens its connections at the start: halfway, they are all spread.
+          let spread = null;
+          const sample = setTimeout(() => (spread = portHolders(gw)), S.portSharingSeconds * 500);
+          const cpu0 = cpuByProcess(gw);
+          const row = await measureClosed(gw, cn, { key, operation }, c.id, { warmupSeconds: 0, seconds: S.portSharingSeconds });
+          const cpu1 = cpuByProcess(gw);
+          clearTimeout(sample);
+          const used = ({ pid, seconds }) => (cpu1.find((x) => x.pid === pid)?.seconds ?? NaN) - seconds;
+          const [primary, ...workers] = cpu0;
+          const workersCpu = workers.map(used);
+          const workersTotal = workersCpu.reduce((a, x) => a + x, 0);
+          out.rows.push({
+            round: r,
+            config: c.id,
+            ...row,
+            primaryCpuUsPerReq: (used(primary) * 1e6) / Math.max(1, row.requests),
+            workerCpuShare: workersCpu.map((x) => x / workersTotal),
+            connectionsPerWorker: spread === null ? null : spread.slice(1).map((x) => x.connections),
+          });
+          log(`    connections per worker ${spread === null ? 'n/a' : spread.slice(1).map((x) => x.connections).join('/')}, worker CPU split ${workersCpu.map((x) => pct(x, workersTotal)).join('/')}`);
+        }
+      }
+    }
+    for (const line of portSharingSummaryLines(out)) log(`port sharing: ${line}`);
+  } finally {
+    for (const g of Object.values(gateways)) if (alive(g.gw)) await stopGateway(g.gw);
+  }
+}
+
+function portSharingSummaryLines(p) {
+  const t = roundsTable(p);
+  const lines = [];
+  for (const cn of p.settings.connections) {
+    const x = t.find((row) => row.config === 'reuseport' && row.connections === cn);
+    if (!x) continue;
+    lines.push(`c=${cn}: reuseport against handoff: req/s ${ratioPct(x.rpsRatio)}, p50 ${signed(x.dP50Us, 0)} µs, p99 ${signed(x.dP99Us, 0)} µs, Sluice CPU ${signed(x.dCpuUs, 1)} µs/req (medians of the differences within each round)`);
+  }
+  return lines;
+}
+
+function portSharingReport(L, p) {
+  L.push('## Port sharing: `--port-sharing reuseport` against `handoff`', '');
+  if (p.skipped) return L.push(`Not measured: ${p.skipped}.`, '');
+  L.push(
+    `Two gateways of ${p.settings.workers} workers each, one per mode, both running throughout; the closed loop's whole ${p.settings.operation} request (${p.loadgen ?? LOADGEN}) at ${p.settings.connections.join(' and ')} connections, ` +
+      `${p.settings.rounds} interleaved round(s) of ${p.settings.seconds} s per point after a discarded 1 s pass (the order of the modes swaps from one round to the next). ` +
+      'The load generator opens its connections at the start of each run and keeps them, so handing connections over costs the primary once per connection; what the mode changes afterwards is how the connections are spread over the workers: ' +
+      'handoff deals them out in turn (to the next worker ready for one), reuseport leaves it to the kernel (a hash of each connection\'s addresses and ports). The connections per worker are counted from `/proc` halfway through each run.',
+    '',
+  );
+  L.push('| mode | command | listening sockets (primary, workers) | idle RSS MB |', '|---|---|---|---|');
+  for (const c of p.configurations) {
+    const g = p.gateways[c.id];
+    L.push(`| ${c.id}: ${c.label} | \`${g?.command ?? ''}\` | ${g?.listening.join(', ') ?? ''} | ${f(g?.idle?.rss, 1)} |`);
+  }
+  L.push('');
+  const rows = roundsTable(p);
+  if (rows.length) {
+    const perRound = (config, cn, pick) => p.rows.filter((x) => x.config === config && x.connections === cn).map(pick);
+    L.push(
+      '| conns | mode | req/s | p50 ms | p99 ms | Sluice CPU µs/req | primary CPU µs/req | req/s vs handoff | Δ p50 µs | Δ p99 µs | req/s per round | p99 ms per round | connections per worker, per round | worker CPU split, per round | other CPU | non-2xx+errors |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const x of rows) {
+      const hasBase = x.base !== null;
+      const primary = median(perRound(x.config, x.connections, (row) => row.primaryCpuUsPerReq));
+      L.push(
+        `| ${x.connections} | ${x.config} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${f(x.cpuUsPerReq, 0)} | ${f(primary, 1)} | ${hasBase ? ratioPct(x.rpsRatio) : ''} | ${hasBase ? signed(x.dP50Us, 0) : ''} | ${hasBase ? signed(x.dP99Us, 0) : ''} | ` +
+          `${perRound(x.config, x.connections, (row) => f(row.rps, 0)).join(', ')} | ${perRound(x.config, x.connections, (row) => f(row.p99, 2)).join(', ')} | ` +
+          `${perRound(x.config, x.connections, (row) => row.connectionsPerWorker?.join('/') ?? 'n/a').join(', ')} | ${perRound(x.config, x.connections, (row) => row.workerCpuShare.map((s) => f(s * 100, 0)).join('/')).join(', ')} | ` +
+          `${f(x.otherCpuPct, 0)}% | ${x.bad} |`,
+      );
+    }
+    L.push(
+      '',
+      'Medians of the rounds; "vs handoff" and "Δ" = reuseport minus handoff in the same round, median over the rounds. "Sluice CPU" = utime+stime of the gateway\'s process tree per request, "primary CPU" the primary\'s alone; "worker CPU split" = each worker\'s share of the workers\' CPU (%).',
+      '',
+    );
+    for (const line of portSharingSummaryLines(p)) L.push(`- ${line}`);
+    L.push('');
   }
 }
 
@@ -532,6 +760,9 @@ ${S.flakyRouting ? `    routing: ${S.flakyRouting}\n` : ''}`
   return file;
 }
 
+/** The node that runs a build's bin/sluice.js: this one for this build, BENCH_BASE_NODE for the build before. */
+const nodeFor = (bin) => (bin === SLUICE_BIN ? process.execPath : S.baseNode);
+
 /** `bin`: another build's CLI, for a gateway of that build (a newer CLI would migrate its store beyond what it knows). */
 async function createKeyWithCli(dataDir, bin = SLUICE_BIN) {
   return (await createKeyRecordWithCli(dataDir, 'bench', [], bin)).key;
@@ -539,7 +770,7 @@ async function createKeyWithCli(dataDir, bin = SLUICE_BIN) {
 
 /** `sluice keys create … --json`: the key's JSON (id, limits, …) with its secret in `key`; `flags` are more CLI flags (limits). */
 async function createKeyRecordWithCli(dataDir, name = 'bench', flags = [], bin = SLUICE_BIN) {
-  const r = await run(process.execPath, [bin, 'keys', 'create', '--account', 'bench', '--name', name, ...flags, '--json', '--data', dataDir], { cwd: ROOT });
+  const r = await run(nodeFor(bin), [bin, 'keys', 'create', '--account', 'bench', '--name', name, ...flags, '--json', '--data', dataDir], { cwd: ROOT });
   if (r.code !== 0) throw new Error(`sluice keys create failed (${r.code}): ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1));
 }
@@ -547,9 +778,10 @@ async function createKeyRecordWithCli(dataDir, name = 'bench', flags = [], bin =
 /** `options.workers` overrides BENCH_WORKERS; `options.args` are more `serve` flags (e.g. --redis). */
 async function startSluice(name, dataDir, configFile, port, options = {}) {
   // options.bin: another build's bin/sluice.js (the telemetry scenario's build before).
-  const args = [options.bin ?? SLUICE_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile, ...(options.args ?? [])];
+  const bin = options.bin ?? SLUICE_BIN;
+  const args = [bin, 'serve', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--config', configFile, ...(options.args ?? [])];
   if (supportsWorkers()) args.push('--workers', String(options.workers ?? S.workers));
-  const p = startProcess(name, process.execPath, args, { SLUICE_LOG_LEVEL: 'warn', ...options.env });
+  const p = startProcess(name, nodeFor(bin), args, { SLUICE_LOG_LEVEL: 'warn', ...options.env });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000);
   } catch (error) {
@@ -566,13 +798,19 @@ async function startSluice(name, dataDir, configFile, port, options = {}) {
   return target;
 }
 
+/**
+ * The start of a `node -e` script that opens the store named by its first argument read-only (it
+ * must exist; a writer's lock is waited for up to 5 s) as `d`, with Node's own SQLite, the
+ * gateway's driver. A child process, so that a long read never holds the bench's event loop.
+ */
+const READ_STORE = "const {DatabaseSync}=require('node:sqlite');const d=new DatabaseSync(process.argv[1],{readOnly:true,timeout:5000});";
+
 function ledgerCount(dataDir) {
-  // better-sqlite3 is the gateway's own dependency (resolved from the repository's node_modules).
   const out = execFileSync(
     process.execPath,
     [
       '-e',
-      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});d.pragma('busy_timeout = 5000');` +
+      READ_STORE +
         `const t=d.prepare('SELECT count(*) AS n FROM usage_ledger').get().n;` +
         `const s=d.prepare('SELECT status, count(*) AS n FROM usage_ledger GROUP BY status').all();` +
         `console.log(JSON.stringify({total:t,byStatus:Object.fromEntries(s.map(r=>[r.status,r.n]))}));d.close();`,
@@ -1033,7 +1271,7 @@ function ledgerTotalsSince(dataDir, since) {
     process.execPath,
     [
       '-e',
-      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});const t=Date.now();` +
+      `${READ_STORE}const t=Date.now();` +
         `const r=d.prepare('SELECT count(*) AS requests, sum(prompt_tokens) AS input, sum(completion_tokens) AS output, sum(cost_usd) AS cost FROM usage_ledger WHERE at >= ?').get(Number(process.argv[2]));` +
         `console.log(JSON.stringify({...r,ms:Date.now()-t}));d.close();`,
       path.join(dataDir, 'sluice.db'),
@@ -1109,7 +1347,7 @@ function usagePageReport(L, usage) {
   L.push(`## Usage page over ${fill.rows.toLocaleString('en-US')} ledger rows`, '');
   L.push(
     `A store filled by \`bench/usage-fill.mjs\`: ${fill.accounts} accounts, ${fill.keys} keys (made with the gateway's own code) and ${fill.rows.toLocaleString('en-US')} ledger rows spread evenly over the last ${fill.days} days, ` +
-      `each key on three of ${fill.models} models (2 % failures), inserted straight into \`usage_ledger\` in one SQLite transaction with a prepared statement (better-sqlite3) in **${f(fill.ledgerSeconds, 1)} s**; ` +
+      `each key on three of ${fill.models} models (2 % failures), inserted straight into \`usage_ledger\` in one SQLite transaction with a prepared statement (node:sqlite) in **${f(fill.ledgerSeconds, 1)} s**; ` +
       `then the roll-ups built from them by migration 0008's own backfill (\`rollUpWholeLedger\`, through the gateway's store) in **${f(fill.rollUpSeconds, 1)} s**: ${fill.rollUpRows.toLocaleString('en-US')} \`usage_daily\` rows. Store file ${f(fill.storeMB / 1000, 2)} GB. ` +
       `Then \`sluice serve --workers ${S.workers}\` on it, signed in as an admin; each point is ${S.usageRequests} sequential GETs on one keep-alive connection after 2 warm-up ones, timed to the last byte of the body.`,
     '',
@@ -1166,7 +1404,7 @@ function routingLedger(dataDir, model, stream) {
     process.execPath,
     [
       '-e',
-      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});d.pragma('busy_timeout = 5000');` +
+      READ_STORE +
         `const m=process.argv[2],st=Number(process.argv[3]);const w='FROM usage_ledger WHERE model=? AND stream=?';` +
         `const g=(sql)=>Object.fromEntries(d.prepare(sql).all(m,st).map(r=>[r.k,r.n]));` +
         `const rows=d.prepare('SELECT count(*) AS n '+w).get(m,st).n;` +
@@ -1692,7 +1930,7 @@ function ledgerByKey(dataDir) {
     process.execPath,
     [
       '-e',
-      `const D=require('better-sqlite3');const d=new D(process.argv[1],{readonly:true,fileMustExist:true});d.pragma('busy_timeout = 5000');` +
+      READ_STORE +
         `console.log(JSON.stringify(d.prepare('SELECT key_id AS key, status, count(*) AS n, sum(cost_usd) AS cost FROM usage_ledger GROUP BY key_id, status').all()));d.close();`,
       path.join(dataDir, 'sluice.db'),
     ],
@@ -2103,7 +2341,9 @@ function report(state) {
   L.push('# Sluice benchmark results', '');
   L.push(`Run ${m.date} on commit \`${m.commit.slice(0, 12)}\`${m.workingTreeDirty ? ' (working tree had uncommitted changes)' : ''}${S.quick ? ' — **quick run (--quick)**, shorter durations' : ''}.`, '');
   L.push('| machine | |', '|---|---|');
-  L.push(`| CPU | ${m.cpu} |`, `| cores | ${m.cores} |`, `| memory | ${m.memoryGB} GB |`, `| OS | ${m.distro}, Linux ${m.linux} |`, `| Node.js | ${m.node} |`, `| open files limit | ${m.openFilesLimit} |`);
+  L.push(`| CPU | ${m.cpu} |`, `| cores | ${m.cores} |`, `| memory | ${m.memoryGB} GB |`, `| OS | ${m.distro}, Linux ${m.linux} |`, `| Node.js | ${m.node} |`);
+  if (m.baseNode) L.push(`| Node.js of the build before (\`BENCH_BASE_NODE\`) | ${m.baseNode.version} (${m.baseNode.path}) |`);
+  L.push(`| open files limit | ${m.openFilesLimit} |`);
   L.push('');
   L.push(
     `Targets in front of the same fake upstream (\`bench/upstream.mjs\`, node:http, keep-alive, latency ${S.upstreamLatencyMs} ms): ` +
@@ -2232,6 +2472,7 @@ function report(state) {
   if (routing) routingReport(L, routing);
   if (limits) limitsReport(L, limits);
   if (state.telemetry) telemetryReport(L, state.telemetry);
+  if (state.portSharing) portSharingReport(L, state.portSharing);
   if (state.usage) usagePageReport(L, state.usage);
 
   // Idle memory
@@ -2347,6 +2588,7 @@ function scenariosOf(state) {
     ...(state.routing ? { routing: state.routing } : {}),
     ...(state.limits ? { limits: state.limits } : {}),
     ...(state.telemetry ? { telemetry: state.telemetry } : {}),
+    ...(state.portSharing ? { portSharing: state.portSharing } : {}),
     ...(state.usage ? { usage: state.usage } : {}),
   };
 }
@@ -2373,6 +2615,10 @@ async function main() {
   log(`Sluice bench${QUICK ? ' (--quick)' : ''}: ${results.machine.cores} cores, ${results.machine.cpu}, Node ${process.version}; closed-loop load generator: ${LOADGEN}${HAVE_WRK ? '' : ' (wrk not found on PATH: falling back to autocannon, latencies in whole ms)'}`);
   log(`settings ${JSON.stringify(S)}`);
   if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
+  if (S.baseDir) {
+    results.machine.baseNode = { path: S.baseNode, version: execFileSync(S.baseNode, ['--version']).toString().trim() };
+    log(`the build before (${S.baseDir}) runs on ${S.baseNode}, Node ${results.machine.baseNode.version}`);
+  }
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   fs.mkdirSync(OUT_DIR, { recursive: true });
   // closed and streams hold the completion rows as they always did; closedChat and streamsChat the chat rows.
@@ -2439,6 +2685,7 @@ async function main() {
     await step('routing', async () => scenarioRouting(work, state));
     await step('limits', async () => scenarioLimits(work, state));
     await step('telemetry', async () => scenarioTelemetry(work, state));
+    await step('portsharing', async () => scenarioPortSharing(work, state));
     await step('usage', async () => scenarioUsage(work, state), true);
     ok = true;
   } finally {

@@ -5,12 +5,12 @@
 //
 // Accounts, keys and a console admin are made with the gateway's own code (from dist/). The ledger
 // rows are inserted straight into usage_ledger in one transaction with a prepared statement
-// (better-sqlite3, the gateway's own driver): written that way, not through the gateway, so that
+// (node:sqlite, the gateway's own driver): written that way, not through the gateway, so that
 // 10 million rows take a minute or two rather than hours. They are in time order, spread evenly
 // over the days up to now; each key uses three of the models, with prices per model, and about 2 %
 // of the rows are failures (502 or 429) without tokens.
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { SecretHasher } from '../dist/auth/key-secret.js';
 import { createKey } from '../dist/auth/keys-service.js';
 import { createConsoleAccount } from '../dist/console/accounts.js';
@@ -38,7 +38,7 @@ export async function fillUsage(dataDir, options) {
   const hasher = SecretHasher.forDataDir(dataDir);
   const keys = [];
   try {
-    await createConsoleAccount(store, ADMIN.name, ADMIN.password, true);
+    await createConsoleAccount(store, ADMIN.name, { password: ADMIN.password }, true);
     for (let a = 0; a < accounts; a++) {
       for (let k = 0; k < keysPerAccount; k++) {
         const { key } = await createKey(store, hasher, { accountName: `team-${String(a).padStart(2, '0')}`, name: `service ${k}` });
@@ -67,12 +67,12 @@ export async function fillUsage(dataDir, options) {
     return usage[lo];
   };
 
-  const db = new Database(path.join(dataDir, 'sluice.db'));
+  const db = new DatabaseSync(path.join(dataDir, 'sluice.db'), { timeout: 5000 });
   const started = Date.now();
   try {
     // Set-up only: nothing here is the gateway's own way of writing.
-    db.pragma('synchronous = OFF');
-    db.pragma('cache_size = -262144');
+    db.exec('PRAGMA synchronous = OFF');
+    db.exec('PRAGMA cache_size = -262144');
     const insert = db.prepare(
       `INSERT INTO usage_ledger (entry_id, at, request_id, account_id, key_id, operation, model, provider_id, status, error_kind, stream,
          prompt_tokens, completion_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens, tokens_counted, latency_ms, ttfb_ms, cost_usd, attempts, deployment, attempt_log)
@@ -81,7 +81,8 @@ export async function fillUsage(dataDir, options) {
     const end = Date.now();
     const start = end - days * DAY_MS;
     const step = (end - start) / rows;
-    db.transaction(() => {
+    db.exec('BEGIN');
+    try {
       for (let i = 0; i < rows; i++) {
         const u = pick();
         const model = u.models[Math.floor(next() * 3)];
@@ -93,7 +94,11 @@ export async function fillUsage(dataDir, options) {
         const id = i.toString(36).padStart(6, '0');
         insert.run(`bench.${id}`, Math.floor(start + i * step), `req-${id}`, u.key.accountId, u.key.id, model.id, status, failure ? 'upstream_error' : null, input, output, 50 + next() * 500, failure ? null : 40, cost, `bench-upstream/${model.id}`);
       }
-    })();
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
   } finally {
     db.close();
   }
