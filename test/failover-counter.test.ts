@@ -86,7 +86,7 @@ test('an admission that timed out and that a paused Redis ran later leaves neith
   // back (before this next admission, which goes after it on the same connection).
   const next = reservation(0.5);
   assert.ok((await counter.admit(limits, next, LEASE_MS)).admitted, "the key's one slot is free in Redis");
-  assert.deepEqual(await admin.zrange(`${prefix}limit:key:paused:fly`, 0, -1), [next.lease], 'Redis holds the next request\'s slot alone');
+  assert.deepEqual(await admin.zrange(`${prefix}limit:key:paused:fly`, '0', '-1'), [next.lease], 'Redis holds the next request\'s slot alone');
   assert.equal(Number(await admin.get(spend)), 1.5, "Redis's spend: $1 and the next request's reservation; the held one's was given back");
 
   // The request admitted here ends: its real cost reaches Redis's counter, beside the next one's reservation.

@@ -196,7 +196,7 @@ models:
 
     // (1) No slot is left behind by an admission that timed out and that Redis ran when it resumed.
     const burst = await Promise.all(Array.from({ length: concurrency }, () => send(key)));
-    assert.deepEqual(burst, Array(concurrency).fill(200), `${concurrency} requests at once are admitted right after the outage; in Redis: ${JSON.stringify(await admin.zrange(`${prefix}limit:key:${id}:fly`, 0, -1))}`);
+    assert.deepEqual(burst, Array(concurrency).fill(200), `${concurrency} requests at once are admitted right after the outage; in Redis: ${JSON.stringify(await admin.zrange(`${prefix}limit:key:${id}:fly`, '0', '-1'))}`);
 
     // (2) Redis's spend counter holds what the ledger holds: the spend counted on this machine meanwhile was added, once.
     const spendKeys = await admin.keys(`${prefix}limit:key:${id}:spend:*`);
