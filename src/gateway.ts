@@ -63,6 +63,8 @@ export interface GatewayOptions {
   readonly accessLog?: boolean;
   /** In a cluster worker: how the workers share the port (see PortSharing). */
   readonly portSharing?: PortSharing;
+  /** In a cluster worker after the first: the port the first bound, for a socket of its own (`port` may be 0). */
+  readonly boundPort?: number | undefined;
 }
 
 /**
@@ -82,8 +84,13 @@ export interface RunningGateway {
   stop(graceMs: number): Promise<void>;
 }
 
-/** Listens on the gateway's port; a worker asked for its own SO_REUSEPORT socket falls back to the primary's where the platform has none. */
-async function listen(server: NetServer, host: string, port: number, sharing: PortSharing): Promise<void> {
+/**
+ * Listens on the gateway's port. A worker asked for a socket of its own takes the port the first
+ * worker bound; where the platform has no SO_REUSEPORT it asks node:cluster's primary for its
+ * socket instead, under the port as given, as every worker then does.
+ */
+async function listen(server: NetServer, host: string, ports: { port: number; boundPort?: number | undefined }, sharing: PortSharing): Promise<void> {
+  const port = sharing === 'reuseport' ? (ports.boundPort ?? ports.port) : ports.port;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -96,7 +103,7 @@ async function listen(server: NetServer, host: string, port: number, sharing: Po
       });
     });
   } catch (error) {
-    if (sharing === 'reuseport' && (error as NodeJS.ErrnoException).code === 'ENOTSUP') return listen(server, host, port, 'handoff');
+    if (sharing === 'reuseport' && (error as NodeJS.ErrnoException).code === 'ENOTSUP') return listen(server, host, ports, 'handoff');
     throw listenFailure(error, host, port);
   }
 }
@@ -222,7 +229,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       prefixes: consolePages.prefixes,
     },
   });
-  await listen(gateway.server, options.host, options.port, cluster.isWorker ? (options.portSharing ?? 'reuseport') : 'handoff');
+  await listen(gateway.server, options.host, options, cluster.isWorker ? (options.portSharing ?? 'reuseport') : 'handoff');
   let scrapes: Server | undefined;
   if (options.metricsListen !== undefined && !cluster.isWorker) scrapes = await listenForScrapes(options.metricsListen.host, options.metricsListen.port, scrape, (error) => logger.warn({ err: error }, 'a metrics scrape failed'));
   const address = gateway.server.address() as AddressInfo;

@@ -70,7 +70,7 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
   const boundPort = cluster.isWorker ? process.env[WORKER_PORT] : undefined;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
   try {
-    gateway = await startGateway({ ...options, port: boundPort === undefined ? options.port : Number(boundPort), logger });
+    gateway = await startGateway({ ...options, boundPort: boundPort === undefined ? undefined : Number(boundPort), logger });
   } catch (error) {
     if (!(error instanceof UserError) || !cluster.isWorker) throw error;
     // Every worker would say the same: the first says it once, and the primary stops.
