@@ -188,12 +188,12 @@ models:
       assert.equal(upstream.requests.at(-1)!.headers['x-org-secret'], ORG_SECRET, 'the header did go upstream');
 
       // A stream is held until its first content: failing before it, it is still an HTTP error (and
-      // logged), Anthropic's overloaded_error a 503; after it, the caller gets an error event.
+      // logged), Anthropic's overloaded_error and Google's 503 UNAVAILABLE a 503; after it, the caller gets an error event.
       // Anthropic's first content is its fourth event (after message_start, content_block_start and a ping).
       for (const errorAfterChunks of [0, kind === 'anthropic' ? 4 : 3]) {
         upstream.behaviour = { errorAfterChunks, errorMessage: message };
         const failed = await ask(model, true);
-        assert.equal(failed.status, errorAfterChunks === 0 ? (kind === 'anthropic' ? 503 : 502) : 200, `${kind}: ${failed.text}`);
+        assert.equal(failed.status, errorAfterChunks === 0 ? (kind === 'openai' ? 502 : 503) : 200, `${kind}: ${failed.text}`);
         assertClean(failed.text, `${kind}: a stream failing after ${errorAfterChunks} events`);
       }
     }

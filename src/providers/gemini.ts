@@ -1,5 +1,6 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
+import type { GatewayError } from '../errors.js';
 import { newGenerationId } from '../generation/fan-out.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
@@ -25,16 +26,18 @@ const CAPABILITIES: Capabilities = {
 /** thinkingBudget for OpenAI's effort levels. */
 const THINKING_BUDGET = { minimal: 512, low: 1024, medium: 8192, high: 24576 } as const;
 
-const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT']);
-const FAILED = new Set(['MALFORMED_FUNCTION_CALL', 'UNEXPECTED_TOOL_CALL', 'TOO_MANY_TOOL_CALLS']);
+/** Content Gemini flagged and withheld; LANGUAGE too ("flagged for using an unsupported language"). */
+const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'LANGUAGE', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION']);
 
 function finishOf(reason: unknown, calledTools: boolean): Finish | undefined {
   if (typeof reason !== 'string' || reason === '' || reason === 'FINISH_REASON_UNSPECIFIED') return undefined;
+  // Gemini says STOP after function calls too.
+  if (reason === 'STOP') return { reason: calledTools ? 'tool_calls' : 'stop', raw: reason };
   if (reason === 'MAX_TOKENS') return { reason: 'length', raw: reason };
   if (FILTERED.has(reason)) return { reason: 'content_filter', raw: reason };
-  if (FAILED.has(reason)) return { reason: 'error', raw: reason };
-  // Gemini says STOP after function calls too.
-  return { reason: calledTools ? 'tool_calls' : 'stop', raw: reason };
+  // The rest is Gemini giving up on the candidate: a malformed or unexpected call, OTHER ("unknown
+  // reason"), a reason newer than this list. None of them is a clean stop.
+  return { reason: 'error', raw: reason };
 }
 
 const BLOCKED: Finish = { reason: 'content_filter', raw: 'PROMPT_BLOCKED' };
@@ -201,12 +204,15 @@ export class GeminiProvider extends TranslatingProvider {
   private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
     for await (const { data } of this.client.events(body)) {
       const event = this.client.parseEvent(data);
-      if (isObject(event.error)) {
-        const code = typeof event.error.code === 'number' ? event.error.code : undefined;
-        throw this.client.midStreamFailure(readErrorBody(data).message, code === 503 ? 'upstream_overloaded' : 'upstream_error', code);
-      }
+      if (isObject(event.error)) throw this.streamFailure(event.error, data);
       yield event;
     }
+  }
+
+  /** Google's in-stream `{"error":{code,message,status}}`, read by its `code` (the HTTP status it stands for), relayed or translated alike. */
+  private streamFailure(error: Json, data: string): GatewayError {
+    const code = typeof error.code === 'number' ? error.code : undefined;
+    return this.client.midStreamFailure(readErrorBody(data).message, code === 503 ? 'upstream_overloaded' : 'upstream_error', code);
   }
 
   private pathOf(model: CatalogueModel, method: string): string {
@@ -323,7 +329,7 @@ export class GeminiProvider extends TranslatingProvider {
     let promptBlocked = false;
     for await (const { data } of this.client.events(body)) {
       const event = this.client.parseEvent(data);
-      if (isObject(event.error)) throw this.client.midStreamFailure(readErrorBody(data).message);
+      if (isObject(event.error)) throw this.streamFailure(event.error, data);
       if (!started) {
         started = true;
         yield { type: 'start', id: typeof event.responseId === 'string' ? event.responseId : '', created: Math.floor(Date.now() / 1000) };

@@ -53,6 +53,16 @@ function finishOf(reason: unknown): Finish | undefined {
   }
 }
 
+/** Structured outputs' refusal: the words of it, if the model refused (`refusal` is null or absent otherwise). */
+function refusalOf(message: Json): string | undefined {
+  return typeof message.refusal === 'string' && message.refusal !== '' ? message.refusal : undefined;
+}
+
+/** A refusal ends its choice with finish_reason "stop": filtered, as Sluice names a refusal; `raw` keeps OpenAI's word. */
+function refusedFinish(finish: Finish): Finish {
+  return finish.reason === 'stop' ? { ...finish, reason: 'content_filter' } : finish;
+}
+
 function tokenLogprobs(logprobs: unknown): TokenLogprob[] | undefined {
   if (!isObject(logprobs) || !Array.isArray(logprobs.content)) return undefined;
   return (logprobs.content as Json[]).map((item) => ({
@@ -279,16 +289,19 @@ export class OpenAICompatibleProvider implements Provider {
       const reasoning = reasoningOf(message);
       if (reasoning !== undefined) content.push({ type: 'reasoning', text: reasoning });
       if (typeof message.content === 'string') content.push({ type: 'text', text: message.content });
+      const refusal = refusalOf(message);
+      if (refusal !== undefined) content.push({ type: 'text', text: refusal });
       if (Array.isArray(message.tool_calls)) {
         for (const rawCall of message.tool_calls as unknown[]) {
           if (!isObject(rawCall) || !isObject(rawCall.function)) continue;
           content.push({ type: 'tool_call', id: String(rawCall.id ?? ''), name: String(rawCall.function.name ?? ''), arguments: String(rawCall.function.arguments ?? '') });
         }
       }
+      const finish = finishOf(choice.finish_reason) ?? { reason: 'stop', raw: undefined };
       return {
         index: typeof choice.index === 'number' ? choice.index : i,
         content,
-        finish: finishOf(choice.finish_reason) ?? { reason: 'stop', raw: undefined },
+        finish: refusal === undefined ? finish : refusedFinish(finish),
         logprobs: tokenLogprobs(choice.logprobs),
       };
     });
@@ -310,6 +323,7 @@ export class OpenAICompatibleProvider implements Provider {
     let usage: Usage | null = null;
     /** Per choice, the tool-call indexes that have started and not yet ended. */
     const openCalls = new Map<number, Set<number>>();
+    const refused = new Set<number>();
     for await (const chunk of chunks) {
       if (!started) {
         started = true;
@@ -326,6 +340,11 @@ export class OpenAICompatibleProvider implements Provider {
         const logprobs = tokenLogprobs(raw.logprobs);
         if (typeof delta.content === 'string' && (delta.content !== '' || logprobs !== undefined)) {
           yield logprobs === undefined ? { type: 'text', choice, text: delta.content } : { type: 'text', choice, text: delta.content, logprobs };
+        }
+        const refusal = refusalOf(delta);
+        if (refusal !== undefined) {
+          refused.add(choice);
+          yield { type: 'text', choice, text: refusal };
         }
         if (Array.isArray(delta.tool_calls)) {
           let open = openCalls.get(choice);
@@ -345,7 +364,7 @@ export class OpenAICompatibleProvider implements Provider {
         if (finish !== undefined) {
           for (const index of openCalls.get(choice) ?? []) yield { type: 'tool_call_end', choice, index };
           openCalls.delete(choice);
-          yield { type: 'finish', choice, finish };
+          yield { type: 'finish', choice, finish: refused.has(choice) ? refusedFinish(finish) : finish };
         }
       }
     }

@@ -250,7 +250,7 @@ export class UpstreamClient {
     return upstreamHttpError({
       providerId: this.providerId,
       status: this.credentialRejected(statusCode, text) ? 401 : statusCode,
-      retryAfter,
+      retryAfter: retryAfter ?? retryDelayOf(text),
       ...readErrorBody(text),
       secrets: this.secrets,
       body: text,
@@ -283,4 +283,30 @@ export function readErrorBody(text: string): { message: string | undefined; type
     type: typeof inner.type === 'string' ? inner.type : undefined,
     code: typeof inner.code === 'string' ? inner.code : undefined,
   };
+}
+
+const RETRY_INFO = 'type.googleapis.com/google.rpc.RetryInfo';
+
+/**
+ * The wait Google asks for in its error body instead of a `Retry-After` header: the `retryDelay` of
+ * the `google.rpc.RetryInfo` detail, a protobuf Duration ("17s", "0.5s"), in Retry-After's whole
+ * seconds, rounded up so that nobody comes back early. Not capped here, as a header is not: routing
+ * caps how long either cools a deployment (retry_after_max_ms).
+ */
+export function retryDelayOf(text: string): string | undefined {
+  if (!text.includes(RETRY_INFO)) return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const details = isObject(body) && isObject(body.error) && Array.isArray(body.error.details) ? (body.error.details as unknown[]) : [];
+  for (const detail of details) {
+    if (!isObject(detail) || detail['@type'] !== RETRY_INFO || typeof detail.retryDelay !== 'string') continue;
+    // A Duration's JSON form: whole seconds (twelve digits hold its largest, 315,576,000,000), up to nine fractional digits, `s`.
+    const duration = /^(\d{1,12}(?:\.\d{1,9})?)s$/.exec(detail.retryDelay);
+    if (duration !== null) return String(Math.ceil(Number(duration[1])));
+  }
+  return undefined;
 }

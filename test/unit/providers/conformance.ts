@@ -105,8 +105,8 @@ export interface FinishTable {
   readonly response: string;
   readonly scenario: ScenarioName;
   readonly set: (body: Record<string, any>, raw: string) => void;
-  /** Each raw reason and its finish; a third element marks a known mapping bug (a todo). */
-  readonly cases: readonly (readonly [raw: string, finish: Finish, todo?: string])[];
+  /** Each raw reason and its finish; `why` joins the test's name (a judgement call), `todo` marks a known mapping bug. */
+  readonly cases: readonly (readonly [raw: string, finish: Finish, more?: { readonly why?: string; readonly todo?: string }])[];
 }
 
 export interface RelayCase {
@@ -245,8 +245,8 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
 
     describe('finish reasons', () => {
       const table = adapter.finishes;
-      for (const [raw, finish, todo] of table.cases) {
-        test(`${raw} → ${finish.reason}`, { todo }, async () => {
+      for (const [raw, finish, { why, todo } = {}] of table.cases) {
+        test(`${raw} → ${finish.reason}${why === undefined ? '' : ` (${why})`}`, { todo }, async () => {
           upstream.serve(withJsonBody(response(table.response), (body) => table.set(body, raw)));
           const result = await provider.generate(callOf({ name: table.response, scenario: table.scenario }));
           assert.deepStrictEqual(result.choices[0]?.finish, finish);

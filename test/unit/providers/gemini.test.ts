@@ -147,7 +147,6 @@ conformanceSuite({
       // The error event's `code` is its status (the @google/genai SDK raises it as such), as the relay reads it.
       name: 'stream-error',
       scenario: 'text',
-      todo: "the translated stream reads Gemini's in-stream 503 UNAVAILABLE as upstream_error 500; the relay of the same event says upstream_overloaded 503",
       expect: [parts.start('gT7uljoQXzMFemRYbivkHZ9', NOW), parts.text('Hello! How')],
       error: OVERLOADED,
     },
@@ -165,16 +164,28 @@ conformanceSuite({
     set: (body, raw) => (body.candidates[0].finishReason = raw),
     cases: [
       ['STOP', STOP],
+      ['FINISH_REASON_UNSPECIFIED', finish('stop', undefined), { why: 'no reason given: the answer ended as it came' }],
       ['MAX_TOKENS', finish('length', 'MAX_TOKENS')],
       ['SAFETY', finish('content_filter', 'SAFETY')],
       ['RECITATION', finish('content_filter', 'RECITATION')],
       ['BLOCKLIST', finish('content_filter', 'BLOCKLIST')],
       ['PROHIBITED_CONTENT', finish('content_filter', 'PROHIBITED_CONTENT')],
       ['SPII', finish('content_filter', 'SPII')],
+      ['IMAGE_SAFETY', finish('content_filter', 'IMAGE_SAFETY')],
+      ['IMAGE_PROHIBITED_CONTENT', finish('content_filter', 'IMAGE_PROHIBITED_CONTENT')],
+      ['IMAGE_RECITATION', finish('content_filter', 'IMAGE_RECITATION')],
+      // Gemini: "flagged for using an unsupported language" — flagged content withheld, as the safety family is; not a failure of the upstream.
+      ['LANGUAGE', finish('content_filter', 'LANGUAGE'), { why: 'the candidate was flagged, as for safety: its language is unsupported' }],
       ['MALFORMED_FUNCTION_CALL', finish('error', 'MALFORMED_FUNCTION_CALL')],
       ['UNEXPECTED_TOOL_CALL', finish('error', 'UNEXPECTED_TOOL_CALL')],
+      ['TOO_MANY_TOOL_CALLS', finish('error', 'TOO_MANY_TOOL_CALLS')],
+      ['MALFORMED_RESPONSE', finish('error', 'MALFORMED_RESPONSE')],
+      ['MISSING_THOUGHT_SIGNATURE', finish('error', 'MISSING_THOUGHT_SIGNATURE')],
+      ['NO_IMAGE', finish('error', 'NO_IMAGE')],
       // src/generation/model.ts: `error` is for "an unknown reason"; Gemini documents OTHER as "Unknown reason".
-      ['OTHER', finish('error', 'OTHER'), "Gemini's OTHER (\"unknown reason\") is read as a clean stop"],
+      ['OTHER', finish('error', 'OTHER'), { why: 'Gemini stopped for a reason it does not say' }],
+      ['IMAGE_OTHER', finish('error', 'IMAGE_OTHER'), { why: 'image generation stopped for a reason Gemini does not say' }],
+      ['SOME_FUTURE_REASON', finish('error', 'SOME_FUTURE_REASON'), { why: 'a reason Sluice does not know is no clean stop' }],
     ],
   },
 
@@ -188,7 +199,6 @@ conformanceSuite({
       // Gemini sends no Retry-After header: how long to wait is the body's google.rpc.RetryInfo.retryDelay.
       name: 'error-429-resource-exhausted',
       situation: 'rate_limited',
-      todo: "RetryInfo.retryDelay ('17s') is not read: the error carries no retryAfter, so routing cannot honour it",
       expect: { status: 429, upstreamFailure: 429, retryAfter: '17' },
     },
     { name: 'error-500-internal', situation: 'server_error', expect: { status: 502, upstreamFailure: 500 } },

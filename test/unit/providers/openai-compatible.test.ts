@@ -17,6 +17,15 @@ const CALLS = [
 const FRAGMENTS = (city: string, country: string) => ['{"', 'location', '":"', city, `, ${country}`, '","', 'unit', '":"', 'celsius', '"}'];
 const STOP = finish('stop', 'stop');
 const TEXT_USAGE = usage(1212, 10, { cachedInput: 1152 });
+const REFUSAL_REQUEST = generationRequest({
+  model: 'assistant',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe how to pick a lock, as JSON.' }] }],
+  responseFormat: { type: 'json_schema', name: 'steps', schema: { type: 'object', properties: { steps: { type: 'array', items: { type: 'string' } } }, required: ['steps'], additionalProperties: false }, strict: true, description: undefined },
+  maxOutputTokens: 512,
+});
+const REFUSAL = "I'm sorry, I can't help with that.";
+/** A refusal is the words of the refusal, finished content_filter; `raw` keeps OpenAI's own "stop". */
+const REFUSED = finish('content_filter', 'stop');
 
 conformanceSuite({
   kind: 'openai',
@@ -98,14 +107,8 @@ conformanceSuite({
     {
       // Structured outputs: a refusal comes in `message.refusal`, with content null and finish_reason "stop".
       name: 'generate-refusal',
-      request: generationRequest({
-        model: 'assistant',
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe how to pick a lock, as JSON.' }] }],
-        responseFormat: { type: 'json_schema', name: 'steps', schema: { type: 'object', properties: { steps: { type: 'array', items: { type: 'string' } } }, required: ['steps'], additionalProperties: false }, strict: true, description: undefined },
-        maxOutputTokens: 512,
-      }),
-      todo: "the refusal's words are dropped: the choice comes back empty, finished 'stop'",
-      expect: { id: 'chatcmpl-CHd85fQ8xR1sT4uV7wX0yZ3aB6cDe', created: CREATED, choices: [choice(0, [text("I'm sorry, I can't help with that.")], finish('content_filter', 'stop'))], usage: usage(96, 11) },
+      request: REFUSAL_REQUEST,
+      expect: { id: 'chatcmpl-CHd85fQ8xR1sT4uV7wX0yZ3aB6cDe', created: CREATED, choices: [choice(0, [text(REFUSAL)], REFUSED)], usage: usage(96, 11) },
     },
   ],
 
@@ -167,6 +170,12 @@ conformanceSuite({
         parts.finish(STOP, 1),
         parts.usage(usage(1212, 20, { cachedInput: 1152 })),
       ],
+    },
+    {
+      // Streamed, the refusal comes in `delta.refusal` fragments, content null, then finish_reason "stop".
+      name: 'stream-refusal',
+      request: REFUSAL_REQUEST,
+      expect: [parts.start('chatcmpl-CHd94kV3cW6xY9zA2bC5dE8fG1hIj', CREATED), ...parts.texts(["I'm sorry", ", I can't", ' help with that.']), parts.finish(REFUSED), parts.usage(usage(96, 11))],
     },
     {
       name: 'stream-error',
