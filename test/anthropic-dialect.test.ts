@@ -324,6 +324,22 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
     assert.equal(upstreams.vllm.requests.length + upstreams.gemini.requests.length, 0);
   });
 
+  test('a server tool reaches an Anthropic upstream as sent; for any other it is refused by its type', async () => {
+    const webSearch = { type: 'web_search_20250305', name: 'web_search', max_uses: 5 };
+    const body = (model: string) => ({ model, max_tokens: 5, messages: [{ role: 'user', content: 'news?' }], tools: [webSearch] });
+    const relayed = await postMessages(body('claude'));
+    assert.equal(relayed.status, 200, relayed.text);
+    assert.deepEqual(upstreams.anthropic.requests.at(-1)!.body.tools, [webSearch]);
+    for (const model of ['llama-chat', 'gemini-flash']) {
+      const response = await postMessages(body(model));
+      assert.equal(response.status, 400, response.text);
+      const parsed = JSON.parse(response.text);
+      assert.equal(parsed.error.type, 'invalid_request_error');
+      assert.match(parsed.error.message, /^tools\.0\.type: .*server tool `web_search_20250305`/);
+    }
+    assert.equal(upstreams.vllm.requests.length + upstreams.gemini.requests.length, 0);
+  });
+
   test('a wrong method on an Anthropic path is answered in Anthropic’s shape', async () => {
     const response = await fetch(`${sluice.url}/v1/messages`, { headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
     assert.equal(response.status, 405);

@@ -151,6 +151,10 @@ for (const upstream of UPSTREAMS) {
         assert.equal(error.error.type, 'invalid_request_error');
         assert.equal(error.error.param, param, JSON.stringify(error));
       }
+      // A value outside a list is named, with the list, as OpenAI words it.
+      const { body: badRole } = await post({ model, messages: [{ role: 'wizard', content: 'x' }] });
+      assert.equal(badRole.error.code, 'invalid_value');
+      assert.match(badRole.error.message, /^Invalid value: 'wizard'\. Supported values are: 'system', .*'user'/);
       assert.equal(upstream.fake().requests.length, 0);
     });
   });

@@ -403,6 +403,27 @@ describe('generateContent: relaying to a Gemini upstream', () => {
     assert.deepEqual(upstreams.gemini.requests.map((r) => r.body.generationConfig.maxOutputTokens), [4000, 4000, 7]);
   });
 
+  test("proto field names and single objects for lists, as Google's REST examples write them, go in JSON names and lists, capped", async () => {
+    const parameters = { type: 'OBJECT', properties: { city_name: { type: 'STRING' } }, required: ['city_name'] };
+    const response = await call('/v1beta/models/gemini-flash:generateContent', {
+      system_instruction: { parts: { text: 'Be brief.' } },
+      contents: { parts: { text: 'hi' } },
+      tools: { function_declarations: { name: 'get_weather', parameters } },
+      generation_config: { max_output_tokens: 9000 },
+    });
+    assert.equal(response.status, 200, response.text);
+    // The fake reads JSON names only: the relay's own edits (the output cap) need them too.
+    assert.deepEqual(upstreams.gemini.requests.at(-1)!.body, {
+      systemInstruction: { parts: [{ text: 'Be brief.' }] },
+      contents: [{ parts: [{ text: 'hi' }] }],
+      tools: [{ functionDeclarations: [{ name: 'get_weather', parameters }] }],
+      generationConfig: { maxOutputTokens: 4000 },
+    });
+    const count = await call('/v1beta/models/gemini-flash:countTokens', { generate_content_request: { model: 'models/gemini-flash', contents: { parts: { text: 'hi' } } } });
+    assert.equal(count.status, 200, count.text);
+    assert.deepEqual(upstreams.gemini.requests.at(-1)!.body, { generateContentRequest: { model: 'models/gemini-test', contents: [{ parts: [{ text: 'hi' }] }] } });
+  });
+
   test('model ids with slashes and colons, under /v1beta and /v1, with or without models/', async () => {
     const viaSdk = await genai().models.generateContent({ model: 'org/gem:v1', contents: 'hi', config: { maxOutputTokens: 1 } });
     assert.equal(viaSdk.modelVersion, 'org/gem:v1');
@@ -488,6 +509,8 @@ describe('generateContent: validation and what an upstream cannot do', () => {
       [{ ...ok, safetySettings: [{ category: 'HARM_CATEGORY_HARASSMENT', threshold: 'BLOCK_SOME' }] }, /'safetySettings\[0\]\.threshold'/],
       [{ ...ok, toolConfig: { functionCallingConfig: { mode: 'AUTO', allowedFunctionNames: ['f'] } } }, /allowedFunctionNames/],
       [{ contents: [{ role: 'user', parts: [{ functionCall: { name: 'f' } }] }] }, /functionCall part must be in a content with role "model"/],
+      [{ ...ok, generationConfig: { topK: 5 }, generation_config: { top_k: 5 } }, /"generation_config" and "generationConfig" name the same field/],
+      [{ contents: 'x' }, /'contents': expected an array, got "x"/],
     ];
     for (const model of ['gemini-flash', 'claude', 'llama-chat']) {
       for (const [body, message] of cases) {
@@ -548,6 +571,17 @@ describe('generateContent: validation and what an upstream cannot do', () => {
       const response = await call(`/v1beta/models/${model}:generateContent`, body);
       assert.equal(response.status, 200, `${model}: ${response.text}`);
       assert.match(response.body.candidates[0].content.parts.map((p: { text?: string }) => p.text ?? '').join(''), /Result: .*sunny/, model);
+    }
+  });
+
+  test("Google's REST example with proto names and single objects is served on every upstream", async () => {
+    // https://ai.google.dev/gemini-api/docs/system-instructions?lang=rest, as published.
+    const body = { system_instruction: { parts: { text: 'You are Neko the cat respond like one' } }, contents: { parts: { text: 'Good morning! How are you?' } } };
+    for (const upstream of UPSTREAMS) {
+      const response = await call(`/v1beta/models/${upstream.model}:generateContent`, body);
+      assert.equal(response.status, 200, `${upstream.model}: ${response.text}`);
+      assert.match(response.body.candidates[0].content.parts[0].text, /^\[Good morning! How are you\?\]/, upstream.model);
+      assert.equal(upstream.sentSystem(upstream.fake().requests.at(-1)!), 'You are Neko the cat respond like one', upstream.model);
     }
   });
 

@@ -38,6 +38,7 @@ export function validationError(issue: z.core.$ZodIssue): GatewayError {
       return invalid(param, `Invalid type for '${param}': expected ${expectedPhrase(issue.expected)}, but got ${got} instead.`, 'invalid_type');
     case 'invalid_union':
       if (issue.input === undefined) return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+      if (issue.discriminator !== undefined && 'options' in issue && issue.options !== undefined) return discriminatorError(param, issue.input, issue.discriminator, issue.options);
       return invalid(param, `Invalid type for '${param}': expected ${UNION_EXPECTATIONS.get(param) ?? 'one of the documented shapes'}, but got ${got} instead.`, 'invalid_type');
     case 'too_small':
     case 'too_big': {
@@ -55,6 +56,23 @@ export function validationError(issue: z.core.$ZodIssue): GatewayError {
     default:
       return invalid(param, `Invalid '${param}': ${issue.message}.`);
   }
+}
+
+/**
+ * A tagged shape (a message's `role`, a part's `type`) none of whose tags matched: zod reports the
+ * whole object at the tag's path; OpenAI names the tag's value and the values there are.
+ */
+function discriminatorError(param: string, input: unknown, discriminator: string, options: readonly unknown[]): GatewayError {
+  const value = input !== null && typeof input === 'object' ? (input as Record<string, unknown>)[discriminator] : undefined;
+  if (value === undefined) return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+  const supported = `Supported values are: ${listed(options.map((option) => `'${String(option)}'`))}.`;
+  if (typeof value !== 'string') return invalid(param, `Invalid type for '${param}': expected a string, but got ${describeValue(value)} instead. ${supported}`, 'invalid_type');
+  return invalid(param, `Invalid value: '${value}'. ${supported}`, 'invalid_value');
+}
+
+/** 'a', 'b', and 'c', as OpenAI lists values. */
+function listed(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : items.length === 2 ? `${items[0]} and ${items[1]}` : `${items.slice(0, -1).join(', ')}, and ${items.at(-1)}`;
 }
 
 function formatPath(path: readonly PropertyKey[]): string {

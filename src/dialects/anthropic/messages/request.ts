@@ -176,6 +176,14 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
   for (const field of Object.keys(request.body)) {
     if (!Object.hasOwn(translatable.shape, field)) throw notTranslatable(model, field, `the parameter '${field}'`);
   }
+  // A server tool (web search, code execution, …) is valid Anthropic that runs on Anthropic's side:
+  // refused as such by its type, before the schema of custom tools would call it malformed.
+  if (Array.isArray(request.body.tools)) {
+    request.body.tools.forEach((tool: unknown, k) => {
+      const type = tool !== null && typeof tool === 'object' ? (tool as { type?: unknown }).type : undefined;
+      if (typeof type === 'string' && type !== 'custom') throw notTranslatable(model, `tools.${k}.type`, `the server tool \`${type}\` (only custom tools are translated)`);
+    });
+  }
   const body = parseOrThrow(translatable, request.body, []);
   const messages: Message[] = [];
   if (body.system !== undefined && body.system !== null) {

@@ -2,7 +2,7 @@ import { GatewayError } from '../../../errors.js';
 import type { JsonSchema } from '../../../generation/model.js';
 
 /** The fields of Google's `Schema` (an OpenAPI 3.0 subset), used by `parameters` and `responseSchema`. */
-const FIELDS = new Set([
+export const SCHEMA_FIELDS: ReadonlySet<string> = new Set([
   'type', 'format', 'title', 'description', 'nullable', 'enum', 'maxItems', 'minItems', 'properties', 'required', 'minProperties',
   'maxProperties', 'minLength', 'maxLength', 'pattern', 'example', 'anyOf', 'propertyOrdering', 'default', 'items', 'minimum', 'maximum',
 ]);
@@ -29,7 +29,7 @@ function invalid(path: string, message: string): GatewayError {
 export function jsonSchemaOf(schema: unknown, path: string): JsonSchema {
   if (!isRecord(schema)) throw invalid(path, `Invalid value at '${path}': expected a Schema object.`);
   for (const name of Object.keys(schema)) {
-    if (!FIELDS.has(name)) throw invalid(`${path}.${name}`, `Invalid JSON payload received. Unknown name "${name}" at '${path}': Cannot find field.`);
+    if (!SCHEMA_FIELDS.has(name)) throw invalid(`${path}.${name}`, `Invalid JSON payload received. Unknown name "${name}" at '${path}': Cannot find field.`);
   }
   const out: Record<string, unknown> = {};
   if (schema.type !== undefined) {

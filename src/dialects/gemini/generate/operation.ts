@@ -11,7 +11,7 @@ import { unreadableUpstream } from '../../../providers/upstream-errors.js';
 import { countUsage } from '../../../usage/token-counter.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
-import { inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
+import { countBodyForGoogle, generateBodyForGoogle, inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
 import { geminiParam, showsThoughts, toGenerationRequest } from './translate.js';
 import { generateContentBody, GeminiStreamWriter, geminiUsage, TranslatedStreamWriter } from './writer.js';
 
@@ -72,10 +72,13 @@ function candidateTexts(response: Readonly<Record<string, unknown>>, into: strin
   });
 }
 
-/** The body as sent; only a bare-string systemInstruction (which Google's API would refuse) is made the Content it means. */
+/**
+ * The body as sent, in Google's JSON names (see generateBodyForGoogle); only a bare-string
+ * systemInstruction (which Google's API would refuse) is made the Content it means.
+ */
 function relayCall(x: Exchange<GenerateRequest>, stream: boolean) {
-  const { raw } = x.request;
-  const body = typeof raw.systemInstruction === 'string' ? { ...raw, systemInstruction: { parts: [{ text: raw.systemInstruction }] } } : raw;
+  const sent = generateBodyForGoogle(x.request.raw);
+  const body = typeof sent.systemInstruction === 'string' ? { ...sent, systemInstruction: { parts: [{ text: sent.systemInstruction }] } } : sent;
   return { operation: 'gemini.generateContent' as const, body, stream, model: x.model, requestId: x.requestId, signal: x.signal };
 }
 
@@ -163,7 +166,7 @@ export const geminiCountTokens: CountTokensOperation<CountTokensRequest> = {
   modelNamed: geminiGenerateContent.modelNamed!,
   async serve(x) {
     if (x.provider.relays('gemini.countTokens', x.model)) {
-      const relayed = await x.invoke.relay({ operation: 'gemini.countTokens', body: x.request.raw, stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
+      const relayed = await x.invoke.relay({ operation: 'gemini.countTokens', body: countBodyForGoogle(x.request.raw), stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
       if (relayed.stream) throw new Error('a whole relay answered with a stream');
       if (typeof relayed.body.totalTokens !== 'number') throw unreadableUpstream(x.provider.id, 'a token count without totalTokens');
       x.res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(relayed.body));

@@ -1,14 +1,19 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors.js';
 import type { WireRequest } from '../../../generation/operation.js';
+import { shapeOf, withJsonNames } from './json-names.js';
 
 /**
  * Google's GenerateContentRequest and CountTokensRequest, checked as Google checks them: a name the
  * API does not have is refused anywhere ("Invalid JSON payload received. Unknown name …"), values
- * within the documented bounds. Fields Sluice does not translate are still accepted here, for a
- * Gemini upstream, which gets the body relayed; translation refuses them by name (see translate.ts).
+ * within the documented bounds. Proto field names and single objects for lists, which Google
+ * reads too, are first brought to the JSON names and lists (json-names.ts). Fields Sluice does not
+ * translate are still accepted here, for a Gemini upstream, which gets the body relayed;
+ * translation refuses them by name (see translate.ts).
  */
 const record = z.record(z.string(), z.unknown());
+/** A Google `Schema` (checked when translated, see openapi-schema.ts): its own field names are the API's, its property names the caller's. */
+const openApiSchema = z.record(z.string(), z.unknown());
 
 const blob = z.strictObject({ mimeType: z.string().min(1), data: z.string().min(1), displayName: z.string().optional() });
 const fileData = z.strictObject({ mimeType: z.string().optional(), fileUri: z.string().min(1), displayName: z.string().optional() });
@@ -51,9 +56,9 @@ const declaration = z.strictObject({
   name: z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/, 'Invalid function name. Must start with a letter or an underscore; letters, digits, underscores, dots, colons or dashes; at most 64.'),
   description: z.string().optional(),
   behavior: z.string().optional(),
-  parameters: record.optional(),
+  parameters: openApiSchema.optional(),
   parametersJsonSchema: record.optional(),
-  response: record.optional(),
+  response: openApiSchema.optional(),
   responseJsonSchema: record.optional(),
 });
 
@@ -85,7 +90,7 @@ const THINKING_LEVELS = ['THINKING_LEVEL_UNSPECIFIED', 'MINIMAL', 'LOW', 'MEDIUM
 const generationConfig = z.strictObject({
   stopSequences: z.array(z.string()).max(5).optional(),
   responseMimeType: z.string().optional(),
-  responseSchema: record.optional(),
+  responseSchema: openApiSchema.optional(),
   responseJsonSchema: z.unknown().optional(),
   responseModalities: z.array(z.string()).optional(),
   candidateCount: z.number().int().min(1).max(8).optional(),
@@ -140,6 +145,17 @@ const countBody = z.strictObject({
   generateContentRequest: z.strictObject({ model: z.string().min(1), ...generateFields }).optional(),
 });
 
+const GENERATE_SHAPE = shapeOf(generateBody, openApiSchema);
+const COUNT_SHAPE = shapeOf(countBody, openApiSchema);
+
+/**
+ * A generateContent body as Google reads it: JSON field names, lists. The body itself when it was
+ * written so (the common case); a copy otherwise, with nothing left out. A Gemini upstream is sent
+ * this, so that the relay's own edits (the output cap, the upstream's model name) find their fields.
+ */
+export const generateBodyForGoogle = (body: Readonly<Record<string, unknown>>) => withJsonNames(body, GENERATE_SHAPE) as Readonly<Record<string, unknown>>;
+export const countBodyForGoogle = (body: Readonly<Record<string, unknown>>) => withJsonNames(body, COUNT_SHAPE) as Readonly<Record<string, unknown>>;
+
 export type GenerateBody = z.infer<typeof generateBody>;
 export type Part = z.infer<typeof part>;
 
@@ -150,7 +166,7 @@ export interface GenerateRequest {
   /** `alt=sse`: server-sent events; otherwise a stream is one JSON array written as it grows. */
   readonly sse: boolean;
   readonly body: GenerateBody;
-  /** Exactly what the caller sent, for a Gemini upstream. */
+  /** Exactly what the caller sent; a Gemini upstream is sent it in Google's JSON names (generateBodyForGoogle). */
   readonly raw: Readonly<Record<string, unknown>>;
 }
 
@@ -158,6 +174,7 @@ export interface CountTokensRequest {
   readonly model: string;
   /** What is counted: the contents alone, or a whole generateContent request. */
   readonly body: GenerateBody;
+  /** Exactly what the caller sent; a Gemini upstream is sent it in Google's JSON names (countBodyForGoogle). */
   readonly raw: Readonly<Record<string, unknown>>;
 }
 
@@ -185,6 +202,12 @@ function pathOf(path: readonly PropertyKey[]): string {
   return out;
 }
 
+function expectedPhrase(expected: string): string {
+  if (expected === 'int') return 'an integer';
+  if (expected === 'record') return 'an object';
+  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+}
+
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
@@ -202,7 +225,7 @@ function issueError(issue: z.core.$ZodIssue): GatewayError {
     }
     case 'invalid_type':
       if (issue.input === undefined) return invalid(at, `Missing required field '${at}'.`);
-      return invalid(at, `Invalid value at '${at}': expected ${issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`}, got ${describe(issue.input)}.`);
+      return invalid(at, `Invalid value at '${at}': expected ${expectedPhrase(issue.expected)}, got ${describe(issue.input)}.`);
     case 'too_small':
     case 'too_big': {
       const bound = issue.code === 'too_small' ? `at least ${String(issue.minimum)}` : `at most ${String(issue.maximum)}`;
@@ -217,9 +240,9 @@ function issueError(issue: z.core.$ZodIssue): GatewayError {
   }
 }
 
-function parseWith<T>(schema: z.ZodType<T>, body: unknown): T {
+function parseWith<T>(schema: z.ZodType<T>, forGoogle: (body: Readonly<Record<string, unknown>>) => unknown, body: unknown): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_json', 'Invalid JSON payload received. Expected a GenerateContentRequest object.');
-  const parsed = schema.safeParse(body, { reportInput: true });
+  const parsed = schema.safeParse(forGoogle(body as Record<string, unknown>), { reportInput: true });
   if (!parsed.success) throw issueError(parsed.error.issues[0]!);
   return parsed.data;
 }
@@ -279,14 +302,14 @@ export function parseGenerateRequest(body: unknown, wire: WireRequest): Generate
   const stream = method === 'streamGenerateContent';
   const alt = wire.query.get('alt');
   if (alt !== null && alt !== 'sse' && alt !== 'json') throw invalid('alt', `Invalid value at 'alt': ${JSON.stringify(alt)}; expected sse or json.`);
-  const parsed = parseWith(generateBody, body);
+  const parsed = parseWith(generateBody, generateBodyForGoogle, body);
   checkBody(parsed, '');
   return { model, stream, sse: alt === 'sse', body: parsed, raw: body as Record<string, unknown> };
 }
 
 export function parseCountTokensRequest(body: unknown, wire: WireRequest): CountTokensRequest {
   const { model } = modelMethodOf(wire.path);
-  const parsed = parseWith(countBody, body);
+  const parsed = parseWith(countBody, countBodyForGoogle, body);
   if ((parsed.contents === undefined) === (parsed.generateContentRequest === undefined)) {
     throw invalid('contents', "Send either 'contents' or 'generateContentRequest', not both and not neither.");
   }

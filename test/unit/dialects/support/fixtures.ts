@@ -33,7 +33,7 @@ export interface RenderedError {
 export interface RequestExpectation {
   /** The dialect's parsed value, the body it keeps aside left out. */
   readonly parsed?: Json;
-  /** The body as parsed, where it is not the body as sent (Gemini's bare-string systemInstruction). */
+  /** The body as parsed, where it is not the body as sent (Gemini's bare-string systemInstruction, proto field names, single objects for lists). */
   readonly bodyAsParsed?: Json;
   /** The generation model the request becomes for an upstream of another dialect, or that upstream's refusal. */
   readonly translated?: Json;
