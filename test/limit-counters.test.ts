@@ -1,3 +1,4 @@
+// postgres-pass: skip (in process: limit counters in memory and on Redis, no store)
 /**
  * One conformance suite for every implementation of the limit-counter seam: in memory, and on the
  * real Redis of this machine under a key prefix of its own.
