@@ -1,3 +1,4 @@
+// postgres-pass: skip (in process: request shaping only, no gateway and no store)
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CatalogueModel } from '../src/catalogue/catalogue.js';

@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
+import type { Redis } from 'ioredis';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
@@ -20,11 +21,11 @@ import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream
 import { ConsoleClient, createAccount } from './support/console.js';
 import { cleanRedisPrefix, closedPort, REDIS_URL, redisAdmin, uniqueRedisPrefix } from './support/redis.js';
 import { cli, configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+import { PG_ADMIN_URL } from './support/store.js';
 
 /** The stated guarantee: a change is in force everywhere this long after the command that made it returned. */
 const NOTIFIED_WITHIN_MS = 100;
 const ADMIN_PASSWORD = 'admin-password-1';
-const POSTGRES_URL = process.env.SLUICE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** What a key gets from a replica's /v1/models: the status, and the model ids when it is let in. */
 async function listModels(url: string, key: string): Promise<{ status: number; ids: string[] }> {
@@ -61,6 +62,14 @@ function record(feed: ChangeFeed): { heard: { topic: ChangeTopic; at: number }[]
     /** Resolves with the delay of the first `topic` heard after `after`; fails after `ms`. */
     next: (topic, after, ms) => eventually(() => heard.find((h) => h.topic === topic && h.at >= after)?.at, ms, `'${topic}' to be heard`).then((at) => at - after),
   };
+}
+
+/** `ip:port` of a feed's subscriber connection as Redis's CLIENT LIST names it (the feed keeps that connection to itself). */
+function subscriberAddress(feed: RedisChangeFeed): string {
+  const { subscriber } = feed as unknown as { subscriber: Redis | undefined };
+  const socket = subscriber?.stream as { localAddress?: string; localPort?: number } | undefined;
+  assert.ok(socket?.localPort !== undefined, 'the feed has a subscriber connection');
+  return `${socket.localAddress}:${socket.localPort}`;
 }
 
 describe('replicas on Redis (--redis): a change reaches every replica by notification', () => {
@@ -195,6 +204,7 @@ describe('Redis unreachable', () => {
   test('at start: the gateway starts and serves, logs one warning (the password masked), and keeps polling', async () => {
     const url = `redis://:hunter2-redis-password@127.0.0.1:${await closedPort()}`;
     const sluice = await startSluice({ args: ['--workers', '1', '--redis', url] });
+    const listeningAt = Date.now();
     try {
       const { id, key } = await createKey(sluice.dataDir, 'acme');
       assert.equal((await listModels(sluice.url, key)).status, 200, 'it serves');
@@ -205,7 +215,9 @@ describe('Redis unreachable', () => {
       assert.equal(disabled.stderr.match(/Redis unreachable/g)?.length, 1, `the CLI warns once: ${disabled.stderr}`);
       assert.ok(!disabled.stderr.includes('hunter2'), 'the CLI does not log the password');
       await eventually(async () => ((await listModels(sluice.url, key)).status === 403 ? true : undefined), 1000, 'the gateway to see the change by polling');
-      await sleep(2_500); // several reconnection attempts
+      // Several reconnection attempts: the feed retries after 100, 200, 400, 800, 1600 ms (redis-change-feed.ts),
+      // so five have been made 3.1 s after the gateway listens; the CLI commands above took most of that already.
+      await sleep(Math.max(0, listeningAt + 3_100 - Date.now()));
       const logs = sluice.stderr();
       assert.equal(logs.match(/Redis unreachable/g)?.length, 1, `one warning, not one per attempt: ${logs}`);
       assert.match(logs, /redis:\/\/:\*\*\*@127\.0\.0\.1/, 'the warning names the Redis, password masked');
@@ -247,7 +259,9 @@ describe('the Redis feed', () => {
       assert.equal(elsewhere.heard.length, 2, `a feed under another prefix hears only its own catch-up at subscription: ${JSON.stringify(elsewhere.heard)}`);
 
       const killedAt = Date.now();
-      const killed = Number(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'));
+      // Only this test's subscribers: the server's other ones may be other test files' gateways, running meanwhile.
+      let killed = 0;
+      for (const feed of [listener, other]) killed += Number(await admin.call('CLIENT', 'KILL', 'ADDR', subscriberAddress(feed)));
       assert.ok(killed >= 1, `the subscriber connection was killed (${killed})`);
       await eventually(() => (!listener.healthy ? true : undefined), 1000, 'the feed to notice').catch(() => undefined);
       await eventually(() => (listener.healthy ? true : undefined), 5000, 'the feed to reconnect');
@@ -260,7 +274,7 @@ describe('the Redis feed', () => {
       await heard.next('keys', sent, 5000); // a raw feed has no poller: whatever is heard came by notification
       const lost = () => log.lines.filter((l) => /Redis unreachable/.test(l.msg)).length;
       const back = () => log.lines.filter((l) => /Redis reachable again/.test(l.msg)).length;
-      // Every subscriber on the server was killed (the other prefix's too): wait for each to be back.
+      // Every subscriber of this test was killed (the other prefix's too): wait for each to be back.
       await eventually(() => (back() === lost() ? true : undefined), 5000, 'every killed feed to log its return');
       assert.ok(lost() >= 1 && lost() <= 2, `the loss is logged once per feed killed: ${JSON.stringify(log.lines)}`);
       assert.equal(back(), lost(), 'and its end once');
@@ -278,10 +292,10 @@ describe('the PostgreSQL feed (LISTEN/NOTIFY)', () => {
   let admin: pg.Client;
 
   before(async () => {
-    admin = new pg.Client({ connectionString: POSTGRES_URL });
+    admin = new pg.Client({ connectionString: PG_ADMIN_URL });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
-    const url = new URL(POSTGRES_URL);
+    const url = new URL(PG_ADMIN_URL);
     url.pathname = `/${database}`;
     databaseUrl = url.toString();
   });

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { startFakeAnthropic } from './fakes/fake-anthropic.js';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
 import type { FakeUpstream } from './fakes/fake-server.js';
+import { REDIS_URL } from './support/redis.js';
 import { cli, createKey, tempDir } from './support/sluice.js';
 
 interface Report {
@@ -48,7 +49,7 @@ models:
   - { id: typo, provider: vllm, upstream_model: served-modle }
   - { id: claude-x, provider: claude }
 `);
-    const result = await cli(['doctor', '--config', config, '--data', dataDir, '--redis', 'redis://127.0.0.1:6379', '--json']);
+    const result = await cli(['doctor', '--config', config, '--data', dataDir, '--redis', REDIS_URL, '--json']);
     assert.equal(result.code, 0, result.stdout + result.stderr);
     const report = JSON.parse(result.stdout) as Report;
     assert.equal(report.ok, true);

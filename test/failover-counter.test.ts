@@ -1,3 +1,4 @@
+// postgres-pass: skip (in process: limit counters over Redis, no store)
 /**
  * The failover counter's bookkeeping across a Redis outage, in process: what a timed-out admission
  * took is given back when a stalled Redis runs it late, a settle Redis could not take is sent again,

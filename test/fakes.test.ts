@@ -1,3 +1,4 @@
+// postgres-pass: skip (the fake upstreams against the SDKs, no gateway and no store)
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';

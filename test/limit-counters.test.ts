@@ -1,3 +1,4 @@
+// postgres-pass: skip (in process: limit counters in memory and on Redis, no store)
 /**
  * The limit-counter conformance suite (test/support/limit-counter-conformance.ts) on the real Redis
  * of this machine, under a key prefix of its own. The counter in memory runs the same suite in the

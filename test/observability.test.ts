@@ -184,6 +184,8 @@ test('without a metrics token the gateway port has no /metrics; Server-Timing on
     assert.equal(line.costUsd, row.cost_usd, 'its cost, as the ledger');
     assert.ok(typeof line.latencyMs === 'number' && line.latencyMs > 0, 'its latency');
     await eventually(() => (accessLines(sluice).some((entry) => entry.route === 'GET /v1/models' && entry.status === 200) ? true : undefined), 3000, 'the model list has its line too');
+    // Its line may come after the model list's (each is written once its answer has gone); the assertion follows the wait.
+    await eventually(() => (accessLines(sluice).some((entry) => entry.status === 401) ? true : undefined), 3000, 'the refused request to have its line').catch(() => undefined);
     assert.ok(accessLines(sluice).some((entry) => entry.status === 401), 'and the refused request');
     assert.ok(!sluice.stderr().includes(key), 'no key in the log');
     assert.ok(!sluice.stderr().includes('vllm-credential'), 'no upstream credential in the log');

@@ -1,3 +1,4 @@
+// postgres-pass: skip (runs on a PostgreSQL database of its own in the SQLite pass, and skips itself in this one)
 /**
  * Three `sluice serve` replicas on one PostgreSQL database and one Redis (this machine's real
  * servers; a database and a key prefix of the test's own): limits and budgets that hold across

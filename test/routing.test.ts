@@ -35,6 +35,9 @@ let sluice: RunningSluice;
 let key: string;
 let openai: OpenAI;
 
+/** The circuit test's cooldown, which it waits out: short, yet long past the one request it must skip the deployment for. */
+const CIRCUIT_COOLDOWN_MS = 1000;
+
 /** Two deployments on `a` then `b` (priority 0 then 1) of one upstream model, with the model's own routing. */
 function pair(id: string, upstreamModel: string, routing = '{}', endpoints = '[chat]'): string {
   return `
@@ -102,7 +105,7 @@ ${pair('endless', 'm-endless')}
 ${pair('stall', 'm-stall')}
 ${pair('late', 'm-late')}
 ${pair('bad', 'm-bad')}
-${pair('circuit', 'm-circ', '{ circuit: { failures: 3, cooldown_ms: 1500 } }')}
+${pair('circuit', 'm-circ', `{ circuit: { failures: 3, cooldown_ms: ${CIRCUIT_COOLDOWN_MS} } }`)}
 ${pair('cool', 'm-cool')}
   - id: lonely
     provider: a
@@ -542,6 +545,8 @@ describe('deployment health', () => {
   test('the circuit opens after its failures, skips the deployment, then one trial after the cooldown closes it', async () => {
     a.behaviour = aimedAt('m-circ', { fail: { status: 500, body: JSON.stringify({ error: { message: 'boom', type: 'InternalServerError', param: null, code: 500 } }) } });
     for (let i = 0; i < 3; i++) assert.deepEqual(await chat('circuit', false), { text: CHAT_ANSWER, attempts: '2' });
+    // The circuit opened on the third failure, before its answer came back.
+    const openedBy = Date.now();
     assert.equal(asked(a, 'm-circ').length, 3);
     // Open: the failing deployment is not asked at all.
     assert.deepEqual(await chat('circuit', false), { text: CHAT_ANSWER, attempts: null });
@@ -552,7 +557,7 @@ describe('deployment health', () => {
     });
     assert.equal(open.find((d) => d.provider === 'b')!.state, 'up');
     a.behaviour = {};
-    await new Promise((resolve) => setTimeout(resolve, 1600));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, openedBy + CIRCUIT_COOLDOWN_MS + 100 - Date.now())));
     // The trial: the recovered deployment answers, and takes the traffic of its priority again.
     assert.deepEqual(await chat('circuit', false), { text: CHAT_ANSWER, attempts: null });
     assert.deepEqual(await chat('circuit', false), { text: CHAT_ANSWER, attempts: null });
@@ -567,10 +572,12 @@ describe('deployment health', () => {
       (index) => index === a.requests.length - 1 && asked(a, 'm-cool').length === 1,
     );
     assert.deepEqual(await chat('cool', false), { text: CHAT_ANSWER, attempts: '2' });
+    // Retry-After's whole second is the shortest cooling there is; it began before that answer came back.
+    const cooledBy = Date.now();
     assert.deepEqual(await chat('cool', false), { text: CHAT_ANSWER, attempts: null });
     assert.equal(asked(a, 'm-cool').length, 1);
     assert.equal((await statusOf('cool')).find((d) => d.provider === 'a')!.state, 'cooling');
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, cooledBy + 1100 - Date.now())));
     assert.deepEqual(await chat('cool', false), { text: CHAT_ANSWER, attempts: null });
     assert.equal(asked(a, 'm-cool').length, 2);
     a.behaviour = {};

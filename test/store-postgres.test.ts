@@ -1,3 +1,4 @@
+// postgres-pass: skip (each test makes its own PostgreSQL database in either pass)
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+// postgres-pass: skip (in process: the token counter, no store)
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';

@@ -1,3 +1,4 @@
+// postgres-pass: skip (in process: the upstream connection pool, no store)
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';

@@ -43,8 +43,18 @@ export async function startPrometheus(jobs: readonly ScrapeJob[]): Promise<Runni
   );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // A missing binary fails the test here; unheard, the error would end the test process with the test still open.
+  let failed: Error | undefined;
+  child.once('error', (error) => (failed = error));
   const base = `http://127.0.0.1:${port}`;
-  await eventually(() => fetch(`${base}/-/ready`).then((r) => (r.ok ? true : undefined), () => undefined), 15_000, `Prometheus to be ready (${stderr})`);
+  await eventually(
+    () => {
+      if (failed !== undefined) throw new Error(`prometheus could not start: ${failed.message} (scripts/test-prerequisites.sh installs it)`);
+      return fetch(`${base}/-/ready`).then((r) => (r.ok ? true : undefined), () => undefined);
+    },
+    15_000,
+    `Prometheus to be ready (${stderr})`,
+  );
   const api = async (path: string): Promise<any> => {
     const response = await fetch(`${base}${path}`);
     const body = (await response.json()) as { status: string; data: unknown; error?: string };
