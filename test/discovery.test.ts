@@ -146,6 +146,8 @@ describe('discovery', () => {
   test('of two workers, one lists each provider each interval', async () => {
     // `slow` is due once in ten minutes: both workers' schedules see it, one claim wins.
     await until(['rarely-listed']);
+    // A real wait for something not to happen: two and a half of each worker's schedule ticks (1 s
+    // each, fixed in discovery.ts), in which the other worker would have claimed the listing too.
     await new Promise((resolve) => setTimeout(resolve, 2500));
     assert.equal(slow.requests.filter((r) => r.method === 'GET').length, 1);
     // Every worker answers with the same list (requests on fresh connections land on either).

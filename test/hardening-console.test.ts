@@ -161,6 +161,7 @@ async function expectParallelGuessesThrottled(url: string, username: string, pas
     assert.ok(Number(answer.headers.get('retry-after')) >= 1, 'a refusal says when to try again');
   }
   assert.equal(locked?.status, 429, 'while locked out the right password is refused too');
+  // Waits the Retry-After the refusal gave, not until the sign-in works: what it says must be enough.
   await new Promise((resolve) => setTimeout(resolve, Number(locked!.headers.get('retry-after')) * 1000 + 100));
   assert.equal((await new ConsoleClient(url).login(username, password)).status, 303, 'after the lock-out the right password works');
 }

@@ -144,24 +144,28 @@ describe('rate limits', () => {
   test('concurrency: a slot is held while a request runs and released however it ends', async () => {
     const { key } = await createKey(dataDir, 'conc-co', ['--concurrency', '1']);
     upstreams.vllm.behaviour = { headerDelayMs: 600 };
+    // A request holds its slot once the upstream has it (admitted, and held there by the delay).
+    const reachedUpstream = (before: number, what: string) => eventually(() => (upstreams.vllm.requests.length > before ? true : undefined), 5000, what);
     try {
+      const first = upstreams.vllm.requests.length;
       const running = chat(key);
-      await new Promise((r) => setTimeout(r, 150));
+      await reachedUpstream(first, 'the first request to reach the upstream');
       const refused = await refusalOf(chat(key));
       assert.equal(refused.status, 429, 'a second request in flight is refused');
       assert.ok(Number(refused.headers?.get('retry-after')) >= 1, 'with a Retry-After');
       await running;
       // A caller who goes away releases the slot too.
       const controller = new AbortController();
+      const sent = upstreams.vllm.requests.length;
       const abandoned = openai(key).chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }, { signal: controller.signal });
-      await new Promise((r) => setTimeout(r, 150));
+      await reachedUpstream(sent, 'the abandoned request to reach the upstream');
       controller.abort();
       await assert.rejects(abandoned);
     } finally {
       upstreams.vllm.behaviour = {};
     }
-    await new Promise((r) => setTimeout(r, 100));
-    const { data } = await chat(key);
+    // The gateway gives the slot back once it has seen the caller go, which takes no fixed time on a busy machine.
+    const { data } = await eventually(() => chat(key).catch((error: unknown) => (error instanceof OpenAI.RateLimitError ? undefined : Promise.reject(error))), 5000, 'the slot to be free again');
     assert.ok(data.choices.length === 1, 'the slot is free again after an answer and an abandoned request');
   });
 });

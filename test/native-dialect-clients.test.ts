@@ -1,3 +1,4 @@
+// postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { FunctionCallingMode, GoogleGenerativeAI, SchemaType, type FunctionDeclaration } from '@google/generative-ai';

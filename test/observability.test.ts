@@ -1,3 +1,4 @@
+// postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 /**
  * What an operator sees: Prometheus metrics (one view of every worker, OpenTelemetry's GenAI names,
  * exact counts after known traffic), `Server-Timing`, the access log, and OpenTelemetry traces sent
