@@ -280,7 +280,8 @@ describe('keys, models and permissions', () => {
   });
 
   test('an expired key is refused with 403', async () => {
-    const expiresAt = Date.now() + 1500;
+    // Long enough for `keys create` to start on a busy machine (the suite runs files in parallel).
+    const expiresAt = Date.now() + 4000;
     const expiring = await createKey(sluice.dataDir, 'acme', ['--expires', new Date(expiresAt).toISOString()]);
     const c = new OpenAI({ apiKey: expiring.key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
     await c.completions.create({ model: 'llama-8b', prompt: 'x', max_tokens: 1 });
