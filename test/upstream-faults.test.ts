@@ -125,7 +125,8 @@ describe('idle upstream connections the upstream has dropped', () => {
     const upstream = await fakeOpenAI();
     const { client } = await gateway(providerOptions(upstream.url, 'response_timeout_ms: 300'));
     await completionText(client, false);
-    upstream.behaviour = { headerDelayMs: 1000 };
+    // Far past the timeout, so that a gateway held up on a busy machine still meets the timeout first.
+    upstream.behaviour = { headerDelayMs: 3000 };
     await assert.rejects(client.completions.create({ model: 'llama-8b', prompt: 'x' }), (error: InstanceType<typeof OpenAI.APIError>) => {
       assert.equal(error.status, 504);
       return true;
