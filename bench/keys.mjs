@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SecretHasher, generateSecret, secretParts } from '../dist/auth/key-secret.js';
-import { randomId } from '../dist/ids.js';
+import { randomId } from '../dist/core/ids.js';
 import { openSqliteStore } from '../dist/store/open-store.js';
 
 export async function insertKeys(dataDir, count, accountName = 'bench-many') {

@@ -3,12 +3,12 @@ import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SecretHasher, maskSecret } from './auth/key-secret.js';
 import type { ChangeFeed } from './changes/change-feed.js';
-import type { PortSharing } from './gateway.js';
-import { serve } from './serve.js';
-import { DEFAULT_CONFIG_FILE, envSetting, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './settings.js';
-import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './limits/limits.js';
+import type { PortSharing } from './wiring/gateway.js';
+import { serve } from './wiring/serve.js';
+import { DEFAULT_CONFIG_FILE, envSetting, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './core/settings.js';
+import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './core/key-limits.js';
 import type { KeyRecord, KeyStatus, Store, UsageFigures } from './store/store.js';
-import { UserError } from './user-error.js';
+import { UserError } from './core/user-error.js';
 
 // The store, the configuration and the services load inside the commands that use them: a
 // cluster primary (which only supervises) and each short command then load no more than they need.
@@ -117,7 +117,7 @@ async function withStore<T>(flags: StoreFlags & { config?: string }, work: (stor
   const { openStore, storeLocation } = await import('./store/open-store.js');
   let changes: ChangeFeed | undefined;
   if (redis?.redisUrl !== undefined) {
-    const [{ openChangeFeed }, { createLogger }] = await Promise.all([import('./changes/open-change-feed.js'), import('./log.js')]);
+    const [{ openChangeFeed }, { createLogger }] = await Promise.all([import('./changes/open-change-feed.js'), import('./core/log.js')]);
     changes = await openChangeFeed({ ...redis, logger: createLogger(envSetting('SLUICE_LOG_LEVEL') ?? 'warn') });
   }
   try {
@@ -218,7 +218,7 @@ async function checkModelsKnown(store: Store, dataDir: string, configFile: strin
     import('./config/config-file.js'),
     import('./catalogue/live-catalogue.js'),
     import('./catalogue/credential-cipher.js'),
-    import('./log.js'),
+    import('./core/log.js'),
   ]);
   const config = configFile === undefined ? emptyConfig() : loadConfigFile(configFile);
   const live = new LiveCatalogue(config, store.catalogue, CredentialCipher.forDataDir(dataDir), createLogger('error'), () => undefined);

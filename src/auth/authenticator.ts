@@ -1,21 +1,11 @@
 import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
-import { GatewayError } from '../errors.js';
-import type { Limits } from '../limits/limits.js';
+import { GatewayError } from '../core/errors.js';
 import type { KeyRecord, KeysRepository } from '../store/store.js';
 import type { SecretHasher } from './key-secret.js';
+import type { Principal } from '../core/principal.js';
 
 /** Who is calling, once the key checks out. */
-export interface Principal {
-  readonly keyId: string;
-  readonly accountId: string;
-  readonly accountName: string;
-  /** Model ids the key may use; null means every model. */
-  readonly allowedModels: ReadonlySet<string> | null;
-  /** The key's own limits and its account's (null: none), for the admit stage. */
-  readonly keyLimits: Limits | null;
-  readonly accountLimits: Limits | null;
-}
 
 interface CachedKey {
   readonly principal: Principal;

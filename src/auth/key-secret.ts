@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { randomBase62 } from '../ids.js';
-import { sharedSecret } from './data-dir-secret.js';
+import { randomBase62 } from '../core/ids.js';
+import { sharedSecret } from '../core/data-dir-secret.js';
 
 export const SECRET_PREFIX = 'sk-';
 const SECRET_BODY_LENGTH = 48;

@@ -1,6 +1,6 @@
-import { randomId } from '../ids.js';
-import { normaliseLimits, type Limits } from '../limits/limits.js';
-import { UserError } from '../user-error.js';
+import { randomId } from '../core/ids.js';
+import { normaliseLimits, type Limits } from '../core/key-limits.js';
+import { UserError } from '../core/user-error.js';
 import type { AccountRecord, KeyRecord, KeyStatus, Store } from '../store/store.js';
 import { accountNameProblem } from './account-name.js';
 import { generateSecret, secretParts, type SecretHasher } from './key-secret.js';

@@ -1,6 +1,6 @@
-import type { Principal } from '../auth/authenticator.js';
+import type { Principal } from '../core/principal.js';
 import type { Endpoint } from '../config/config-file.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { Catalogue, CatalogueModel } from './catalogue.js';
 
 /**

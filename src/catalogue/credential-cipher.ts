@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { sharedSecret } from '../auth/data-dir-secret.js';
+import { sharedSecret } from '../core/data-dir-secret.js';
 
 const KEY_FILE = 'credential-key';
 const VERSION = 'v1';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { ChangeListeners, isChangeTopic, POSTGRES_CHANGE_CHANNEL, type ChangeFeed, type ChangeListener, type ChangeTopic } from './change-feed.js';
-import { maskUrl } from '../masked-url.js';
+import { maskUrl } from '../core/masked-url.js';
 
 /** Reconnection backoff: 100 ms, doubling, at most 5 s between attempts. */
 const RECONNECT_FIRST_MS = 100;

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { ChangeListeners, isChangeTopic, type ChangeFeed, type ChangeListener, type ChangeTopic } from './change-feed.js';
-import { maskUrl } from '../masked-url.js';
+import { maskUrl } from '../core/masked-url.js';
 
 /** How long a publish waits for a connection still being made (a CLI command's first), when no outage is known. */
 const CONNECT_WAIT_MS = 1_000;

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import type { UpstreamFailureCondition } from '../errors.js';
-import { UserError } from '../user-error.js';
+import type { UpstreamFailureCondition } from '../core/errors.js';
+import { UserError } from '../core/user-error.js';
 
 /**
  * Public operations a model can serve, named as in the configuration file. `responses`: OpenAI's

@@ -1,5 +1,5 @@
 import { parseConfig, PROVIDER_KINDS, type ProviderKind } from './config-file.js';
-import { UserError } from '../user-error.js';
+import { UserError } from '../core/user-error.js';
 
 /** A provider named on `sluice init`'s command line: `openai=http://127.0.0.1:8000/v1`, `anthropic`, `gemini`. */
 export interface InitProvider {

@@ -1,5 +1,5 @@
 import { accountNameProblem } from '../auth/account-name.js';
-import { UserError } from '../user-error.js';
+import { UserError } from '../core/user-error.js';
 import type { AccountRecord, NewSignInLink, Store } from '../store/store.js';
 import { hashPassword, passwordProblem } from './passwords.js';
 import { hashToken, newToken } from './tokens.js';

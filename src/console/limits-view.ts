@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { LimitUse } from '../limits/limit-admission.js';
-import { BUDGET_PERIODS, DEFAULT_BUDGET_PERIOD, hasLimits, limitsSchema, normaliseLimits, type BudgetPeriod, type Limits } from '../limits/limits.js';
+import { BUDGET_PERIODS, DEFAULT_BUDGET_PERIOD, hasLimits, limitsSchema, normaliseLimits, type BudgetPeriod, type Limits } from '../core/key-limits.js';
 import type { AccountRecord, KeyRecord } from '../store/store.js';
 import type { ConsoleDeps } from './console-context.js';
 import { formatInt, formatUsd, html, type Html } from './html.js';

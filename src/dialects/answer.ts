@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { toGatewayError, type GatewayError } from '../errors.js';
-import type { Usage } from '../generation/model.js';
+import { toGatewayError, type GatewayError } from '../core/errors.js';
+import type { Usage } from '../core/model.js';
 import type { Exchange } from '../generation/operation.js';
 
 export const SSE_HEADERS = {

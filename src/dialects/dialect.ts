@@ -1,6 +1,6 @@
-import type { CallerDialect } from '../auth/key-carriers.js';
+import type { CallerDialect } from '../wire/key-carriers.js';
 import type { CatalogueModel, PermittedModels } from '../catalogue/catalogue.js';
-import type { GatewayError } from '../errors.js';
+import type { GatewayError } from '../core/errors.js';
 import { anthropicDialect } from './anthropic/dialect.js';
 import { geminiDialect } from './gemini/dialect.js';
 import { openAIDialect } from './openai/dialect.js';

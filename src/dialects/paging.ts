@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../core/errors.js';
 
 /** An integer query parameter within bounds, its default when absent; 400 naming it otherwise. */
 export function intParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number): number {

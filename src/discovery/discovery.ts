@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { withinCap } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { DiscoverConfig } from '../config/config-file.js';
-import { toGatewayError } from '../errors.js';
+import { toGatewayError } from '../core/errors.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { CatalogueRepository } from '../store/store.js';
 

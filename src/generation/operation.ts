@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { Principal } from '../auth/authenticator.js';
+import type { Principal } from '../core/principal.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
 import type { Dialect } from '../dialects/dialect.js';
-import type { UpstreamFailureCondition } from '../errors.js';
+import type { UpstreamFailureCondition } from '../core/errors.js';
 import type { Invoker } from './invoke.js';
-import type { Usage } from './model.js';
-import type { Provider } from './provider.js';
+import type { Usage } from '../core/model.js';
+import type { Provider } from '../core/provider.js';
 
 /**
  * What a caller dialect contributes to the request path for one operation: where the key is, how

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../core/errors.js';
 
 /** Reads a whole JSON request body, refusing more than `limit` bytes. */
 export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { randomBase62 } from '../ids.js';
+import { randomBase62 } from '../core/ids.js';
 import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, ScopeUsage } from './counter.js';
 
 const PROBE_INTERVAL_MS = 1_000;

@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
-import type { Principal } from '../auth/authenticator.js';
+import type { Principal } from '../core/principal.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { GatewayConfig } from '../config/config-file.js';
-import { GatewayError } from '../errors.js';
-import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
-import { randomBase62 } from '../ids.js';
+import { GatewayError } from '../core/errors.js';
+import { UNLIMITED, type Admission, type Admitted, type Demand } from '../core/admission.js';
+import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
 import { costUsd } from '../usage/pricing.js';
 import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
-import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from './limits.js';
+import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 
 /** A scope's use of its limits, for the keys page. */
 export interface LimitUse {

@@ -5,7 +5,7 @@ import type { LimitCounter } from './counter.js';
 import { FailoverCounter, type Degradation } from './failover-counter.js';
 import { LocalCounter } from './local-counter.js';
 import { RedisCounter } from './redis-counter.js';
-import { maskUrl } from '../masked-url.js';
+import { maskUrl } from '../core/masked-url.js';
 
 export interface OpenCounter {
   readonly counter: LimitCounter;

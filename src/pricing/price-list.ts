@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { describeIssue, pricingSchema, type ProviderKind } from '../config/config-file.js';
-import { UserError } from '../user-error.js';
+import { UserError } from '../core/user-error.js';
 
 /**
  * Price lists: the one shipped with Sluice (`prices/price-list.json`) and one an operator imports

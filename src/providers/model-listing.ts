@@ -1,6 +1,6 @@
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
-import { GatewayError } from '../errors.js';
-import { randomId } from '../ids.js';
+import { GatewayError } from '../core/errors.js';
+import { randomId } from '../core/ids.js';
 import { isObject, type Json, type UpstreamClient } from './upstream-client.js';
 import { unreadableUpstream } from './upstream-errors.js';
 

@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { importOrphanedJournals, runningJournalOwners } from '../usage/ledger-journal.js';
-import { UserError } from '../user-error.js';
+import { UserError } from '../core/user-error.js';
 import { copyStore } from './copy-store.js';
-import { maskUrl } from '../masked-url.js';
+import { maskUrl } from '../core/masked-url.js';
 import { checkPostgresUrl, openSqliteStore, openStore, SQLITE_FILE } from './open-store.js';
 
 /** Rows between two progress lines on stderr while a table is copied. */

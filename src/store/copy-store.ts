@@ -1,5 +1,5 @@
 import type { Insertable, Selectable } from 'kysely';
-import { UserError } from '../user-error.js';
+import { UserError } from '../core/user-error.js';
 import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import { addToUsageDaily, ROLLED_UP_COLUMNS } from './sql-usage-daily.js';

@@ -186,7 +186,7 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
     },
     '0007_limits': {
       async up(db: Kysely<any>) {
-        // JSON (see limits/limits.ts); null: no limits.
+        // JSON (see core/key-limits.ts); null: no limits.
         await db.schema.alterTable('api_keys').addColumn('limits', 'text').execute();
         await db.schema.alterTable('accounts').addColumn('limits', 'text').execute();
         // An account's budget is seeded from its spend in the period.

@@ -2,12 +2,12 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CustomTypesConfig } from 'pg';
-import { UserError } from '../user-error.js';
+import { UserError } from '../core/user-error.js';
 import { CompiledQuery, Kysely, PostgresDialect, sql } from './kysely.js';
 import type { Database } from './schema.js';
 import { SqlStore, type StoreOptions } from './sql-store.js';
 import { ThreadedSqliteDialect } from './threaded-sqlite.js';
-import { maskUrl } from '../masked-url.js';
+import { maskUrl } from '../core/masked-url.js';
 
 export const SQLITE_FILE = 'sluice.db';
 

@@ -10,7 +10,7 @@ export interface Database {
     /** Console sign-in: an encoded scrypt hash (see console/passwords.ts); null for accounts without console access. */
     password_hash: Generated<string | null>;
     is_admin: Generated<number>;
-    /** JSON limits (limits/limits.ts), null for none. */
+    /** JSON limits (core/key-limits.ts), null for none. */
     limits: Generated<string | null>;
     /** 1: cannot sign in, and its keys are refused. */
     disabled: Generated<number>;
@@ -82,7 +82,7 @@ export interface Database {
     created_at: number;
     updated_at: number;
     last_used_at: number | null;
-    /** JSON limits (limits/limits.ts), null for none. */
+    /** JSON limits (core/key-limits.ts), null for none. */
     limits: Generated<string | null>;
   };
   usage_ledger: {

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import { randomId } from '../ids.js';
-import { parseStoredLimits, storedLimits, type Limits } from '../limits/limits.js';
+import { randomId } from '../core/ids.js';
+import { parseStoredLimits, storedLimits, type Limits } from '../core/key-limits.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Kysely } from './kysely.js';
 import type { Database } from './schema.js';

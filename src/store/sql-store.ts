@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { CompiledQuery, Kysely, Migrator } from './kysely.js';
 import type { ChangeHook } from '../changes/change-feed.js';
-import { parseStoredLimits, storedLimits, type Limits } from '../limits/limits.js';
+import { parseStoredLimits, storedLimits, type Limits } from '../core/key-limits.js';
 import { ChangeCounters } from './change-counters.js';
 import { migrationsFor } from './migrations.js';
 import type { Database } from './schema.js';

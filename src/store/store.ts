@@ -1,4 +1,4 @@
-import type { Limits } from '../limits/limits.js';
+import type { Limits } from '../core/key-limits.js';
 
 /**
  * The data layer's contract. Handlers and services see only this interface; the SQL behind it is

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { randomBase62 } from '../ids.js';
+import { randomBase62 } from '../core/ids.js';
 import type { Store, UsageRow } from '../store/store.js';
 import type { LedgerJournal } from './ledger-journal.js';
 

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
-import type { Principal } from '../../src/auth/authenticator.js';
+import type { Principal } from '../../src/core/principal.js';
 import { modelFromConfig } from '../../src/catalogue/catalogue.js';
 import { LIMITS_DEFAULTS, modelSchema } from '../../src/config/config-file.js';
-import { GatewayError } from '../../src/errors.js';
+import { GatewayError } from '../../src/core/errors.js';
 import type { LimitCounter, ScopeLimits } from '../../src/limits/counter.js';
 import { LimitAdmission } from '../../src/limits/limit-admission.js';
 

@@ -1,5 +1,5 @@
 import type { Handler, RequestContext } from '../../http/handler.js';
-import { describeLimits, hasLimits } from '../../limits/limits.js';
+import { describeLimits, hasLimits } from '../../core/key-limits.js';
 import type { AccountRecord } from '../../store/store.js';
 import { AccountError, changeAccount, createConsoleAccount, resetPassword, SIGN_IN_LINK_TTL_MS, type AccessGranted, type PasswordChoice } from '../accounts.js';
 import { accountInPath, checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';

@@ -1,7 +1,7 @@
 import type { AdminResult, FieldErrors, SecretChanges } from '../../catalogue/catalogue-admin.js';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { importModels, type ImportOutcome } from '../../discovery/model-import.js';
-import { toGatewayError } from '../../errors.js';
+import { toGatewayError } from '../../core/errors.js';
 import type { DiscoveredList } from '../../store/store.js';
 import { DISCOVER_DEFAULTS, ENDPOINTS, PROVIDER_DEFAULTS, PROVIDER_KINDS, UPSTREAM_APIS, type DeploymentConfig, type DiscoverConfig } from '../../config/config-file.js';
 import { exclusion } from '../../catalogue/discovered.js';

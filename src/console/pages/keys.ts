@@ -1,7 +1,7 @@
 import { maskSecret } from '../../auth/key-secret.js';
 import { changeKeyStatus, createKey, KeyManagementError, setAccountLimits, setKeyLimits } from '../../auth/keys-service.js';
 import type { Handler, RequestContext } from '../../http/handler.js';
-import { describeLimits, hasLimits, type Limits } from '../../limits/limits.js';
+import { describeLimits, hasLimits, type Limits } from '../../core/key-limits.js';
 import { dayOf } from '../../store/sql-status.js';
 import type { AccountRecord, KeyRecord, KeyStatus, UsageFigures } from '../../store/store.js';
 import { accountFilterForm } from '../account-filter.js';

@@ -1,5 +1,5 @@
 import type { CatalogueModel, ModelOrdering, ModelSequence } from '../../catalogue/catalogue.js';
-import { GatewayError, type ErrorKind } from '../../errors.js';
+import { GatewayError, type ErrorKind } from '../../core/errors.js';
 import type { Dialect } from '../dialect.js';
 import { intParam } from '../paging.js';
 

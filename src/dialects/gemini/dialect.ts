@@ -1,6 +1,6 @@
 import type { CatalogueModel, ModelSequence } from '../../catalogue/catalogue.js';
 import type { Endpoint } from '../../config/config-file.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError } from '../../core/errors.js';
 import type { Dialect } from '../dialect.js';
 import { intParam } from '../paging.js';
 

@@ -1,4 +1,4 @@
-import { GatewayError } from '../../errors.js';
+import { GatewayError } from '../../core/errors.js';
 import type { Dialect } from '../dialect.js';
 import { intParam } from '../paging.js';
 import { openAIErrorBody } from './errors.js';

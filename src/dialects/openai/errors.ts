@@ -1,4 +1,4 @@
-import type { ErrorKind, GatewayError } from '../../errors.js';
+import type { ErrorKind, GatewayError } from '../../core/errors.js';
 
 /** OpenAI's `type` for each kind of error, where it is not `invalid_request_error`. */
 const TYPE_BY_KIND: Partial<Record<ErrorKind, string>> = {

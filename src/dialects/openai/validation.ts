@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayError } from '../../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 const TOKEN_ID_KEYS = 'keys must be token ids written as strings of digits';
 

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { Principal } from '../../auth/authenticator.js';
+import type { Principal } from '../../core/principal.js';
 import { modelForOperation } from '../../catalogue/access.js';
 import type { CatalogueModel, Deployment } from '../../catalogue/catalogue.js';
-import { GatewayError, toGatewayError } from '../../errors.js';
-import { GENERATES_NOTHING, type Admitted } from '../../generation/admission.js';
+import { GatewayError, toGatewayError } from '../../core/errors.js';
+import { GENERATES_NOTHING, type Admitted } from '../../core/admission.js';
 import { directInvoker, type Invoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
 import { CLIENT_CLOSED_REQUEST, newProgress, type RouteProgress } from '../../routing/router.js';

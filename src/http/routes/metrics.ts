@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { GatewayError } from '../../errors.js';
+import { GatewayError } from '../../core/errors.js';
 import type { Handler } from '../handler.js';
 
 /**

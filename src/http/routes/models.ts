@@ -1,8 +1,8 @@
-import { identifyListingCaller } from '../../auth/key-carriers.js';
-import type { Principal } from '../../auth/authenticator.js';
+import { identifyListingCaller } from '../../wire/key-carriers.js';
+import type { Principal } from '../../core/principal.js';
 import { modelForKey } from '../../catalogue/access.js';
 import { DIALECTS } from '../../dialects/dialect.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError } from '../../core/errors.js';
 import type { Handler, RequestContext } from '../handler.js';
 import { sendJson, type GatewayDeps } from '../server.js';
 

@@ -1,6 +1,6 @@
-import { bearerToken } from '../../auth/key-carriers.js';
+import { bearerToken } from '../../wire/key-carriers.js';
 import { openAIDialect } from '../../dialects/dialect.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError } from '../../core/errors.js';
 import type { Handler } from '../handler.js';
 import { sendJson, type GatewayDeps } from '../server.js';
 

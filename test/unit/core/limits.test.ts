@@ -8,14 +8,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
-import type { Principal } from '../../../src/auth/authenticator.js';
+import type { Principal } from '../../../src/core/principal.js';
 import { modelFromConfig } from '../../../src/catalogue/catalogue.js';
 import { modelSchema } from '../../../src/config/config-file.js';
-import { GatewayError } from '../../../src/errors.js';
-import { UNLIMITED, type Demand } from '../../../src/generation/admission.js';
+import { GatewayError } from '../../../src/core/errors.js';
+import { UNLIMITED, type Demand } from '../../../src/core/admission.js';
 import type { AdmitResult, ScopeLimits } from '../../../src/limits/counter.js';
 import { LimitAdmission } from '../../../src/limits/limit-admission.js';
-import { budgetWindow, describeLimits, limitsSchema, normaliseLimits, parseStoredLimits, storedLimits, type Limits } from '../../../src/limits/limits.js';
+import { budgetWindow, describeLimits, limitsSchema, normaliseLimits, parseStoredLimits, storedLimits, type Limits } from '../../../src/core/key-limits.js';
 import { LocalCounter, tighter } from '../../../src/limits/local-counter.js';
 import { LEASE_MS, limitCounterConformance, reservation, scope } from '../../support/limit-counter-conformance.js';
 

@@ -6,15 +6,15 @@
  */
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import type { Principal } from '../../../src/auth/authenticator.js';
+import type { Principal } from '../../../src/core/principal.js';
 import { Catalogue, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { parseConfig } from '../../../src/config/config-file.js';
 import { runStream } from '../../../src/dialects/answer.js';
-import { toGatewayError, type GatewayError } from '../../../src/errors.js';
-import { splitChoices } from '../../../src/generation/fan-out.js';
-import { generationRequest, type StreamPart, type Usage } from '../../../src/generation/model.js';
+import { toGatewayError, type GatewayError } from '../../../src/core/errors.js';
+import { splitChoices } from '../../../src/core/fan-out.js';
+import { generationRequest, type StreamPart, type Usage } from '../../../src/core/model.js';
 import type { Exchange } from '../../../src/generation/operation.js';
-import type { WireOperation } from '../../../src/generation/provider.js';
+import type { WireOperation } from '../../../src/core/provider.js';
 import { newProgress, Router, type RouteProgress, type UpstreamTimer } from '../../../src/routing/router.js';
 import { NO_TELEMETRY } from '../../../src/telemetry/telemetry.js';
 import { registryOf, ScriptedProvider, type Step } from './scripted-provider.js';

@@ -5,9 +5,9 @@
  * they do, and its waits run on whatever clock `setTimeout` is (virtual time in these tests).
  */
 import type { CatalogueModel } from '../../../src/catalogue/catalogue.js';
-import type { GatewayError } from '../../../src/errors.js';
-import { usageOf, type GenerationResult, type StreamPart, type Usage } from '../../../src/generation/model.js';
-import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../../../src/generation/provider.js';
+import type { GatewayError } from '../../../src/core/errors.js';
+import { usageOf, type GenerationResult, type StreamPart, type Usage } from '../../../src/core/model.js';
+import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../../../src/core/provider.js';
 import type { UpstreamModel } from '../../../src/catalogue/upstream-model.js';
 import { upstreamHttpError, upstreamTransportError } from '../../../src/providers/upstream-errors.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Dialect } from '../../../src/dialects/dialect.js';
-import { GatewayError } from '../../../src/errors.js';
+import { GatewayError } from '../../../src/core/errors.js';
 import { asJson, loadJsonFixtures, REQUEST_DIRS, UPDATING, writeJsonFixture, type RenderedError, type RequestExpectation, type RequestFixture } from './support/fixtures.js';
 import { SUBJECTS, translatingModel, type Subject } from './support/subjects.js';
 

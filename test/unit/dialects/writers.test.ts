@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { GatewayError } from '../../../src/errors.js';
+import { GatewayError } from '../../../src/core/errors.js';
 import { directInvoker } from '../../../src/generation/invoke.js';
 import type { Exchange, Meter } from '../../../src/generation/operation.js';
 import { FIXTURES, matchesSnapshot } from './support/fixtures.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayError } from '../../../errors.js';
+import { GatewayError } from '../../../core/errors.js';
 import { SCHEMA_FIELDS } from './openapi-schema.js';
 
 /**

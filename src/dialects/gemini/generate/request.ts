@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayError } from '../../../errors.js';
+import { GatewayError } from '../../../core/errors.js';
 import type { WireRequest } from '../../../generation/operation.js';
 import { shapeOf, withJsonNames } from './json-names.js';
 

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { GatewayError } from '../../../errors.js';
-import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
+import type { GatewayError } from '../../../core/errors.js';
+import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../core/model.js';
 import { toolArguments } from '../../../providers/translating-provider.js';
 import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';

@@ -1,13 +1,13 @@
 import { performance } from 'node:perf_hooks';
-import { bearerToken } from '../../../auth/key-carriers.js';
-import { checkSupported } from '../../../generation/capabilities.js';
-import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
-import { textOf, type Usage } from '../../../generation/model.js';
+import { bearerToken } from '../../../wire/key-carriers.js';
+import { checkSupported } from '../../../core/capabilities.js';
+import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
+import { textOf, type Usage } from '../../../core/model.js';
 import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
 import { usageFromOpenAI } from '../../../providers/openai-compatible.js';
 import { isObject } from '../../../providers/upstream-client.js';
 import { unreadableUpstream } from '../../../providers/upstream-errors.js';
-import { countUsage } from '../../../usage/token-counter.js';
+import { countUsage } from '../../../core/token-counter.js';
 import { openAIDialect } from '../dialect.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { parseChatRequest, toGenerationRequest, type ChatRequest } from './request.js';

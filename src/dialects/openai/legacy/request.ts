@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayError } from '../../../errors.js';
+import { GatewayError } from '../../../core/errors.js';
 import { invalid, logitBiasSchema, validationError, withoutProtoKey } from '../validation.js';
 import type { CompletionRequest } from './completion.js';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { UserError } from '../user-error.js';
+import { UserError } from './user-error.js';
 
 /**
  * A 32-byte server-side secret kept in a file of the data directory (mode 0600), created on first

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../core/errors.js';
 
 export type CallerDialect = 'openai' | 'anthropic' | 'gemini';
 

@@ -1,6 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { UserError } from './user-error.js';
+import { UserError } from '../core/user-error.js';
 
 /**
  * What `serve` checks before any worker starts, so that the commonest mistakes end in one plain

@@ -1,5 +1,5 @@
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
-import { usageOf, type Usage } from '../generation/model.js';
+import { usageOf, type Usage } from './model.js';
 
 type CountTokens = (text: string, options: { disallowedSpecial: Set<string> }) => number;
 let countTokensPromise: Promise<CountTokens> | undefined;

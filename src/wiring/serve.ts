@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { GatewayOptions, PortSharing } from './gateway.js';
 import { checkDataDir, checkPortFree } from './start-checks.js';
-import { UserError } from './user-error.js';
+import { UserError } from '../core/user-error.js';
 
 /** A worker's exit code when it refused to start and has said why in one line: the primary adds nothing. */
 const REFUSED_TO_START = 78;
@@ -65,7 +65,7 @@ interface ListeningMessage {
 }
 
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
-  const [{ startGateway }, { createLogger, exitAfterLogFlush }] = await Promise.all([import('./gateway.js'), import('./log.js')]);
+  const [{ startGateway }, { createLogger, exitAfterLogFlush }] = await Promise.all([import('./gateway.js'), import('../core/log.js')]);
   const logger = createLogger();
   const boundPort = cluster.isWorker ? process.env[WORKER_PORT] : undefined;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
@@ -106,12 +106,12 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
 async function supervise(options: ServeOptions): Promise<void> {
   // Without Redis (and while it is unreachable) the workers share this process's limit counters.
   cluster.setupPrimary({ serialization: 'advanced' });
-  (await import('./limits/cluster-counter.js')).serveLimitsToWorkers();
+  (await import('../limits/cluster-counter.js')).serveLimitsToWorkers();
   // One scrape, one view of the whole machine: the primary adds up every worker's metrics.
-  const { aggregateWorkers } = await import('./telemetry/cluster-metrics.js');
+  const { aggregateWorkers } = await import('../telemetry/cluster-metrics.js');
   const scrape = aggregateWorkers();
   if (options.metricsListen !== undefined) {
-    const { listenForScrapes } = await import('./telemetry/metrics-listener.js');
+    const { listenForScrapes } = await import('../telemetry/metrics-listener.js');
     const { host, port } = options.metricsListen;
     try {
       await listenForScrapes(host, port, scrape, (error) => process.stderr.write(`sluice: a metrics scrape failed: ${error.message}\n`));
