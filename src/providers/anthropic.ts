@@ -1,13 +1,15 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { unsupported } from '../core/capabilities.js';
-import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TextPart, Usage } from '../core/model.js';
+import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TextPart } from '../core/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../core/provider.js';
-import { TranslatingProvider, outputLimit, toolArguments } from './translating-provider.js';
-import { isObject, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
-import { unreadableUpstream } from './upstream-errors.js';
+import { TranslatingProvider, outputLimit } from './translating-provider.js';
+import { UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
+import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalString, upstreamModel } from './model-listing.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import { toolArguments, isObject } from '../wire/json.js';
+import { usageFromAnthropic, withUsageDelta } from '../wire/anthropic/usage.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: 'the Anthropic Messages API',
@@ -40,28 +42,6 @@ function finishOf(stopReason: unknown, stopSequence?: unknown): Finish {
       // end_turn, stop_sequence, pause_turn (the caller may continue the turn)
       return typeof stopSequence === 'string' ? { reason: 'stop', raw, stopSequence } : { reason: 'stop', raw };
   }
-}
-
-/**
- * Anthropic counts input without the cached part (`input_tokens`) and reports cache reads and writes
- * beside it; Sluice's input is all of them. `message_delta` carries cumulative figures.
- */
-export function usageFromAnthropic(raw: Readonly<Record<string, unknown>>, output?: number): Usage {
-  const cachedInput = Number(raw.cache_read_input_tokens ?? 0);
-  const cacheWrite = Number(raw.cache_creation_input_tokens ?? 0);
-  const details = isObject(raw.output_tokens_details) ? raw.output_tokens_details : {};
-  return {
-    input: Number(raw.input_tokens ?? 0) + cachedInput + cacheWrite,
-    output: output ?? Number(raw.output_tokens ?? 0),
-    cachedInput,
-    cacheWrite,
-    reasoning: Number(details.thinking_tokens ?? 0),
-  };
-}
-
-/** message_delta's usage over what came before: its figures are cumulative, and a null one says nothing. */
-export function withUsageDelta(usage: Readonly<Record<string, unknown>>, delta: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  return { ...usage, ...Object.fromEntries(Object.entries(delta).filter(([, value]) => value !== null)) };
 }
 
 function imageBlock(part: ImagePart): Json {

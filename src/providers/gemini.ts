@@ -4,11 +4,13 @@ import type { GatewayError } from '../core/errors.js';
 import { newGenerationId } from '../core/fan-out.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../core/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../core/provider.js';
-import { TranslatingProvider, outputLimit, toolArguments } from './translating-provider.js';
-import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
-import { unreadableUpstream } from './upstream-errors.js';
+import { TranslatingProvider, outputLimit } from './translating-provider.js';
+import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
+import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import { toolArguments, isObject } from '../wire/json.js';
+import { usageFromGemini } from '../wire/gemini/usage.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: 'the Gemini generateContent API',
@@ -41,19 +43,6 @@ function finishOf(reason: unknown, calledTools: boolean): Finish | undefined {
 }
 
 const BLOCKED: Finish = { reason: 'content_filter', raw: 'PROMPT_BLOCKED' };
-
-/** promptTokenCount includes cached content; thoughts are output beside the candidates. */
-export function usageFromGemini(raw: unknown): Usage | null {
-  if (!isObject(raw) || typeof raw.promptTokenCount !== 'number') return null;
-  const reasoning = Number(raw.thoughtsTokenCount ?? 0);
-  return {
-    input: raw.promptTokenCount,
-    output: Number(raw.candidatesTokenCount ?? 0) + reasoning,
-    cachedInput: Number(raw.cachedContentTokenCount ?? 0),
-    cacheWrite: 0,
-    reasoning,
-  };
-}
 
 function tokenLogprobs(result: unknown): TokenLogprob[] {
   if (!isObject(result) || !Array.isArray(result.chosenCandidates)) return [];

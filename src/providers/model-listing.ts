@@ -1,8 +1,9 @@
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { GatewayError } from '../core/errors.js';
 import { randomId } from '../core/ids.js';
-import { isObject, type Json, type UpstreamClient } from './upstream-client.js';
-import { unreadableUpstream } from './upstream-errors.js';
+import { type Json, type UpstreamClient } from './upstream-client.js';
+import { unreadableUpstream } from '../core/upstream-errors.js';
+import { isObject } from '../wire/json.js';
 
 /** A model list longer than this many pages is a server paging in a loop, not a catalogue. */
 const MAX_PAGES = 100;

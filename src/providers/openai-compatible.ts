@@ -3,10 +3,12 @@ import type { ProviderConfig } from '../config/config-file.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../core/model.js';
 import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../core/provider.js';
 import { outputLimit } from './translating-provider.js';
-import { isObject, readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
-import { unreadableUpstream } from './upstream-errors.js';
+import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
+import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import { isObject } from '../wire/json.js';
+import { usageFromOpenAI } from '../wire/openai/usage.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: "the upstream's chat completions API",
@@ -27,16 +29,6 @@ const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
   'openai.chat': '/chat/completions',
   'openai.responses': '/responses',
 };
-
-/** OpenAI usage: prompt_tokens includes the cached ones, completion_tokens the reasoning ones. */
-export function usageFromOpenAI(raw: unknown): Usage | null {
-  if (!isObject(raw)) return null;
-  const { prompt_tokens: input, completion_tokens: output } = raw;
-  if (typeof input !== 'number' || typeof output !== 'number') return null;
-  const prompt = isObject(raw.prompt_tokens_details) ? raw.prompt_tokens_details : {};
-  const completion = isObject(raw.completion_tokens_details) ? raw.completion_tokens_details : {};
-  return { input, output, cachedInput: Number(prompt.cached_tokens ?? 0), cacheWrite: 0, reasoning: Number(completion.reasoning_tokens ?? 0) };
-}
 
 function finishOf(reason: unknown): Finish | undefined {
   if (typeof reason !== 'string') return undefined;

@@ -22,19 +22,6 @@ export function outputLimit(request: GenerationRequest, model: CatalogueModel): 
   return model.maxOutputTokens === undefined ? asked : Math.min(asked, model.maxOutputTokens);
 }
 
-/**
- * A tool call's arguments as the object an upstream that wants one takes; the model's JSON text
- * is not always whole (a call cut by the output limit), and then the call goes back with none.
- */
-export function toolArguments(text: string): unknown {
-  if (text.trim() === '') return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    return {};
-  }
-}
-
 /** An upstream reached by translating the generation model; one that takes its own vendor's wire from callers overrides `relays`. */
 export abstract class TranslatingProvider implements Provider {
   abstract readonly kind: string;

@@ -3,9 +3,10 @@ import type { Dispatcher, Pool } from 'undici';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse } from '../core/provider.js';
-import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from './upstream-errors.js';
+import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from '../core/upstream-errors.js';
 import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';
+import { isObject } from '../wire/json.js';
 
 export type Json = Record<string, unknown>;
 
@@ -256,10 +257,6 @@ export class UpstreamClient {
       body: text,
     });
   }
-}
-
-export function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

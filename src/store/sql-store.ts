@@ -13,25 +13,7 @@ import { addToDailyStatus, dayOf, SqlStatus } from './sql-status.js';
 import { addToUsageDaily, ROLLED_UP_COLUMNS, SqlUsageDaily, type RolledUpRow } from './sql-usage-daily.js';
 import { countsAgainstProvider } from './store.js';
 import { byBytes } from './text-order.js';
-import type {
-  DailyStatusRow,
-  AccountsRepository,
-  CatalogueRepository,
-  KeyRecord,
-  KeysRepository,
-  KeyStatus,
-  ResponsesRepository,
-  LoginThrottleRepository,
-  NewKey,
-  SessionsRepository,
-  SignInLinksRepository,
-  StatusRepository,
-  Store,
-  TrafficSample,
-  UsageDailyRepository,
-  UsageRepository,
-  UsageRow,
-} from './store.js';
+import type { DailyStatusRow, AccountsRepository, CatalogueRepository, KeyRecord, KeysRepository, KeyStatus, ResponsesRepository, LoginThrottleRepository, NewKey, SessionsRepository, SignInLinksRepository, StatusRepository, Store, TrafficSample, UsageDailyRepository, UsageRepository, UsageRow } from './store.js';
 
 /** Rows per INSERT: stays far below either dialect's limit on bound parameters. */
 const USAGE_INSERT_CHUNK = 500;

@@ -1,17 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { endStream, json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
 import { anthropicModelList, type ListedModel } from './model-lists.js';
-import {
-  answer,
-  decodeBase64,
-  isPlainObject,
-  planToolCalls,
-  sniffImage,
-  signatureFor,
-  type Answer,
-  type OfferedTool,
-  type ToolMode,
-} from './chat-model.js';
+import { answer, decodeBase64, isPlainObject, planToolCalls, sniffImage, signatureFor, type Answer, type OfferedTool, type ToolMode } from './chat-model.js';
 
 /**
  * A stand-in for Anthropic's Messages API as documented: the key as `x-api-key` or

@@ -7,20 +7,7 @@ import type { AccountRecord, KeyRecord, KeyStatus, UsageFigures } from '../../st
 import { accountFilterForm } from '../account-filter.js';
 import { accountInPath, checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
-import {
-  anyLimitTyped,
-  describeUse,
-  emptyLimitValues,
-  LIMIT_FIELDS,
-  limitsFieldset,
-  limitValuesFromForm,
-  limitValuesOf,
-  parseLimitValues,
-  readUses,
-  type LimitValues,
-  type Uses,
-  type UseOrUnavailable,
-} from '../limits-view.js';
+import { anyLimitTyped, describeUse, emptyLimitValues, LIMIT_FIELDS, limitsFieldset, limitValuesFromForm, limitValuesOf, parseLimitValues, readUses, type LimitValues, type Uses, type UseOrUnavailable } from '../limits-view.js';
 import { FormError, redirect, sendHtml } from '../http.js';
 import type { Session } from '../sessions.js';
 

@@ -9,7 +9,7 @@ import type { GatewayError } from '../../../src/core/errors.js';
 import { usageOf, type GenerationResult, type StreamPart, type Usage } from '../../../src/core/model.js';
 import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../../../src/core/provider.js';
 import type { UpstreamModel } from '../../../src/catalogue/upstream-model.js';
-import { upstreamHttpError, upstreamTransportError } from '../../../src/providers/upstream-errors.js';
+import { upstreamHttpError, upstreamTransportError } from '../../../src/core/upstream-errors.js';
 
 /** One stream item as scripted: a part, a wait, a failure thrown from the iterator, or silence until aborted. */
 export type StreamStep = StreamPart | { readonly wait: number } | { readonly fail: GatewayError } | 'hang';

@@ -6,14 +6,14 @@ import { checkSupported, type ModelledField } from '../../../core/capabilities.j
 import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
 import { textOf, type Usage } from '../../../core/model.js';
 import type { CountTokensOperation, Exchange, GenerationOperation } from '../../../generation/operation.js';
-import { usageFromAnthropic, withUsageDelta } from '../../../providers/anthropic.js';
-import { isObject } from '../../../providers/upstream-client.js';
-import { unreadableUpstream } from '../../../providers/upstream-errors.js';
+import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { countUsage } from '../../../core/token-counter.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { anthropicDialect } from '../dialect.js';
 import { anthropicHeaders, cappedBody, inputTexts, parseMessagesRequest, toGenerationRequest, type MessagesRequest } from './request.js';
 import { messageBody, MessagesStreamWriter, RelayedMessagesWriter, wireUsage } from './writer.js';
+import { usageFromAnthropic, withUsageDelta } from '../../../wire/anthropic/usage.js';
+import { isObject } from '../../../wire/json.js';
 
 /** Anthropic's names for the fields an upstream may refuse. */
 const PARAMS: Partial<Record<ModelledField, string>> = { stop: 'stop_sequences', response_format: 'output_config.format' };

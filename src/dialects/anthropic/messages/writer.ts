@@ -2,9 +2,9 @@ import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../core/errors.js';
 import { newGenerationId } from '../../../core/fan-out.js';
 import { usageOf, type ContentPart, type Finish, type GenerationResult, type StreamPart, type Usage } from '../../../core/model.js';
-import { toolArguments } from '../../../providers/translating-provider.js';
 import { ChunkedWriter, type StreamWriter } from '../../answer.js';
 import { anthropicErrorObject } from '../dialect.js';
+import { toolArguments } from '../../../wire/json.js';
 
 const ANTHROPIC_STOP_REASONS = new Set(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded']);
 

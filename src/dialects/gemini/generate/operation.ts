@@ -5,15 +5,15 @@ import { checkSupported, unsupported } from '../../../core/capabilities.js';
 import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
 import { textOf, type Usage } from '../../../core/model.js';
 import type { CountTokensOperation, Exchange, GenerationOperation, WireRequest } from '../../../generation/operation.js';
-import { usageFromGemini } from '../../../providers/gemini.js';
-import { isObject } from '../../../providers/upstream-client.js';
-import { unreadableUpstream } from '../../../providers/upstream-errors.js';
+import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { countUsage } from '../../../core/token-counter.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
 import { countBodyForGoogle, generateBodyForGoogle, inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
 import { geminiParam, showsThoughts, toGenerationRequest } from './translate.js';
 import { generateContentBody, GeminiStreamWriter, geminiUsage, TranslatedStreamWriter } from './writer.js';
+import { usageFromGemini } from '../../../wire/gemini/usage.js';
+import { isObject } from '../../../wire/json.js';
 
 /**
  * The key as Google's clients send it: `x-goog-api-key` (alias `x-gamma-api-key`), `?key=`, or

@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../core/errors.js';
 import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../core/model.js';
-import { toolArguments } from '../../../providers/translating-provider.js';
 import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
 import { sealReasoning, type SealedReasoning } from './thought-signatures.js';
+import { toolArguments } from '../../../wire/json.js';
 
 type Json = Record<string, unknown>;
 

@@ -4,14 +4,14 @@ import { checkSupported } from '../../../core/capabilities.js';
 import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
 import { textOf, type Usage } from '../../../core/model.js';
 import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
-import { usageFromOpenAI } from '../../../providers/openai-compatible.js';
-import { isObject } from '../../../providers/upstream-client.js';
-import { unreadableUpstream } from '../../../providers/upstream-errors.js';
+import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { countUsage } from '../../../core/token-counter.js';
 import { openAIDialect } from '../dialect.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { parseChatRequest, toGenerationRequest, type ChatRequest } from './request.js';
 import { chatCompletionBody, ChatStreamWriter, wireChatUsage } from './writer.js';
+import { usageFromOpenAI } from '../../../wire/openai/usage.js';
+import { isObject } from '../../../wire/json.js';
 
 /**
  * `POST /v1/chat/completions`. An OpenAI-compatible upstream gets the caller's body relayed; any

@@ -6,9 +6,7 @@ import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-o
 import { generationRequest, textOf, type Finish, type GenerationRequest, type Usage } from '../../../core/model.js';
 import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
 import type { Capabilities } from '../../../core/provider.js';
-import { isObject } from '../../../providers/upstream-client.js';
-import { unreadableUpstream } from '../../../providers/upstream-errors.js';
-import { usageFromOpenAI } from '../../../providers/openai-compatible.js';
+import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { countUsage } from '../../../core/token-counter.js';
 import { openAIDialect } from '../dialect.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
@@ -16,6 +14,8 @@ import type { Completion, CompletionChoice, CompletionRequest, FinishReason, Leg
 import { LegacyLogprobsBuilder } from './logprobs.js';
 import { parseCompletionRequest } from './request.js';
 import { openAICompletionBody, OpenAICompletionStreamWriter } from './writer.js';
+import { isObject } from '../../../wire/json.js';
+import { usageFromOpenAI } from '../../../wire/openai/usage.js';
 
 /** OpenAI's legacy completion parameters; anything else in a body is an extension. */
 const LEGACY_PARAMETERS: ReadonlySet<string> = new Set([

@@ -4,15 +4,16 @@ import { checkSupported, type ModelledField } from '../../../core/capabilities.j
 import { splitChoices, type SubCall } from '../../../core/fan-out.js';
 import { textOf, type Usage } from '../../../core/model.js';
 import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
-import { isObject } from '../../../providers/upstream-client.js';
-import { unreadableUpstream } from '../../../providers/upstream-errors.js';
+import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { countUsage } from '../../../core/token-counter.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { openAIDialect } from '../dialect.js';
 import type { Conversations, Turn } from './conversation.js';
 import { isSluiceReasoning } from './reasoning.js';
 import { inputTexts, itemType, parseResponsesRequest, toGenerationRequest, type Item, type ResponsesRequest } from './request.js';
-import { newResponseHead, RelayedResponsesWriter, ResponsesStreamWriter, translatedResponse, usageFromResponses } from './writer.js';
+import { newResponseHead, RelayedResponsesWriter, ResponsesStreamWriter, translatedResponse } from './writer.js';
+import { isObject } from '../../../wire/json.js';
+import { usageFromResponses } from '../../../wire/openai/usage.js';
 
 type Json = Record<string, unknown>;
 

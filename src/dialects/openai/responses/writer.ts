@@ -2,11 +2,11 @@ import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../core/errors.js';
 import { newGenerationId } from '../../../core/fan-out.js';
 import type { ContentPart, Finish, StreamPart, Usage } from '../../../core/model.js';
-import { isObject } from '../../../providers/upstream-client.js';
 import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { openAIErrorObject } from '../errors.js';
 import { sealReasoning } from './reasoning.js';
 import type { Item, ResponsesBody } from './request.js';
+import { isObject } from '../../../wire/json.js';
 
 type Json = Record<string, unknown>;
 
@@ -33,14 +33,6 @@ export function wireUsage(usage: Usage) {
     output_tokens_details: { reasoning_tokens: usage.reasoning },
     total_tokens: usage.input + usage.output,
   };
-}
-
-/** Sluice's usage from a Responses API upstream's. */
-export function usageFromResponses(raw: unknown): Usage | null {
-  if (!isObject(raw) || typeof raw.input_tokens !== 'number' || typeof raw.output_tokens !== 'number') return null;
-  const input = isObject(raw.input_tokens_details) ? raw.input_tokens_details : {};
-  const output = isObject(raw.output_tokens_details) ? raw.output_tokens_details : {};
-  return { input: raw.input_tokens, output: raw.output_tokens, cachedInput: Number(input.cached_tokens ?? 0), cacheWrite: 0, reasoning: Number(output.reasoning_tokens ?? 0) };
 }
 
 type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';

@@ -1,4 +1,4 @@
-import { GatewayError } from '../core/errors.js';
+import { GatewayError } from './errors.js';
 
 /**
  * How an upstream's failure looks to the caller. Shared by every adapter: each one only says how to
