@@ -3,7 +3,7 @@
 // (`npm run build` first): node bench/count-stall.mjs [characters, default 1000000]
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { countUsage } from '../dist/core/token-counter.js';
+import { countUsage } from '../dist/generation/token-counter.js';
 
 const size = Number(process.argv[2] ?? 1_000_000);
 const random = (alphabet) => Array.from({ length: size }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join('').slice(0, size);

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { LimitAdmission } from '../dist/limits/limit-admission.js';
 import { LocalCounter } from '../dist/limits/local-counter.js';
 import { openLimitCounter } from '../dist/limits/open-counter.js';
-import { countUsage } from '../dist/core/token-counter.js';
+import { countUsage } from '../dist/generation/token-counter.js';
 import { dropRedisPrefix } from './lib.mjs';
 
 const options = JSON.parse(process.argv[2] ?? '{}');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CatalogueModel } from '../src/catalogue/catalogue.js';
 import { GatewayError } from '../src/core/errors.js';
-import { generationRequest, type GenerationRequest, type ToolDefinition } from '../src/core/model.js';
+import { generationRequest, type GenerationRequest, type ToolDefinition } from '../src/generation/model.js';
 import { JSON_MODE_TOOL, toolFields, usesJsonModeTool } from '../src/providers/anthropic.js';
 
 /** In-process: how a request's tools and JSON mode become Anthropic's `tools` and `tool_choice`. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { alwaysStartsPiece, countUsage, LONGEST_SLICE, sliceEnd } from '../src/core/token-counter.js';
+import { alwaysStartsPiece, countUsage, LONGEST_SLICE, sliceEnd } from '../src/generation/token-counter.js';
 
 /** The tokenizer run on the whole text at once: the figure Sluice's count must match for ordinary text. */
 const plainCount = (text: string) => encode(text, { disallowedSpecial: new Set() }).length;

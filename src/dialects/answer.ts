@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { toGatewayError, type GatewayError } from '../core/errors.js';
-import type { Usage } from '../core/model.js';
+import type { Usage } from '../generation/model.js';
 import type { Exchange } from '../generation/operation.js';
 
 export const SSE_HEADERS = {

@@ -1,6 +1,6 @@
-import { generateAll, streamAll, type CallTarget, type SubCall } from '../core/fan-out.js';
-import type { GenerationResult, StreamPart } from '../core/model.js';
-import type { Provider, RelayCall, RelayResponse } from '../core/provider.js';
+import { generateAll, streamAll, type CallTarget, type SubCall } from './fan-out.js';
+import type { GenerationResult, StreamPart } from './model.js';
+import type { Provider, RelayCall, RelayResponse } from './provider.js';
 
 /**
  * The invoke stage: every call a dialect makes to a provider goes through here. Routing

@@ -5,8 +5,8 @@ import type { Endpoint } from '../config/config-file.js';
 import type { Dialect } from '../dialects/dialect.js';
 import type { UpstreamFailureCondition } from '../core/errors.js';
 import type { Invoker } from './invoke.js';
-import type { Usage } from '../core/model.js';
-import type { Provider } from '../core/provider.js';
+import type { Usage } from './model.js';
+import type { Provider } from './provider.js';
 
 /**
  * What a caller dialect contributes to the request path for one operation: where the key is, how

@@ -11,7 +11,7 @@ import type { UsageLedger } from '../usage/ledger.js';
 import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
 import type { Router } from '../routing/router.js';
-import type { Admission } from '../core/admission.js';
+import type { Admission } from '../generation/admission.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
 import { countTokensRoute, generationRoute } from './routes/generation.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';

@@ -3,7 +3,7 @@ import type { Principal } from '../core/principal.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { GatewayConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
-import { UNLIMITED, type Admission, type Admitted, type Demand } from '../core/admission.js';
+import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
 import { costUsd } from '../usage/pricing.js';

@@ -1,9 +1,9 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import type { GatewayError } from '../core/errors.js';
-import { newGenerationId } from '../core/fan-out.js';
-import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../core/model.js';
-import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../core/provider.js';
+import { newGenerationId } from '../generation/fan-out.js';
+import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
+import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';

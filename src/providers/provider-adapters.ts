@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ProviderVersions } from '../catalogue/live-catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import type { Provider } from '../core/provider.js';
+import type { Provider } from '../generation/provider.js';
 
 /** Finds the adapter of a provider; the set changes while the gateway runs. */
 export interface ProviderRegistry {

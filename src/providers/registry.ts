@@ -2,7 +2,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
-import type { Provider } from '../core/provider.js';
+import type { Provider } from '../generation/provider.js';
 
 /** The one place that knows which adapter serves which kind of provider. */
 export function createProvider(config: ProviderConfig): Provider {

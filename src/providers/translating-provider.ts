@@ -1,7 +1,7 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
-import type { GenerationRequest, GenerationResult, StreamPart } from '../core/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../core/provider.js';
+import type { GenerationRequest, GenerationResult, StreamPart } from '../generation/model.js';
+import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
 
 /** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */

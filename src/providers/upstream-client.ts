@@ -2,7 +2,7 @@ import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
-import type { ConnectionUse } from '../core/provider.js';
+import type { ConnectionUse } from '../generation/provider.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from '../core/upstream-errors.js';
 import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';

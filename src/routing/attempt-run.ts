@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError } from '../core/errors.js';
-import { generateAll, streamAll, type CallTarget, type SubCall } from '../core/fan-out.js';
+import { generateAll, streamAll, type CallTarget, type SubCall } from '../generation/fan-out.js';
 import type { Invoker } from '../generation/invoke.js';
-import type { GenerationResult, StreamPart } from '../core/model.js';
-import type { Provider, RelayCall, RelayResponse, WireOperation } from '../core/provider.js';
+import type { GenerationResult, StreamPart } from '../generation/model.js';
+import type { Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { DeploymentHealth } from './deployment-health.js';
 import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
 import type { RouteProgress, UpstreamTimer } from './router.js';

@@ -1,5 +1,5 @@
-import type { StreamPart } from '../core/model.js';
-import type { WireOperation } from '../core/provider.js';
+import type { StreamPart } from '../generation/model.js';
+import type { WireOperation } from '../generation/provider.js';
 import { GatewayError } from '../core/errors.js';
 
 type Event = Readonly<Record<string, unknown>>;

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../core/errors.js';
 import type { Meter } from '../generation/operation.js';
-import type { Provider } from '../core/provider.js';
+import type { Provider } from '../generation/provider.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
-import { generationRequest } from '../core/model.js';
-import type { Provider } from '../core/provider.js';
+import { generationRequest } from '../generation/model.js';
+import type { Provider } from '../generation/provider.js';
 import { toGatewayError } from '../core/errors.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { Store } from '../store/store.js';

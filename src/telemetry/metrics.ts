@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { LeanCounter, LeanHistogram, type Labels } from './lean-metrics.js';
 import { clientOperationName, DURATION_BUCKETS, providerName, serverOf, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
-import type { ConnectionUse } from '../core/provider.js';
+import type { ConnectionUse } from '../generation/provider.js';
 import type { Deployment } from '../catalogue/catalogue.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest } from './telemetry.js';
 

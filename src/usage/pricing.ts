@@ -1,5 +1,5 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
-import type { Usage } from '../core/model.js';
+import type { Usage } from '../generation/model.js';
 
 /** USD for one request at the model's per-million-token prices; 0 for a model without pricing. */
 export function costUsd(model: CatalogueModel | undefined, usage: Usage): number {

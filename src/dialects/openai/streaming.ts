@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../core/errors.js';
-import { newGenerationId } from '../../core/fan-out.js';
-import type { Usage } from '../../core/model.js';
+import { newGenerationId } from '../../generation/fan-out.js';
+import type { Usage } from '../../generation/model.js';
 import { ChunkedWriter, type StreamWriter } from '../answer.js';
 import { openAIErrorObject } from './errors.js';
 

@@ -3,7 +3,7 @@ import type { Principal } from '../../core/principal.js';
 import { modelForOperation } from '../../catalogue/access.js';
 import type { CatalogueModel, Deployment } from '../../catalogue/catalogue.js';
 import { GatewayError, toGatewayError } from '../../core/errors.js';
-import { GENERATES_NOTHING, type Admitted } from '../../core/admission.js';
+import { GENERATES_NOTHING, type Admitted } from '../../generation/admission.js';
 import { directInvoker, type Invoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
 import { CLIENT_CLOSED_REQUEST, newProgress, type RouteProgress } from '../../routing/router.js';

@@ -1,4 +1,4 @@
-import type { Usage } from '../../core/model.js';
+import type { Usage } from '../../generation/model.js';
 import { isObject } from '../json.js';
 
 /** Usage as the Anthropic Messages API reports it: `message_start` holds the input and cache figures, `message_delta` cumulative ones. */

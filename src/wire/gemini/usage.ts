@@ -1,4 +1,4 @@
-import type { Usage } from '../../core/model.js';
+import type { Usage } from '../../generation/model.js';
 import { isObject } from '../json.js';
 
 /** Usage as Google's generateContent reports it (`usageMetadata`, running totals on every stream chunk). */

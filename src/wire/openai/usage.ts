@@ -1,4 +1,4 @@
-import type { Usage } from '../../core/model.js';
+import type { Usage } from '../../generation/model.js';
 import { isObject } from '../json.js';
 
 /** Usage as OpenAI's APIs report it: chat and legacy completions (`usage`), and the Responses API. */

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { GatewayError } from '../../../src/core/errors.js';
-import { generateAll, splitChoices, streamAll, type CallTarget } from '../../../src/core/fan-out.js';
-import { generationRequest, usageOf, type GenerationRequest, type StreamPart } from '../../../src/core/model.js';
-import type { GenerationCall } from '../../../src/core/provider.js';
+import { generateAll, splitChoices, streamAll, type CallTarget } from '../../../src/generation/fan-out.js';
+import { generationRequest, usageOf, type GenerationRequest, type StreamPart } from '../../../src/generation/model.js';
+import type { GenerationCall } from '../../../src/generation/provider.js';
 import { catalogueOf } from './router-harness.js';
 import { ScriptedProvider, textStream } from './scripted-provider.js';
 import { VirtualTime } from './virtual-time.js';

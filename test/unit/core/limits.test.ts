@@ -12,7 +12,7 @@ import type { Principal } from '../../../src/core/principal.js';
 import { modelFromConfig } from '../../../src/catalogue/catalogue.js';
 import { modelSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
-import { UNLIMITED, type Demand } from '../../../src/core/admission.js';
+import { UNLIMITED, type Demand } from '../../../src/generation/admission.js';
 import type { AdmitResult, ScopeLimits } from '../../../src/limits/counter.js';
 import { LimitAdmission } from '../../../src/limits/limit-admission.js';
 import { budgetWindow, describeLimits, limitsSchema, normaliseLimits, parseStoredLimits, storedLimits, type Limits } from '../../../src/core/key-limits.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Catalogue, modelFromConfig, withListPrices, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { modelSchema, parseConfig, type ProviderKind } from '../../../src/config/config-file.js';
-import { usageOf } from '../../../src/core/model.js';
+import { usageOf } from '../../../src/generation/model.js';
 import { parsePriceList, PriceListError, pricesInForce, shippedPriceList } from '../../../src/pricing/price-list.js';
 import { costUsd } from '../../../src/usage/pricing.js';
 

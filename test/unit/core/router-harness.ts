@@ -11,10 +11,10 @@ import { Catalogue, type CatalogueModel } from '../../../src/catalogue/catalogue
 import { parseConfig } from '../../../src/config/config-file.js';
 import { runStream } from '../../../src/dialects/answer.js';
 import { toGatewayError, type GatewayError } from '../../../src/core/errors.js';
-import { splitChoices } from '../../../src/core/fan-out.js';
-import { generationRequest, type StreamPart, type Usage } from '../../../src/core/model.js';
+import { splitChoices } from '../../../src/generation/fan-out.js';
+import { generationRequest, type StreamPart, type Usage } from '../../../src/generation/model.js';
 import type { Exchange } from '../../../src/generation/operation.js';
-import type { WireOperation } from '../../../src/core/provider.js';
+import type { WireOperation } from '../../../src/generation/provider.js';
 import { newProgress, Router, type RouteProgress, type UpstreamTimer } from '../../../src/routing/router.js';
 import { NO_TELEMETRY } from '../../../src/telemetry/telemetry.js';
 import { registryOf, ScriptedProvider, type Step } from './scripted-provider.js';

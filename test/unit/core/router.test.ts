@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { GatewayError } from '../../../src/core/errors.js';
-import type { StreamPart } from '../../../src/core/model.js';
-import type { WireOperation } from '../../../src/core/provider.js';
+import type { StreamPart } from '../../../src/generation/model.js';
+import type { WireOperation } from '../../../src/generation/provider.js';
 import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from '../../../src/routing/first-content.js';
 import { catalogueOf, RouterHarness, type Outcome } from './router-harness.js';
 import { textStream } from './scripted-provider.js';

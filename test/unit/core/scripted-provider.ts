@@ -6,8 +6,8 @@
  */
 import type { CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import type { GatewayError } from '../../../src/core/errors.js';
-import { usageOf, type GenerationResult, type StreamPart, type Usage } from '../../../src/core/model.js';
-import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../../../src/core/provider.js';
+import { usageOf, type GenerationResult, type StreamPart, type Usage } from '../../../src/generation/model.js';
+import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../../../src/generation/provider.js';
 import type { UpstreamModel } from '../../../src/catalogue/upstream-model.js';
 import { upstreamHttpError, upstreamTransportError } from '../../../src/core/upstream-errors.js';
 

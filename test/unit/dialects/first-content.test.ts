@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { GatewayError } from '../../../src/core/errors.js';
-import type { StreamPart } from '../../../src/core/model.js';
-import type { WireOperation } from '../../../src/core/provider.js';
+import type { StreamPart } from '../../../src/generation/model.js';
+import type { WireOperation } from '../../../src/generation/provider.js';
 import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from '../../../src/routing/first-content.js';
 
 /**

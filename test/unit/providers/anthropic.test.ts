@@ -3,7 +3,7 @@
  * with the Messages API's recorded answers. Sources of every fixture:
  * test/unit/fixtures/providers/anthropic/README.md.
  */
-import { generationRequest } from '../../../src/core/model.js';
+import { generationRequest } from '../../../src/generation/model.js';
 import { conformanceSuite, NOW } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
 import { SCENARIOS } from './scenarios.js';

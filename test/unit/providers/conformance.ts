@@ -1,6 +1,6 @@
 /**
  * One conformance suite for every provider adapter (the `Provider` seam of
- * src/core/provider.ts), run by each adapter's test file against recorded vendor answers: a
+ * src/generation/provider.ts), run by each adapter's test file against recorded vendor answers: a
  * replay upstream on 127.0.0.1 serves the recorded response and records the request, and the
  * suite checks what went upstream (method, path, headers, body against a stored snapshot), what came
  * back (the canonical GenerationResult or StreamPart sequence), how failures became GatewayErrors,
@@ -20,8 +20,8 @@ import { modelFromConfig, type CatalogueModel } from '../../../src/catalogue/cat
 import type { UpstreamModel } from '../../../src/catalogue/upstream-model.js';
 import { modelSchema, providerSchema, type ProviderConfig } from '../../../src/config/config-file.js';
 import { GatewayError, type ErrorKind, type UpstreamFailureCondition } from '../../../src/core/errors.js';
-import type { Finish, FinishReason, GeneratedChoice, GenerationRequest, GenerationResult, StreamPart, Usage } from '../../../src/core/model.js';
-import type { GenerationCall, Provider, RelayCall, WireOperation } from '../../../src/core/provider.js';
+import type { Finish, FinishReason, GeneratedChoice, GenerationRequest, GenerationResult, StreamPart, Usage } from '../../../src/generation/model.js';
+import type { GenerationCall, Provider, RelayCall, WireOperation } from '../../../src/generation/provider.js';
 import { createProvider } from '../../../src/providers/registry.js';
 import type { RecordedRequest } from '../../fakes/fake-server.js';
 import { readRecordedResponse, sseJsonPayloads, startReplayUpstream, withJsonBody, type RecordedResponse, type ReplayUpstream } from './replay-upstream.js';
@@ -442,7 +442,7 @@ function normalised<T>(actual: T, expected: unknown, window: TimeWindow): T {
 }
 
 /**
- * The normalised stream's rules (src/core/model.ts): `start` first and once; per choice, a
+ * The normalised stream's rules (src/generation/model.ts): `start` first and once; per choice, a
  * tool call's start before its fragments and end, indexes from 0 in order of starting, nothing after
  * the choice's `finish`; a stream that ended cleanly finishes every choice once and ends with at most
  * one `usage`.

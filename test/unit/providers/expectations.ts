@@ -1,5 +1,5 @@
 /** Short spellings of the canonical values the adapters' cases expect. */
-import type { ContentPart, Finish, FinishReason, GeneratedChoice, StreamPart, TokenLogprob, Usage } from '../../../src/core/model.js';
+import type { ContentPart, Finish, FinishReason, GeneratedChoice, StreamPart, TokenLogprob, Usage } from '../../../src/generation/model.js';
 
 export const text = (value: string): ContentPart => ({ type: 'text', text: value });
 export const toolCall = (id: string, name: string, args: string): ContentPart => ({ type: 'tool_call', id, name, arguments: args });

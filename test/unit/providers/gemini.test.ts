@@ -3,7 +3,7 @@
  * the Gemini API's recorded answers. Sources of every fixture:
  * test/unit/fixtures/providers/gemini/README.md.
  */
-import { generationRequest } from '../../../src/core/model.js';
+import { generationRequest } from '../../../src/generation/model.js';
 import { conformanceSuite, GENERATED_ID, NOW } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
 import { SCENARIOS } from './scenarios.js';
@@ -182,7 +182,7 @@ conformanceSuite({
       ['MALFORMED_RESPONSE', finish('error', 'MALFORMED_RESPONSE')],
       ['MISSING_THOUGHT_SIGNATURE', finish('error', 'MISSING_THOUGHT_SIGNATURE')],
       ['NO_IMAGE', finish('error', 'NO_IMAGE')],
-      // src/core/model.ts: `error` is for "an unknown reason"; Gemini documents OTHER as "Unknown reason".
+      // src/generation/model.ts: `error` is for "an unknown reason"; Gemini documents OTHER as "Unknown reason".
       ['OTHER', finish('error', 'OTHER'), { why: 'Gemini stopped for a reason it does not say' }],
       ['IMAGE_OTHER', finish('error', 'IMAGE_OTHER'), { why: 'image generation stopped for a reason Gemini does not say' }],
       ['SOME_FUTURE_REASON', finish('error', 'SOME_FUTURE_REASON'), { why: 'a reason Sluice does not know is no clean stop' }],

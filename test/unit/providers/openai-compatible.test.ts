@@ -3,7 +3,7 @@
  * conformance suite, with OpenAI's recorded answers and, where the family differs, DeepSeek's and
  * vLLM's. Sources of every fixture: test/unit/fixtures/providers/openai/README.md.
  */
-import { generationRequest } from '../../../src/core/model.js';
+import { generationRequest } from '../../../src/generation/model.js';
 import { conformanceSuite } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
 import { SCENARIOS } from './scenarios.js';

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { modelFromConfig } from '../../../src/catalogue/catalogue.js';
 import { modelSchema, providerSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
-import type { Provider } from '../../../src/core/provider.js';
+import type { Provider } from '../../../src/generation/provider.js';
 import { createProvider } from '../../../src/providers/registry.js';
 import { retryDelayOf } from '../../../src/providers/upstream-client.js';
 import { SCENARIOS } from './scenarios.js';

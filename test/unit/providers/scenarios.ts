@@ -3,7 +3,7 @@
  * vendor's recorded reply must come to once mapped. Each vendor's fixtures record that same answer
  * in its own wire, so one expectation holds for all three.
  */
-import { generationRequest, type FinishReason, type GenerationRequest, type Message, type ToolDefinition } from '../../../src/core/model.js';
+import { generationRequest, type FinishReason, type GenerationRequest, type Message, type ToolDefinition } from '../../../src/generation/model.js';
 
 export interface ScenarioAnswer {
   /** Choice 0's text, exactly. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../core/errors.js';
-import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type TextPart, type ToolChoice, type ToolResultPart } from '../../../core/model.js';
+import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type TextPart, type ToolChoice, type ToolResultPart } from '../../../generation/model.js';
 import type { WireRequest } from '../../../generation/operation.js';
 
 /**

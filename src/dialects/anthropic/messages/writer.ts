@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../core/errors.js';
-import { newGenerationId } from '../../../core/fan-out.js';
-import { usageOf, type ContentPart, type Finish, type GenerationResult, type StreamPart, type Usage } from '../../../core/model.js';
+import { newGenerationId } from '../../../generation/fan-out.js';
+import { usageOf, type ContentPart, type Finish, type GenerationResult, type StreamPart, type Usage } from '../../../generation/model.js';
 import { ChunkedWriter, type StreamWriter } from '../../answer.js';
 import { anthropicErrorObject } from '../dialect.js';
 import { toolArguments } from '../../../wire/json.js';

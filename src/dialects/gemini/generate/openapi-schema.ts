@@ -1,5 +1,5 @@
 import { GatewayError } from '../../../core/errors.js';
-import type { JsonSchema } from '../../../core/model.js';
+import type { JsonSchema } from '../../../generation/model.js';
 
 /** The fields of Google's `Schema` (an OpenAPI 3.0 subset), used by `parameters` and `responseSchema`. */
 export const SCHEMA_FIELDS: ReadonlySet<string> = new Set([

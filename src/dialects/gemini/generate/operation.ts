@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { identifyListingCaller } from '../../../wire/key-carriers.js';
 import { GatewayError } from '../../../core/errors.js';
-import { checkSupported, unsupported } from '../../../core/capabilities.js';
-import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
-import { textOf, type Usage } from '../../../core/model.js';
+import { checkSupported, unsupported } from '../../../generation/capabilities.js';
+import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
+import { textOf, type Usage } from '../../../generation/model.js';
 import type { CountTokensOperation, Exchange, GenerationOperation, WireRequest } from '../../../generation/operation.js';
 import { unreadableUpstream } from '../../../core/upstream-errors.js';
-import { countUsage } from '../../../core/token-counter.js';
+import { countUsage } from '../../../generation/token-counter.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
 import { countBodyForGoogle, generateBodyForGoogle, inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';

@@ -1,6 +1,6 @@
 import type { GatewayError } from '../../../core/errors.js';
-import type { ModelledField } from '../../../core/capabilities.js';
-import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition } from '../../../core/model.js';
+import type { ModelledField } from '../../../generation/capabilities.js';
+import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition } from '../../../generation/model.js';
 import { jsonSchemaOf } from './openapi-schema.js';
 import type { GenerateBody, GenerateRequest, Part } from './request.js';
 import { openSeal } from './thought-signatures.js';

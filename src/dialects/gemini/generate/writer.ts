@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../core/errors.js';
-import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../core/model.js';
+import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
 import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { geminiDialect } from '../dialect.js';
 import { sealReasoning, type SealedReasoning } from './thought-signatures.js';

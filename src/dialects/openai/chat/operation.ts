@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { bearerToken } from '../../../wire/key-carriers.js';
-import { checkSupported } from '../../../core/capabilities.js';
-import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
-import { textOf, type Usage } from '../../../core/model.js';
+import { checkSupported } from '../../../generation/capabilities.js';
+import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
+import { textOf, type Usage } from '../../../generation/model.js';
 import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
 import { unreadableUpstream } from '../../../core/upstream-errors.js';
-import { countUsage } from '../../../core/token-counter.js';
+import { countUsage } from '../../../generation/token-counter.js';
 import { openAIDialect } from '../dialect.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import { parseChatRequest, toGenerationRequest, type ChatRequest } from './request.js';

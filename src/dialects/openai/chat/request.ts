@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.js';
-import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../core/model.js';
+import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
 import { invalid, logitBiasSchema, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 
 /**

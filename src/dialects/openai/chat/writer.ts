@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../core/model.js';
+import type { Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
 import { OpenAIStreamWriter } from '../streaming.js';
 
 export function wireChatUsage(usage: Usage) {

@@ -1,4 +1,4 @@
-import type { TokenLogprob } from '../../../core/model.js';
+import type { TokenLogprob } from '../../../generation/model.js';
 import type { LegacyLogprobs } from './completion.js';
 
 const encoder = new TextEncoder();

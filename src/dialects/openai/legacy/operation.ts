@@ -1,13 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
-import { checkSupported, MAX_CALLS_PER_REQUEST, unsupported } from '../../../core/capabilities.js';
-import { newGenerationId, splitChoices, type SubCall } from '../../../core/fan-out.js';
-import { generationRequest, textOf, type Finish, type GenerationRequest, type Usage } from '../../../core/model.js';
+import { checkSupported, MAX_CALLS_PER_REQUEST, unsupported } from '../../../generation/capabilities.js';
+import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
+import { generationRequest, textOf, type Finish, type GenerationRequest, type Usage } from '../../../generation/model.js';
 import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
-import type { Capabilities } from '../../../core/provider.js';
+import type { Capabilities } from '../../../generation/provider.js';
 import { unreadableUpstream } from '../../../core/upstream-errors.js';
-import { countUsage } from '../../../core/token-counter.js';
+import { countUsage } from '../../../generation/token-counter.js';
 import { openAIDialect } from '../dialect.js';
 import { meterUsage, runStream, sendWhole } from '../../answer.js';
 import type { Completion, CompletionChoice, CompletionRequest, FinishReason, LegacyLogprobs } from './completion.js';

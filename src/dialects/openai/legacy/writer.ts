@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { Usage } from '../../../core/model.js';
+import type { Usage } from '../../../generation/model.js';
 import { OpenAIStreamWriter } from '../streaming.js';
 import type { Completion, CompletionChoice } from './completion.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../../../core/principal.js';
 import { GatewayError } from '../../../core/errors.js';
-import type { Usage } from '../../../core/model.js';
+import type { Usage } from '../../../generation/model.js';
 import type { ResponsesRepository, StoredResponse } from '../../../store/store.js';
 import { itemType, type Item } from './request.js';
 

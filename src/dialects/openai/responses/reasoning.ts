@@ -1,4 +1,4 @@
-import type { ReasoningPart } from '../../../core/model.js';
+import type { ReasoningPart } from '../../../generation/model.js';
 
 /**
  * Reasoning items Sluice writes for an upstream that is not a Responses API carry the upstream's

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../core/errors.js';
-import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../core/model.js';
+import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
 import { invalid, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
 

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { GatewayError } from '../../../core/errors.js';
-import { newGenerationId } from '../../../core/fan-out.js';
-import type { ContentPart, Finish, StreamPart, Usage } from '../../../core/model.js';
+import { newGenerationId } from '../../../generation/fan-out.js';
+import type { ContentPart, Finish, StreamPart, Usage } from '../../../generation/model.js';
 import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
 import { openAIErrorObject } from '../errors.js';
 import { sealReasoning } from './reasoning.js';

@@ -1,5 +1,5 @@
 import { GatewayError } from '../../../../src/core/errors.js';
-import { usageOf, type ContentPart, type Finish, type GeneratedChoice, type GenerationResult, type StreamPart, type TokenLogprob, type Usage } from '../../../../src/core/model.js';
+import { usageOf, type ContentPart, type Finish, type GeneratedChoice, type GenerationResult, type StreamPart, type TokenLogprob, type Usage } from '../../../../src/generation/model.js';
 
 /**
  * Canonical answers, as every upstream adapter hands them to a caller dialect: a sequence of stream

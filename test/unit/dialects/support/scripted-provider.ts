@@ -1,7 +1,7 @@
 import type { CatalogueModel } from '../../../../src/catalogue/catalogue.js';
 import type { GatewayError } from '../../../../src/core/errors.js';
-import type { GenerationResult, StreamPart } from '../../../../src/core/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../../../../src/core/provider.js';
+import type { GenerationResult, StreamPart } from '../../../../src/generation/model.js';
+import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../../../../src/generation/provider.js';
 import type { UpstreamModel } from '../../../../src/catalogue/upstream-model.js';
 
 type Json = Readonly<Record<string, unknown>>;

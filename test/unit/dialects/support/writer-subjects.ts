@@ -6,7 +6,7 @@ import { legacyCompletions } from '../../../../src/dialects/openai/legacy/operat
 import { Conversations } from '../../../../src/dialects/openai/responses/conversation.js';
 import { responsesOperation } from '../../../../src/dialects/openai/responses/operation.js';
 import type { GenerationOperation } from '../../../../src/generation/operation.js';
-import type { WireOperation } from '../../../../src/core/provider.js';
+import type { WireOperation } from '../../../../src/generation/provider.js';
 import type { ResponsesRepository } from '../../../../src/store/store.js';
 import type { Framing } from './framing.js';
 import type { Scenario } from './scenarios.js';

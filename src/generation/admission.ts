@@ -1,4 +1,4 @@
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 
 /** What a request may consume, as the admit stage reserves it. */

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
-import { randomBase62 } from './ids.js';
+import { randomBase62 } from '../core/ids.js';
 import { addUsage, type GeneratedChoice, type GenerationRequest, type GenerationResult, type StreamPart, type Usage } from './model.js';
 import type { GenerationCall, Provider } from './provider.js';
 

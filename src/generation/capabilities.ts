@@ -1,5 +1,5 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { GenerationRequest } from './model.js';
 import type { Capabilities } from './provider.js';
 
