@@ -59,7 +59,7 @@ describe('serve', () => {
     // Two lines at once: the first is being written when the exit starts, the second still buffered
     // (pino's own exit-time flush would retry that one on the broken pipe for ever).
     const script = join(tempDir(), 'exit.ts');
-    writeFileSync(script, `import { createLogger, exitAfterLogFlush } from ${JSON.stringify(resolve(import.meta.dirname, '../src/log.ts'))};
+    writeFileSync(script, `import { createLogger, exitAfterLogFlush } from ${JSON.stringify(resolve(import.meta.dirname, '../src/core/log.ts'))};
 const logger = createLogger('info');
 process.stdin.once('data', () => {
   logger.info('the line being written');

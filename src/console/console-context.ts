@@ -4,13 +4,13 @@ import type { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { Handler, RequestContext } from '../http/handler.js';
 import type { LimitAdmission } from '../limits/limit-admission.js';
-import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { StatusMonitor } from '../status/status-monitor.js';
 import type { AccountRecord, Store } from '../store/store.js';
 import { html, layout, type LayoutOptions } from './html.js';
 import { FormError, readForm, redirect, safeEqual, sameOrigin, sendHtml } from './http.js';
 import type { LoginThrottle } from './login-throttle.js';
 import type { Session, Sessions } from './sessions.js';
+import { type ProviderRegistry } from '../generation/provider.js';
 
 /** What the console's pages need; built once by the gateway. */
 export interface ConsoleDeps {

@@ -4,8 +4,8 @@ import { withinCap } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { DiscoverConfig } from '../config/config-file.js';
 import { toGatewayError } from '../core/errors.js';
-import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { CatalogueRepository } from '../store/store.js';
+import { type ProviderRegistry } from '../generation/provider.js';
 
 /** How often the schedule is looked at; a provider's own `interval_ms` says how often it is listed. */
 const TICK_MS = 1_000;

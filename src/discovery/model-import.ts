@@ -1,7 +1,7 @@
 import type { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import { entryFor, exclusion } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
-import type { ProviderRegistry } from '../providers/provider-adapters.js';
+import { type ProviderRegistry } from '../generation/provider.js';
 
 /** How long the console waits for an upstream's list. */
 const IMPORT_TIMEOUT_MS = 15_000;

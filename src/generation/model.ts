@@ -150,6 +150,9 @@ export function usageOf(input: number, output: number, more: Partial<Omit<Usage,
   return { input, output, cachedInput: more.cachedInput ?? 0, cacheWrite: more.cacheWrite ?? 0, reasoning: more.reasoning ?? 0 };
 }
 
+/** What an operation that generates nothing (a token count) consumes, as billed. */
+export const NO_USAGE: Usage = { input: 0, output: 0, cachedInput: 0, cacheWrite: 0, reasoning: 0 };
+
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
     input: a.input + b.input,

@@ -1,24 +1,24 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { Principal } from '../core/principal.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
-import type { Dialect } from '../dialects/dialect.js';
-import type { UpstreamFailureCondition } from '../core/errors.js';
-import type { Invoker } from './invoke.js';
-import type { Usage } from './model.js';
-import type { Provider } from './provider.js';
+import type { GatewayError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import type { CallerDialect } from '../wire/key-carriers.js';
+import type { SubCall } from './fan-out.js';
+import type { GenerationResult, StreamPart, Usage } from './model.js';
+import type { Provider, WireOperation } from './provider.js';
 
 /**
- * What a caller dialect contributes to the request path for one operation: where the key is, how
- * the body parses, and how the answer is served and written. The stages around it (authenticate,
- * resolve the model, admit, meter) are the same for every operation (see http/routes/generation.ts).
+ * What a caller dialect contributes to one operation: where its key is, how its body parses, what
+ * each attempt asks the provider for, and how the answer is written. The stages around it
+ * (authenticate, resolve, admit, invoke with routing, meter) are the pipeline's (src/pipeline).
  */
-export interface GenerationOperation<Request> {
+export interface Operation<Request> {
   /** The catalogue endpoint a model must serve; of several, any one (the first names the operation in errors). */
   readonly endpoint: Endpoint | readonly Endpoint[];
   /** The ledger's name for the caller's operation. */
   readonly operation: string;
-  readonly dialect: Dialect;
+  /** Whose error bodies and listings the caller reads. */
+  readonly dialect: CallerDialect;
   credential(wire: WireRequest): string | undefined;
   /** Validates the body (and what the path and headers say); throws a GatewayError naming the parameter at fault. */
   parse(body: unknown, wire: WireRequest): Request;
@@ -26,62 +26,120 @@ export interface GenerationOperation<Request> {
   /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
   modelNamed?(wire: WireRequest): string | undefined;
   isStream(request: Request): boolean;
-  /** The most the answer may hold, for reserving tokens and spend at admission: the request's output cap (undefined: the model's) and its number of choices. */
-  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number };
-  /** Invokes the provider through `exchange.invoke` and writes the answer; reports usage on `exchange.meter`. */
-  serve(exchange: Exchange<Request>): Promise<void>;
+  /** What the admit stage reserves: the output cap (undefined: the model's) and the number of choices; null for an operation that generates nothing. */
+  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number } | null;
   /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */
   countUsage(request: Request, generated: readonly string[]): Promise<Usage>;
+  /** State the request carries on from earlier ones (the Responses API's conversation), loaded once it is admitted. */
+  prepare?(request: Request, principal: Principal): Promise<Request>;
+  /** What one attempt asks its provider for: the caller's body relayed, or the generation model. Throws to refuse what the upstream cannot honour. */
+  plan(request: Request, target: AttemptTarget): ProviderCall;
+  /** Turns the answer into the caller's wire, written to `sink` by the pipeline's write stage. */
+  answer(request: Request, answer: Answer, context: AnswerContext): Reply;
 }
 
 /** What of the HTTP request a dialect may read besides the body. */
 export interface WireRequest {
-  readonly headers: IncomingHttpHeaders;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly path: string;
   readonly query: URLSearchParams;
 }
 
-/** One admitted request on its way through the invoke stage. */
-export interface Exchange<Request> {
-  readonly request: Request;
-  /** Who is calling: the key and its account (what a dialect that keeps state, such as the Responses API's, keeps it for). */
-  readonly principal: Principal;
+/** The deployment one attempt goes to. */
+export interface AttemptTarget {
+  /** The public model with this deployment's upstream fields. */
   readonly model: CatalogueModel;
   readonly provider: Provider;
-  readonly requestId: string;
-  readonly res: ServerResponse;
-  /** Aborted when the caller goes away. */
-  readonly signal: AbortSignal;
-  readonly invoke: Invoker;
-  readonly meter: Meter;
+}
+
+/** What an attempt asks of its provider. */
+export type ProviderCall =
+  | { readonly kind: 'generate'; readonly subCalls: readonly SubCall[]; readonly stream: boolean }
+  | {
+      readonly kind: 'relay';
+      readonly operation: WireOperation;
+      readonly body: Readonly<Record<string, unknown>>;
+      readonly stream: boolean;
+      /** Caller headers the upstream's own API reads (Anthropic's `anthropic-beta`), passed on as they came. */
+      readonly headers?: Readonly<Record<string, string>>;
+    }
+  /** Sluice answers itself (a token count on an upstream that has none in the caller's wire). */
+  | { readonly kind: 'none' };
+
+type Json = Readonly<Record<string, unknown>>;
+
+/** What the invoke stage brings back, a stream already holding its first content. */
+export type Answer =
+  | { readonly kind: 'generated'; readonly result: GenerationResult }
+  | { readonly kind: 'generating'; readonly parts: AsyncIterable<StreamPart> }
+  | { readonly kind: 'relayed'; readonly body: Json }
+  | { readonly kind: 'relaying'; readonly events: AsyncIterable<Json> }
+  | { readonly kind: 'none' };
+
+/** What a dialect knows of the attempt that answered when it writes. */
+export interface AnswerContext {
+  readonly model: CatalogueModel;
+  readonly provider: Provider;
+  readonly sink: AnswerSink;
+}
+
+/** A reply is written whole or streamed; the pipeline's write stage runs either to its end. */
+export type Reply = WholeReply | StreamReply<StreamPart> | StreamReply<Json>;
+
+/** An answer written at once. */
+export interface WholeReply {
+  readonly kind: 'whole';
+  /** The upstream's usage; null when it reported none (Sluice then counts `generated`). */
+  readonly reported: Usage | null;
+  /** What was generated, for Sluice's own count. */
+  generated(): readonly string[];
+  /** The caller's body and headers, given the usage that stands (`counted`: Sluice's own). */
+  render(usage: Usage, counted: boolean): Promise<Rendered> | Rendered;
+}
+
+export interface Rendered {
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** An answer written item by item as the upstream produces it. */
+export interface StreamReply<Item> {
+  readonly kind: 'stream';
+  /** The upstream's items: stream parts, or the events of a relayed stream. */
+  readonly items: AsyncIterable<Item>;
+  /** Writes one item in the caller's wire; resolves once the caller can take more. */
+  write(item: Item): Promise<void>;
+  /** Whether the caller has had the head. */
+  readonly started: boolean;
+  /** Sends the head (translated streams open at once; relays on their first event). */
+  open?(): Promise<void> | void;
+  /** The head alone, for an upstream that ended before producing anything. */
+  openEmpty(): void;
+  /** The upstream's usage so far; null while it reported none. */
+  readonly reported: Usage | null;
+  generated(): readonly string[];
+  /** A failure the upstream sent as an event and the stream passed on: what the ledger records of it. */
+  readonly upstreamFailure?: GatewayError | undefined;
+  /** The usage that stands (where the dialect reports it at the end) and the end of the stream. */
+  close(usage: Usage): Promise<void>;
+  /** An error after the stream began, framed as the dialect's clients expect one. */
+  fail(error: GatewayError): Promise<void>;
 }
 
 /**
- * A token count in the caller's dialect (Anthropic's `count_tokens`, Gemini's `countTokens`): the
- * same keys, model permissions, admission and ledger as generation, but nothing generated, so
- * nothing reserved and nothing billed.
+ * Where a reply goes: the HTTP layer gives the write stage one per request, so that nothing below it
+ * knows `node:http`.
  */
-export interface CountTokensOperation<Request> {
-  readonly endpoint: Endpoint;
-  /** The ledger's name for the caller's operation. */
-  readonly operation: string;
-  readonly dialect: Dialect;
-  credential(wire: WireRequest): string | undefined;
-  parse(body: unknown, wire: WireRequest): Request;
-  modelOf(request: Request): string;
-  /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
-  modelNamed?(wire: WireRequest): string | undefined;
-  /** Asks the upstream when it counts in the caller's own wire, else counts with Sluice's tokenizer; writes the answer. */
-  serve(exchange: Omit<Exchange<Request>, 'meter'>): Promise<void>;
-}
-
-/** What the meter stage records of a request, filled in as it goes. */
-export interface Meter {
-  usage: Usage | null;
-  /** True when Sluice counted the tokens because the upstream reported none. */
-  tokensCounted: boolean;
-  /** performance.now() when the first byte went to the caller. */
-  firstByteAt: number | null;
-  /** A failure after the answer began (sent as an error event): the status and kind the ledger records, and routing's reading of it. */
-  failure: { readonly status: number; readonly kind: string; readonly upstreamFailure?: UpstreamFailureCondition | undefined } | null;
+export interface AnswerSink {
+  /** Aborted when the caller goes away. */
+  readonly signal: AbortSignal;
+  /** Whether the status line and headers went out. */
+  readonly started: boolean;
+  /** Whether the reply was ended (what a relay sends after its last event is not the caller's). */
+  readonly ended: boolean;
+  setHeader(name: string, value: string): void;
+  head(status: number, headers: Readonly<Record<string, string>>): void;
+  /** Resolves once the caller can take more (the socket drained). */
+  write(chunk: string): Promise<void>;
+  end(chunk?: string): void;
 }

@@ -101,3 +101,8 @@ export interface Provider {
   connections(): ConnectionUse | null;
   close(): Promise<void>;
 }
+
+/** Finds the adapter of a provider; the set changes while the gateway runs. */
+export interface ProviderRegistry {
+  get(id: string): Provider | undefined;
+}

@@ -4,7 +4,6 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
-import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import { DIALECTS, openAIDialect } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
 import type { UsageLedger } from '../usage/ledger.js';
@@ -13,7 +12,9 @@ import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
 import type { Router } from '../routing/router.js';
 import type { Admission } from '../generation/admission.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
-import { countTokensRoute, generationRoute } from './routes/generation.js';
+import { operationRoute } from './routes/generation.js';
+import type { Operation } from '../generation/operation.js';
+import { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
@@ -23,6 +24,7 @@ import { responsesOperation } from '../dialects/openai/responses/operation.js';
 import type { Conversations } from '../dialects/openai/responses/conversation.js';
 import { STORED_RESPONSES_PREFIX, storedResponsesRoute } from './routes/stored-responses.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
+import { type ProviderRegistry } from '../generation/provider.js';
 
 /** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
 export interface GatewayDeps {
@@ -60,22 +62,24 @@ const UNMATCHED_ROUTE = 'unmatched';
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createServer(deps: GatewayDeps): GatewayServer {
+  const pipeline = new Pipeline(deps);
+  const served = <Request>(operation: Operation<Request>) => operationRoute(pipeline, deps.maxBodyBytes, operation);
   const exact = new Map<string, Handler>([
     ['GET /healthz', healthzRoute()],
     ['GET /v1/models', listModelsRoute(deps)],
     ['GET /v1beta/models', listModelsRoute(deps)],
-    ['POST /v1/completions', generationRoute(deps, legacyCompletions)],
-    ['POST /v1/chat/completions', generationRoute(deps, chatCompletions)],
-    ['POST /v1/messages', generationRoute(deps, anthropicMessages)],
-    ['POST /v1/messages/count_tokens', countTokensRoute(deps, anthropicCountTokens)],
-    ['POST /v1/responses', generationRoute(deps, responsesOperation(deps.conversations))],
+    ['POST /v1/completions', served(legacyCompletions)],
+    ['POST /v1/chat/completions', served(chatCompletions)],
+    ['POST /v1/messages', served(anthropicMessages)],
+    ['POST /v1/messages/count_tokens', served(anthropicCountTokens)],
+    ['POST /v1/responses', served(responsesOperation(deps.conversations))],
   ]);
   const storedResponses = storedResponsesRoute(deps);
   // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).
   const modelMethods = new Map<string, Handler>([
-    ['generateContent', generationRoute(deps, geminiGenerateContent)],
-    ['streamGenerateContent', generationRoute(deps, geminiGenerateContent)],
-    ['countTokens', countTokensRoute(deps, geminiCountTokens)],
+    ['generateContent', served(geminiGenerateContent)],
+    ['streamGenerateContent', served(geminiGenerateContent)],
+    ['countTokens', served(geminiCountTokens)],
   ]);
   const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);

@@ -1,12 +1,7 @@
 import type { Logger } from 'pino';
 import type { ProviderVersions } from '../catalogue/live-catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import type { Provider } from '../generation/provider.js';
-
-/** Finds the adapter of a provider; the set changes while the gateway runs. */
-export interface ProviderRegistry {
-  get(id: string): Provider | undefined;
-}
+import type { Provider, ProviderRegistry } from '../generation/provider.js';
 
 /**
  * The provider adapters (each with its connection pool), kept in step with the catalogue's

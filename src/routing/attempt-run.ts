@@ -1,13 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError } from '../core/errors.js';
-import { generateAll, streamAll, type CallTarget, type SubCall } from '../generation/fan-out.js';
-import type { Invoker } from '../generation/invoke.js';
-import type { GenerationResult, StreamPart } from '../generation/model.js';
-import type { Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import { unreadableUpstream } from '../core/upstream-errors.js';
+import { generateAll, streamAll, type CallTarget } from '../generation/fan-out.js';
+import type { Answer, ProviderCall } from '../generation/operation.js';
+import type { Provider, WireOperation } from '../generation/provider.js';
+import { relayFormat } from '../wire/relay-format.js';
 import type { DeploymentHealth } from './deployment-health.js';
-import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from './first-content.js';
-import type { RouteProgress, UpstreamTimer } from './router.js';
+import { holdUntilContent, isContentPart } from './first-content.js';
+import type { RouteOutcome, UpstreamTimer } from './router.js';
 
 /**
  * One attempt's invoker and clock: it calls the deployment's adapter, holds a stream until its
@@ -15,7 +16,7 @@ import type { RouteProgress, UpstreamTimer } from './router.js';
  * passes (every adapter honours the signal; the attempt then fails with the timeout's error rather
  * than the abort's). A class, not closures: it is made once per request on the hot path.
  */
-export class AttemptRun implements Invoker {
+export class AttemptRun {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private timerFires: 'deadline' | 'first_token' = 'deadline';
@@ -36,7 +37,7 @@ export class AttemptRun implements Invoker {
     private readonly provider: Provider,
     private readonly deployment: Deployment,
     private readonly health: DeploymentHealth,
-    private readonly progress: RouteProgress,
+    private readonly progress: RouteOutcome,
     private readonly startedAt: number,
     private readonly deadlineAt: number,
     private readonly asked: CatalogueModel,
@@ -44,7 +45,6 @@ export class AttemptRun implements Invoker {
     private readonly traceHeaders: Readonly<Record<string, string>> | undefined,
     private readonly upstreamTime: UpstreamTimer,
   ) {
-    progress.cancel = this.cancel;
     this.arm(deadlineAt - startedAt, 'deadline');
   }
 
@@ -60,50 +60,47 @@ export class AttemptRun implements Invoker {
     this.accountUpstreamTime();
   }
 
-  async generate(subCalls: readonly SubCall[], target: CallTarget): Promise<GenerationResult> {
+  /** Asks the provider what the operation planned for this attempt; a stream comes back holding its first content. */
+  async call(call: Exclude<ProviderCall, { kind: 'none' }>, requestId: string): Promise<Answer> {
+    const target: CallTarget = { model: this.deployment.model, requestId, signal: this.controller.signal, traceHeaders: this.traceHeaders };
+    if (call.kind === 'relay') return this.relay(call, target);
     this.invoked = true;
-    this.progress.accepted = true;
-    const result = await generateAll(this.provider, subCalls, this.traced(target));
-    this.answer();
-    return result;
-  }
-
-  async stream(subCalls: readonly SubCall[], target: CallTarget): Promise<AsyncIterable<StreamPart>> {
-    this.invoked = true;
+    if (!call.stream) {
+      this.progress.accepted = true;
+      const result = await generateAll(this.provider, call.subCalls, target);
+      this.answer();
+      return { kind: 'generated', result };
+    }
     this.streamed = true;
     this.holdStream();
-    const parts = await streamAll(this.provider, subCalls, this.traced(target));
+    const parts = await streamAll(this.provider, call.subCalls, target);
     this.progress.accepted = true;
     const held = await holdUntilContent(parts, isContentPart);
     this.answer();
-    return held;
+    return { kind: 'generating', parts: held };
   }
 
-  async relay(call: RelayCall): Promise<RelayResponse> {
+  private async relay(call: Extract<ProviderCall, { kind: 'relay' }>, target: CallTarget): Promise<Answer> {
     this.invoked = true;
     this.streamed = call.stream;
     this.relayed = call.operation;
     // The upstream has the prompt once a whole answer is asked for (until it is refused), or once a stream began.
     if (call.stream) this.holdStream();
     else this.progress.accepted = true;
-    const relayed = await this.provider.relay(this.traceHeaders === undefined ? call : { ...call, traceHeaders: this.traceHeaders });
+    const relayed = await this.provider.relay({ ...call, model: target.model, requestId: target.requestId, signal: target.signal, traceHeaders: target.traceHeaders });
+    const providerId = this.deployment.providerId;
+    const format = relayFormat(call.operation);
     if (!relayed.stream) {
+      const problem = format.wholeProblem(relayed.body);
+      if (problem !== undefined) throw unreadableUpstream(providerId, problem);
       this.answer();
-      return relayed;
+      return { kind: 'relayed', body: relayed.body };
     }
     this.progress.accepted = true;
-    const providerId = this.deployment.providerId;
-    const events = await holdUntilContent(
-      relayed.events,
-      (event) => isRelayedContent(call.operation, event),
-      (event) => relayedFailure(call.operation, event, providerId),
-    );
+    const failureIn = format.failureIn;
+    const events = await holdUntilContent(relayed.events, format.isContent, failureIn === undefined ? undefined : (event) => failureIn(event, providerId));
     this.answer();
-    return { stream: true, events };
-  }
-
-  private traced(target: CallTarget): CallTarget {
-    return this.traceHeaders === undefined ? target : { ...target, traceHeaders: this.traceHeaders };
+    return { kind: 'relaying', events };
   }
 
   /** Adds the upstream time since the last account to the request's (read by `Server-Timing` and the overhead metric). */

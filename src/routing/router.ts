@@ -1,57 +1,62 @@
-import type { ServerResponse } from 'node:http';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../core/errors.js';
-import type { Meter } from '../generation/operation.js';
-import type { Provider } from '../generation/provider.js';
-import type { ProviderRegistry } from '../providers/provider-adapters.js';
+import type { Usage } from '../generation/model.js';
+import type { Answer, AttemptTarget, ProviderCall } from '../generation/operation.js';
+import type { ProviderRegistry } from '../generation/provider.js';
 import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
-import type { Invoker } from '../generation/invoke.js';
 import { AttemptRun } from './attempt-run.js';
 import type { AttemptTelemetry, GenerationTelemetry, UpstreamRefusal } from '../telemetry/telemetry.js';
 
-/** What the request's upstream time is added to (the response, whose `Server-Timing` reads it). */
+/** What the request's upstream time is added to (read by `Server-Timing` and the overhead metric). */
 export interface UpstreamTimer {
   upstreamMs: number;
-}
-
-/** What a dialect's attempt is given: one deployment, its adapter, and an invoker that holds a stream until its first content. */
-export interface RoutedAttempt {
-  readonly deployment: Deployment;
-  readonly provider: Provider;
-  readonly invoke: Invoker;
-  readonly signal: AbortSignal;
-  readonly meter: Meter;
 }
 
 /** A request to route. */
 export interface RouteJob {
   readonly model: CatalogueModel;
+  readonly requestId: string;
   /** A fallback model the caller may use for this operation, or undefined to skip it. */
   fallback(id: string): CatalogueModel | undefined;
-  /** Whether the caller has gone away (it then calls the progress's `cancel`). */
-  gone(): boolean;
-  /** Whether anything reached the caller is read from it; `x-sluice-attempts` is set on it; upstream time is added to it. */
-  readonly res: ServerResponse & UpstreamTimer;
+  /** What an attempt asks of its deployment's provider (the operation's plan for it). */
+  plan(target: AttemptTarget): ProviderCall;
+  /** Aborted when the caller goes away: the attempt in flight is cancelled, or the wait before the next. */
+  readonly signal: AbortSignal;
   /** Told of each attempt; gives the trace context each passes upstream. */
   readonly telemetry: GenerationTelemetry;
-  attempt(attempt: RoutedAttempt): Promise<void>;
+  readonly timer: UpstreamTimer;
   /** Sluice's count of the prompt, for an abandoned attempt the upstream had accepted. */
   promptTokens(): Promise<number>;
 }
 
-/** Filled in as the request is routed; read by the meter stage whether it ended well or not. */
-export interface RouteProgress {
-  /** The meter of the latest attempt. */
-  meter: Meter;
-  /** The latest attempt's deployment and public model. */
+/** How the request was routed, for the meter stage: the last attempt's deployment and model, and every attempt ended so far. */
+export interface RouteOutcome {
   deployment: Deployment | undefined;
   served: CatalogueModel | undefined;
   readonly attempts: AttemptLogEntry[];
-  /** Called when the caller goes away: cancels the attempt in flight, or the wait before the next. */
-  cancel: () => void;
   /** Whether the upstream of the latest attempt had the prompt (what a caller who left is billed for). */
   accepted: boolean;
+}
+
+/** Routing's result: an answer (its attempt still open while it is written), or the failure that ended the request. */
+export type Routed =
+  | { readonly ok: true; readonly answer: Answer; readonly target: AttemptTarget; readonly outcome: RouteOutcome; readonly answered: AnsweredAttempt }
+  | { readonly ok: false; readonly error: GatewayError; readonly outcome: RouteOutcome };
+
+/** The attempt that answered: in flight (and counted busy) until its answer is written, then ended with what the write saw. */
+export interface AnsweredAttempt {
+  end(written: AttemptEnd): Promise<void>;
+}
+
+/** How the writing of an answer ended. */
+export interface AttemptEnd {
+  /** What the answer consumed, as metered; null when nothing is known. */
+  readonly usage: Usage | null;
+  /** A failure after the answer began (the caller had it as an error event). */
+  readonly failure: GatewayError | undefined;
+  /** The write failed before its first byte, or the caller left. */
+  readonly thrown: GatewayError | undefined;
 }
 
 export interface DeploymentStatus {
@@ -59,15 +64,6 @@ export interface DeploymentStatus {
   readonly upstream_model: string;
   readonly state: DeploymentState;
   readonly latency_ms: number | null;
-}
-
-function newMeter(): Meter {
-  return { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
-}
-
-/** The progress of a request not yet routed. */
-export function newProgress(): RouteProgress {
-  return { meter: newMeter(), deployment: undefined, served: undefined, attempts: [], cancel: doNothing, accepted: false };
 }
 
 /**
@@ -87,11 +83,6 @@ export class Router {
     private readonly random: () => number = Math.random,
   ) {}
 
-  /** The deployment a single call outside routing (a token count) goes to: the one routing would pick first. */
-  preferred(model: CatalogueModel): Deployment {
-    return this.choose(model, NO_FAILURES, this.now()) ?? model.deployments[0]!;
-  }
-
   deploymentStatus(model: CatalogueModel): DeploymentStatus[] {
     const now = this.now();
     return model.deployments.map((deployment) => {
@@ -101,8 +92,18 @@ export class Router {
     });
   }
 
-  /** Runs attempts until one answers; throws the last failure when none did. */
-  async run(job: RouteJob, progress: RouteProgress): Promise<void> {
+  /** Makes attempts until one answers (its stream holding its first content), or none may follow. */
+  async invoke(job: RouteJob): Promise<Routed> {
+    const outcome: RouteOutcome = { deployment: undefined, served: undefined, attempts: [], accepted: false };
+    try {
+      const answered = await this.run(job, outcome);
+      return { ok: true, answer: answered.answer, target: answered.target, outcome, answered };
+    } catch (thrown) {
+      return { ok: false, error: toGatewayError(thrown), outcome };
+    }
+  }
+
+  private async run(job: RouteJob, outcome: RouteOutcome): Promise<OpenAttempt> {
     const deadlineAt = this.now() + job.model.routing.deadlineMs;
     let failedHere: Set<DeploymentHealth> | undefined;
     let chain: CatalogueModel[] | undefined;
@@ -129,13 +130,12 @@ export class Router {
         }
         if (lastError !== undefined) {
           if (this.now() + waitMs >= deadlineAt) throw lastError;
-          if (waitMs > 0) await sleep(waitMs, progress);
-          if (job.gone()) throw lastError;
-          job.res.setHeader('x-sluice-attempts', String(progress.attempts.length + 1));
+          if (waitMs > 0) await sleep(waitMs, job.signal);
+          if (job.signal.aborted) throw lastError;
         }
-        const failure = await this.attempt(job, model, deployment, progress, deadlineAt);
-        if (failure === undefined) return;
-        if (failure !== 'skipped') lastError = failure;
+        const result = await this.attempt(job, model, deployment, outcome, deadlineAt);
+        if (!(result instanceof GatewayError) && result !== 'skipped') return result;
+        if (result !== 'skipped') lastError = result;
         (failedHere ??= new Set()).add(this.healthOf(deployment));
       }
       chain ??= this.chainOf(job);
@@ -144,63 +144,97 @@ export class Router {
   }
 
   /**
-   * One attempt on one deployment. Returns the failure when another attempt may follow, `skipped`
-   * when this deployment could not take the request before any upstream call (its adapter is gone,
-   * or it cannot honour the request, after another attempt failed); throws when nothing may follow.
+   * One attempt on one deployment. Returns the attempt that answered (still open), the failure
+   * when another attempt may follow, `skipped` when this deployment could not take the request
+   * before any upstream call (its adapter is gone, or it cannot honour the request, after another
+   * attempt failed); throws when nothing may follow.
    */
-  private async attempt(job: RouteJob, model: CatalogueModel, deployment: Deployment, progress: RouteProgress, deadlineAt: number): Promise<GatewayError | 'skipped' | undefined> {
+  private async attempt(job: RouteJob, model: CatalogueModel, deployment: Deployment, outcome: RouteOutcome, deadlineAt: number): Promise<OpenAttempt | GatewayError | 'skipped'> {
     const provider = this.providers.get(deployment.providerId);
     if (provider === undefined) {
-      if (progress.attempts.length > 0) return 'skipped';
+      if (outcome.attempts.length > 0) return 'skipped';
       throw new GatewayError('internal_error', `The provider '${deployment.providerId}' of model \`${model.id}\` is not configured.`);
     }
-    const health = this.healthOf(deployment);
-    const { routing } = deployment;
-    const startedAt = this.now();
-    const meter = newMeter();
-    progress.meter = meter;
-    progress.deployment = deployment;
-    progress.served = model;
-    progress.accepted = false;
-    const observed = job.telemetry.attempt({ deployment, providerKind: provider.kind, origin: provider.origin });
-    const run = new AttemptRun(provider, deployment, health, progress, startedAt, deadlineAt, job.model, this.now, observed.headers, job.res);
-    if (job.gone()) run.cancel();
-    health.begin(startedAt);
+    outcome.deployment = deployment;
+    outcome.served = model;
+    outcome.accepted = false;
+    const target: AttemptTarget = { model: deployment.model, provider };
+    let call: ProviderCall | undefined;
     try {
-      await job.attempt({ deployment, provider, invoke: run, signal: run.signal, meter });
-      const failure = meter.failure;
-      // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
-      if (failure !== null && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, routing);
-      else if (!run.answered) health.settledWithoutVerdict();
-      this.record(progress, model, deployment, startedAt, run, observed, failure?.status ?? 200, failure?.kind ?? null, meter.usage?.input ?? 0, meter.usage?.output ?? 0, undefined);
-      return undefined;
+      call = job.plan(target);
     } catch (thrown) {
-      const error = run.timeout ?? toGatewayError(thrown);
-      const gone = job.gone();
-      // The request's own deadline and the caller's leaving say nothing about the deployment.
-      if (!gone && !run.deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), routing);
-      else health.settledWithoutVerdict();
-      if (!run.invoked && error.upstreamFailure === undefined && progress.attempts.length > 0 && !gone) {
-        observed.skipped(error.kind);
-        return 'skipped';
-      }
-      // A whole answer refused, or whose connection failed, was never worked on (one cut short because the caller left was).
-      if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) progress.accepted = false;
-      // What the dialect measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
-      const consumed = meter.usage?.input ?? (progress.accepted ? await job.promptTokens().catch(() => 0) : 0);
-      this.record(progress, model, deployment, startedAt, run, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, meter.usage?.output ?? 0, refusalOf(error));
-      const retryable = !gone && !job.res.headersSent && error.upstreamFailure !== undefined && routing.retryOn.has(error.upstreamFailure);
-      if (!retryable) throw error;
-      return error;
-    } finally {
+      if (outcome.attempts.length > 0 && !job.signal.aborted) return 'skipped';
+      throw thrown;
+    }
+    // Sluice answers itself: no upstream call, so no attempt.
+    if (call.kind === 'none') return { answer: NO_ANSWER, target, end: () => Promise.resolve() };
+    const health = this.healthOf(deployment);
+    const startedAt = this.now();
+    const observed = job.telemetry.attempt({ deployment, providerKind: provider.kind, origin: provider.origin });
+    const run = new AttemptRun(provider, deployment, health, outcome, startedAt, deadlineAt, job.model, this.now, observed.headers, job.timer);
+    const cancel = run.cancel;
+    if (job.signal.aborted) cancel();
+    else job.signal.addEventListener('abort', cancel, { once: true });
+    health.begin(startedAt);
+    const close = () => {
+      job.signal.removeEventListener('abort', cancel);
       run.finish();
       health.end();
-      progress.cancel = doNothing;
+    };
+    const failed = async (thrown: unknown, usage: Usage | null): Promise<GatewayError> => {
+      const error = run.timeout ?? toGatewayError(thrown);
+      const gone = job.signal.aborted;
+      // The request's own deadline and the caller's leaving say nothing about the deployment.
+      if (!gone && !run.deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), deployment.routing);
+      else health.settledWithoutVerdict();
+      // A whole answer refused, or whose connection failed, was never worked on (one cut short because the caller left was).
+      if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) outcome.accepted = false;
+      // What the write measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
+      const consumed = usage?.input ?? (outcome.accepted ? await job.promptTokens().catch(() => 0) : 0);
+      this.record(outcome, model, deployment, startedAt, run, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, usage?.output ?? 0, refusalOf(error));
+      return error;
+    };
+    let answer: Answer;
+    try {
+      answer = await run.call(call, job.requestId);
+    } catch (thrown) {
+      try {
+        const error = run.timeout ?? toGatewayError(thrown);
+        if (!run.invoked && error.upstreamFailure === undefined && outcome.attempts.length > 0 && !job.signal.aborted) {
+          health.settledWithoutVerdict();
+          observed.skipped(error.kind);
+          return 'skipped';
+        }
+        await failed(error, null);
+        const retryable = !job.signal.aborted && error.upstreamFailure !== undefined && deployment.routing.retryOn.has(error.upstreamFailure);
+        if (!retryable) throw error;
+        return error;
+      } finally {
+        close();
+      }
     }
+    return {
+      answer,
+      target,
+      end: async (written) => {
+        try {
+          if (written.thrown !== undefined) {
+            await failed(written.thrown, written.usage);
+            return;
+          }
+          const failure = written.failure;
+          // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
+          if (failure !== undefined && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, deployment.routing);
+          this.record(outcome, model, deployment, startedAt, run, observed, failure?.status ?? 200, failure?.kind ?? null, written.usage?.input ?? 0, written.usage?.output ?? 0, undefined);
+        } finally {
+          close();
+        }
+      },
+    };
   }
 
   private record(
-    progress: RouteProgress,
+    outcome: RouteOutcome,
     model: CatalogueModel,
     deployment: Deployment,
     startedAt: number,
@@ -213,7 +247,7 @@ export class Router {
     upstreamRefusal: UpstreamRefusal | undefined,
   ): void {
     const latencyMs = this.now() - startedAt;
-    progress.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
+    outcome.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
     observed.end({ relayed: run.relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
   }
 
@@ -345,17 +379,22 @@ function retryAfterMs(value: string | undefined, now: number): number | undefine
 }
 
 /** Waits, or less if the caller goes away meanwhile. */
-function sleep(ms: number, progress: RouteProgress): Promise<void> {
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      progress.cancel = doNothing;
+      signal.removeEventListener('abort', done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    progress.cancel = done;
+    signal.addEventListener('abort', done, { once: true });
   });
 }
 
-const doNothing = (): void => undefined;
+interface OpenAttempt extends AnsweredAttempt {
+  readonly answer: Answer;
+  readonly target: AttemptTarget;
+}
+
+const NO_ANSWER: Answer = { kind: 'none' };
 const NO_FAILURES: ReadonlySet<DeploymentHealth> = new Set();

@@ -4,8 +4,8 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import { generationRequest } from '../generation/model.js';
 import type { Provider } from '../generation/provider.js';
 import { toGatewayError } from '../core/errors.js';
-import type { ProviderRegistry } from '../providers/provider-adapters.js';
 import type { Store } from '../store/store.js';
+import { type ProviderRegistry } from '../generation/provider.js';
 
 const TICK_MS = 500;
 const PROBE_TIMEOUT_MS = 30_000;

@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
+import type { AnswerSink } from '../../generation/operation.js';
 import type { GatewayError } from '../../core/errors.js';
 import { newGenerationId } from '../../generation/fan-out.js';
 import type { Usage } from '../../generation/model.js';
-import { ChunkedWriter, type StreamWriter } from '../answer.js';
+import { ChunkedWriter, type StreamWriter } from '../reply.js';
 import { openAIErrorObject } from './errors.js';
 
 const DONE = 'data: [DONE]\n\n';
@@ -19,14 +19,13 @@ export abstract class OpenAIStreamWriter extends ChunkedWriter implements Stream
   protected usageWritten = false;
 
   constructor(
-    res: ServerResponse,
+    sink: AnswerSink,
     protected readonly publicModel: string,
     protected readonly includeUsage: boolean,
-    signal: AbortSignal,
     private readonly object: string,
     private readonly idPrefix: string,
   ) {
-    super(res, signal);
+    super(sink);
     this.chunkSuffix = includeUsage ? ',"usage":null}\n\n' : '}\n\n';
   }
 

@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
+import type { AnswerSink } from '../../../generation/operation.js';
 import type { GatewayError } from '../../../core/errors.js';
 import { newGenerationId } from '../../../generation/fan-out.js';
 import { usageOf, type ContentPart, type Finish, type GenerationResult, type StreamPart, type Usage } from '../../../generation/model.js';
-import { ChunkedWriter, type StreamWriter } from '../../answer.js';
+import { ChunkedWriter, type StreamWriter } from '../../reply.js';
 import { anthropicErrorObject } from '../dialect.js';
 import { toolArguments } from '../../../wire/json.js';
 
@@ -97,11 +97,10 @@ export class MessagesStreamWriter extends AnthropicEventWriter {
   private finish: Finish = { reason: 'stop', raw: undefined };
 
   constructor(
-    res: ServerResponse,
+    sink: AnswerSink,
     private readonly publicModel: string,
-    signal: AbortSignal,
   ) {
-    super(res, signal);
+    super(sink);
   }
 
   /** `inputTokens`: what message_start reports, before the upstream has said (clients such as LangChain read input usage only there). */
@@ -192,11 +191,10 @@ export class RelayedMessagesWriter extends AnthropicEventWriter {
   private stopped = false;
 
   constructor(
-    res: ServerResponse,
+    sink: AnswerSink,
     private readonly publicModel: string,
-    signal: AbortSignal,
   ) {
-    super(res, signal);
+    super(sink);
   }
 
   async relayed(event: Readonly<Record<string, unknown>>): Promise<void> {

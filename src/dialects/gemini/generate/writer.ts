@@ -1,7 +1,7 @@
-import type { ServerResponse } from 'node:http';
+import type { AnswerSink } from '../../../generation/operation.js';
 import type { GatewayError } from '../../../core/errors.js';
 import type { ContentPart, Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
-import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
+import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../reply.js';
 import { geminiDialect } from '../dialect.js';
 import { sealReasoning, type SealedReasoning } from './thought-signatures.js';
 import { toolArguments } from '../../../wire/json.js';
@@ -164,12 +164,11 @@ export class GeminiStreamWriter extends ChunkedWriter implements StreamWriter {
   private chunks = 0;
 
   constructor(
-    res: ServerResponse,
-    signal: AbortSignal,
+    sink: AnswerSink,
     private readonly sse: boolean,
     protected readonly publicModel: string,
   ) {
-    super(res, signal, sse ? SSE_HEADERS : JSON_ARRAY_HEADERS);
+    super(sink, sse ? SSE_HEADERS : JSON_ARRAY_HEADERS);
   }
 
   openEmpty(): void {
@@ -216,14 +215,13 @@ export class TranslatedStreamWriter extends GeminiStreamWriter {
   private readonly candidates = new Map<number, CandidateStream>();
 
   constructor(
-    res: ServerResponse,
-    signal: AbortSignal,
+    sink: AnswerSink,
     sse: boolean,
     publicModel: string,
     private readonly responseId: string,
     private readonly showThoughts: boolean,
   ) {
-    super(res, signal, sse, publicModel);
+    super(sink, sse, publicModel);
   }
 
   async part(part: StreamPart): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { AnswerSink } from '../../../generation/operation.js';
 import type { Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
 import { OpenAIStreamWriter } from '../streaming.js';
 
@@ -70,8 +70,9 @@ export function chatCompletionBody(id: string, result: GenerationResult, publicM
 export class ChatStreamWriter extends OpenAIStreamWriter {
   private readonly roleSent = new Set<number>();
 
-  constructor(res: ServerResponse, publicModel: string, includeUsage: boolean, signal: AbortSignal) {
-    super(res, publicModel, includeUsage, signal, 'chat.completion.chunk', 'chatcmpl-');
+  constructor(sink: AnswerSink,
+    publicModel: string, includeUsage: boolean) {
+    super(sink, publicModel, includeUsage, 'chat.completion.chunk', 'chatcmpl-');
   }
 
   /** Writes one part as the chunk OpenAI would send for it. */

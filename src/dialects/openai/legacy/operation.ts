@@ -1,21 +1,21 @@
-import { performance } from 'node:perf_hooks';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
+import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { checkSupported, MAX_CALLS_PER_REQUEST, unsupported } from '../../../generation/capabilities.js';
 import { newGenerationId, splitChoices, type SubCall } from '../../../generation/fan-out.js';
-import { generationRequest, textOf, type Finish, type GenerationRequest, type Usage } from '../../../generation/model.js';
-import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
+import { generationRequest, textOf, type Finish, type GenerationRequest, type GenerationResult, type StreamPart } from '../../../generation/model.js';
+import type { Operation } from '../../../generation/operation.js';
 import type { Capabilities } from '../../../generation/provider.js';
-import { unreadableUpstream } from '../../../core/upstream-errors.js';
 import { countUsage } from '../../../generation/token-counter.js';
-import { openAIDialect } from '../dialect.js';
-import { meterUsage, runStream, sendWhole } from '../../answer.js';
+import { isObject } from '../../../wire/json.js';
+import { CompletionReading } from '../../../wire/openai/reading.js';
+import { usageFromOpenAI } from '../../../wire/openai/usage.js';
+import type { EventReading } from '../../../wire/relay-format.js';
+import { relayedStream, rendered, translatedStream, wholeReply } from '../../reply.js';
 import type { Completion, CompletionChoice, CompletionRequest, FinishReason, LegacyLogprobs } from './completion.js';
 import { LegacyLogprobsBuilder } from './logprobs.js';
 import { parseCompletionRequest } from './request.js';
 import { openAICompletionBody, OpenAICompletionStreamWriter } from './writer.js';
-import { isObject } from '../../../wire/json.js';
-import { usageFromOpenAI } from '../../../wire/openai/usage.js';
 
 /** OpenAI's legacy completion parameters; anything else in a body is an extension. */
 const LEGACY_PARAMETERS: ReadonlySet<string> = new Set([
@@ -31,9 +31,9 @@ const DEFAULT_MAX_TOKENS = 16;
  * relayed; any other gets one chat turn per prompt through the generation model, with the legacy
  * features (several prompts, echo, legacy log-probabilities) done here.
  */
-export const legacyCompletions: GenerationOperation<CompletionRequest> = {
+export const legacyCompletions: Operation<CompletionRequest> = {
   endpoint: 'completions',
-  dialect: openAIDialect,
+  dialect: 'openai',
   operation: 'completions',
   credential: (wire) => bearerToken(wire.headers),
   parse: parseCompletionRequest,
@@ -41,11 +41,37 @@ export const legacyCompletions: GenerationOperation<CompletionRequest> = {
   isStream: (request) => request.stream,
   outputBound: (request) => ({ maxTokens: request.maxTokens ?? DEFAULT_MAX_TOKENS, choices: Math.max(request.n, request.bestOf ?? 1) }),
   countUsage: (request, generated) => countUsage(promptsOf(request), generated),
-  async serve(exchange) {
-    const { provider, model, request } = exchange;
-    if (provider.relays('openai.completions', model)) return request.stream ? relayStream(exchange) : relayWhole(exchange);
-    const subCalls = translate(request, model, provider.capabilities(model));
-    return request.stream ? translatedStream(exchange, subCalls) : translatedWhole(exchange, subCalls);
+  plan(request, { model, provider }) {
+    if (provider.relays('openai.completions', model)) return { kind: 'relay', operation: 'openai.completions', body: request.body, stream: request.stream };
+    return { kind: 'generate', subCalls: translate(request, model, provider.capabilities(model)), stream: request.stream };
+  },
+  answer(request, answer, { provider, sink }) {
+    switch (answer.kind) {
+      case 'relayed': {
+        const body = answer.body;
+        const choices = (body.choices as unknown[]).map((choice) => relayedChoice(provider.id, choice));
+        const completion: Completion = {
+          id: typeof body.id === 'string' ? body.id : '',
+          created: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000),
+          choices,
+          extra: body,
+        };
+        return wholeReply(usageFromOpenAI(body.usage), () => generatedTexts(request, choices.map((c) => c.text), request.echo), (usage) => rendered(openAICompletionBody(completion, request.model, usage)));
+      }
+      case 'relaying': {
+        const writer = new OpenAICompletionStreamWriter(sink, request.model, request.includeUsage);
+        return relayedStream(answer.events, writer, new EchoAwareReading(request, new CompletionReading(provider.id)), async (chunk) => {
+          if (!writer.hasStarted) writer.open(typeof chunk.id === 'string' ? chunk.id : '', typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000));
+          for (const raw of chunk.choices as unknown[]) await writer.choice(relayedChoice(provider.id, raw));
+        });
+      }
+      case 'generated':
+        return translatedWhole(request, answer.result);
+      case 'generating':
+        return translatedCompletionStream(request, answer.parts, new OpenAICompletionStreamWriter(sink, request.model, request.includeUsage));
+      case 'none':
+        throw new Error('a completion always calls its upstream');
+    }
   },
 };
 
@@ -65,20 +91,24 @@ function generatedTexts(request: CompletionRequest, texts: readonly (string | un
   return out;
 }
 
-async function relayWhole(x: Exchange<CompletionRequest>): Promise<void> {
-  const relayed = await x.invoke.relay({ operation: 'openai.completions', body: x.request.body, stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
-  if (relayed.stream) throw new Error('a whole relay answered with a stream');
-  const body = relayed.body;
-  if (!Array.isArray(body.choices)) throw unreadableUpstream(x.provider.id, 'an answer without choices');
-  const choices = body.choices.map((choice) => relayedChoice(x.provider.id, choice));
-  const usage = await meterUsage(x, usageFromOpenAI(body.usage), () => countUsage(promptsOf(x.request), generatedTexts(x.request, choices.map((c) => c.text), x.request.echo)));
-  const completion: Completion = {
-    id: typeof body.id === 'string' ? body.id : '',
-    created: typeof body.created === 'number' ? body.created : Math.floor(Date.now() / 1000),
-    choices,
-    extra: body,
-  };
-  sendWhole(x, openAICompletionBody(completion, x.request.model, usage));
+/** A relayed stream's reading, its echoed prompts left out of what was generated. */
+class EchoAwareReading implements EventReading {
+  constructor(
+    private readonly request: CompletionRequest,
+    private readonly reading: CompletionReading,
+  ) {}
+
+  get reported() {
+    return this.reading.reported;
+  }
+
+  see(event: Readonly<Record<string, unknown>>): void {
+    this.reading.see(event);
+  }
+
+  generated(): readonly string[] {
+    return generatedTexts(this.request, this.reading.byChoice(), this.request.echo);
+  }
 }
 
 function relayedChoice(providerId: string, raw: unknown): CompletionChoice {
@@ -90,37 +120,6 @@ function relayedChoice(providerId: string, raw: unknown): CompletionChoice {
     finishReason: typeof raw.finish_reason === 'string' ? raw.finish_reason : null,
     extra: raw,
   };
-}
-
-async function relayStream(x: Exchange<CompletionRequest>): Promise<void> {
-  const { request } = x;
-  const relayed = await x.invoke.relay({ operation: 'openai.completions', body: request.body, stream: true, model: x.model, requestId: x.requestId, signal: x.signal });
-  if (!relayed.stream) throw new Error('a streamed relay answered whole');
-  const writer = new OpenAICompletionStreamWriter(x.res, request.model, request.includeUsage, x.signal);
-  const texts: string[] = [];
-  let usage: Usage | null = null;
-  await runStream(x, writer, async () => {
-    for await (const chunk of relayed.events) {
-      if (!Array.isArray(chunk.choices)) throw unreadableUpstream(x.provider.id, 'a stream event without choices');
-      if (!writer.hasStarted) {
-        writer.open(typeof chunk.id === 'string' ? chunk.id : '', typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000));
-        x.meter.firstByteAt ??= performance.now();
-      }
-      for (const raw of chunk.choices) {
-        const choice = relayedChoice(x.provider.id, raw);
-        texts[choice.index] = (texts[choice.index] ?? '') + choice.text;
-        await writer.choice(choice);
-      }
-      // The last figures count: vLLM's continuous stats put running totals on every chunk.
-      usage = usageFromOpenAI(chunk.usage) ?? usage;
-    }
-    return usage;
-  }, delivered(request, texts, request.echo));
-}
-
-/** Sluice's count of a stream so far, an echoed prompt left out of the output. */
-function delivered(request: CompletionRequest, texts: readonly (string | undefined)[], echoed: boolean): () => Promise<Usage> {
-  return () => countUsage(promptsOf(request), generatedTexts(request, texts, echoed));
 }
 
 /**
@@ -169,9 +168,8 @@ function legacyFinish(finish: Finish): FinishReason {
   return finish.reason === 'length' || finish.reason === 'content_filter' ? finish.reason : 'stop';
 }
 
-async function translatedWhole(x: Exchange<CompletionRequest>, subCalls: readonly SubCall[]): Promise<void> {
-  const { request } = x;
-  const result = await x.invoke.generate(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
+
+function translatedWhole(request: CompletionRequest, result: GenerationResult) {
   const prompts = promptsOf(request) as string[];
   const choices: CompletionChoice[] = result.choices.map((choice) => {
     const prompt = prompts[Math.floor(choice.index / request.n)]!;
@@ -183,17 +181,13 @@ async function translatedWhole(x: Exchange<CompletionRequest>, subCalls: readonl
       finishReason: legacyFinish(choice.finish),
     };
   });
-  const usage = await meterUsage(x, result.usage, () => countUsage(prompts, generatedTexts(request, choices.map((c) => c.text), request.echo)));
   const completion: Completion = { id: newGenerationId('cmpl-'), created: Math.floor(Date.now() / 1000), choices };
-  sendWhole(x, openAICompletionBody(completion, request.model, usage));
+  return wholeReply(result.usage, () => generatedTexts(request, choices.map((c) => c.text), request.echo), (usage) => rendered(openAICompletionBody(completion, request.model, usage)));
 }
 
-async function translatedStream(x: Exchange<CompletionRequest>, subCalls: readonly SubCall[]): Promise<void> {
-  const { request } = x;
-  const parts = await x.invoke.stream(subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
-  const writer = new OpenAICompletionStreamWriter(x.res, request.model, request.includeUsage, x.signal);
+/** Each prompt echoed first where asked, then the parts as legacy choices with legacy log-probabilities. */
+function translatedCompletionStream(request: CompletionRequest, parts: AsyncIterable<StreamPart>, writer: OpenAICompletionStreamWriter) {
   const prompts = promptsOf(request) as string[];
-  const texts: string[] = [];
   const builders = new Map<number, LegacyLogprobsBuilder>();
   const logprobsOf = (choice: number, tokens: Parameters<LegacyLogprobsBuilder['add']>[0] | undefined): LegacyLogprobs | null => {
     if (request.logprobs === null) return null;
@@ -201,27 +195,19 @@ async function translatedStream(x: Exchange<CompletionRequest>, subCalls: readon
     if (builder === undefined) builders.set(choice, (builder = new LegacyLogprobsBuilder(request.logprobs)));
     return builder.add(tokens ?? []);
   };
-  await runStream(x, writer, async () => {
+  const open = async () => {
     writer.open(newGenerationId('cmpl-'), Math.floor(Date.now() / 1000));
-    x.meter.firstByteAt = performance.now();
-    if (request.echo) {
-      for (let choice = 0; choice < prompts.length * request.n; choice++) {
-        await writer.choice({ index: choice, text: prompts[Math.floor(choice / request.n)]!, logprobs: null, finishReason: null });
-      }
+    if (!request.echo) return;
+    for (let choice = 0; choice < prompts.length * request.n; choice++) {
+      await writer.choice({ index: choice, text: prompts[Math.floor(choice / request.n)]!, logprobs: null, finishReason: null });
     }
-    let usage: Usage | null = null;
-    for await (const part of parts) {
-      if (part.type === 'text') {
-        texts[part.choice] = (texts[part.choice] ?? '') + part.text;
-        if (part.text === '' && part.logprobs === undefined) continue;
-        await writer.choice({ index: part.choice, text: part.text, logprobs: logprobsOf(part.choice, part.logprobs), finishReason: null });
-      } else if (part.type === 'finish') {
-        await writer.choice({ index: part.choice, text: '', logprobs: request.logprobs === null ? null : logprobsOf(part.choice, []), finishReason: legacyFinish(part.finish) });
-      } else if (part.type === 'usage') {
-        usage = part.usage;
-      }
+  };
+  return translatedStream(parts, writer, open, async (part) => {
+    if (part.type === 'text') {
+      if (part.text === '' && part.logprobs === undefined) return;
+      await writer.choice({ index: part.choice, text: part.text, logprobs: logprobsOf(part.choice, part.logprobs), finishReason: null });
+    } else if (part.type === 'finish') {
+      await writer.choice({ index: part.choice, text: '', logprobs: request.logprobs === null ? null : logprobsOf(part.choice, []), finishReason: legacyFinish(part.finish) });
     }
-    return usage;
-  }, delivered(request, texts, false));
+  });
 }
-

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { AnswerSink } from '../../../generation/operation.js';
 import type { Usage } from '../../../generation/model.js';
 import { OpenAIStreamWriter } from '../streaming.js';
 import type { Completion, CompletionChoice } from './completion.js';
@@ -37,8 +37,9 @@ export function openAICompletionBody(completion: Completion, publicModel: string
 
 /** A completion stream: each chunk a whole `text_completion` object. */
 export class OpenAICompletionStreamWriter extends OpenAIStreamWriter {
-  constructor(res: ServerResponse, publicModel: string, includeUsage: boolean, signal: AbortSignal) {
-    super(res, publicModel, includeUsage, signal, 'text_completion', 'cmpl-');
+  constructor(sink: AnswerSink,
+    publicModel: string, includeUsage: boolean) {
+    super(sink, publicModel, includeUsage, 'text_completion', 'cmpl-');
   }
 
   async choice(choice: CompletionChoice): Promise<void> {

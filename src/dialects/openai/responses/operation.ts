@@ -1,19 +1,16 @@
-import { performance } from 'node:perf_hooks';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import { checkSupported, type ModelledField } from '../../../generation/capabilities.js';
-import { splitChoices, type SubCall } from '../../../generation/fan-out.js';
+import { splitChoices } from '../../../generation/fan-out.js';
 import { textOf, type Usage } from '../../../generation/model.js';
-import type { Exchange, GenerationOperation } from '../../../generation/operation.js';
-import { unreadableUpstream } from '../../../core/upstream-errors.js';
+import type { Operation } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
-import { meterUsage, runStream, sendWhole } from '../../answer.js';
-import { openAIDialect } from '../dialect.js';
+import { ResponsesReading } from '../../../wire/openai/reading.js';
+import { usageFromResponses } from '../../../wire/openai/usage.js';
+import { relayedStream, rendered, translatedStream, wholeReply } from '../../reply.js';
 import type { Conversations, Turn } from './conversation.js';
 import { isSluiceReasoning } from './reasoning.js';
 import { inputTexts, itemType, parseResponsesRequest, toGenerationRequest, type Item, type ResponsesRequest } from './request.js';
 import { newResponseHead, RelayedResponsesWriter, ResponsesStreamWriter, translatedResponse } from './writer.js';
-import { isObject } from '../../../wire/json.js';
-import { usageFromResponses } from '../../../wire/openai/usage.js';
 
 type Json = Record<string, unknown>;
 
@@ -21,81 +18,93 @@ type Json = Record<string, unknown>;
 const PARAMS: Partial<Record<ModelledField, string>> = { response_format: 'text.format', logprobs: 'top_logprobs' };
 const responsesParam = (field: ModelledField) => PARAMS[field] ?? field;
 
+/** A request with the conversation it continues, once admitted. */
+export interface ContinuedRequest extends ResponsesRequest {
+  readonly turn?: Turn;
+  /** Stores the response for the caller's account, when the request asked for it to be kept. */
+  readonly keep?: (response: Json, usage: Usage | null) => Promise<void>;
+}
+
 /**
  * `POST /v1/responses`, on every model whose endpoints include `chat` or `responses`. A model of an
  * `openai` provider with `upstream_api: responses` gets the caller's body relayed to the provider's
  * own `/responses`; any other upstream the generation model. Either way Sluice keeps the
  * conversation (see conversation.ts): `previous_response_id` and `item_reference`s are resolved
- * here, and a native upstream is sent the whole conversation with `store: false`, so that a
- * conversation can move between upstreams and replicas.
+ * once the request is admitted, and a native upstream is sent the whole conversation with
+ * `store: false`, so that a conversation can move between upstreams and replicas.
  */
-export function responsesOperation(conversations: Conversations): GenerationOperation<ResponsesRequest> {
+export function responsesOperation(conversations: Conversations): Operation<ContinuedRequest> {
   return {
     endpoint: ['responses', 'chat'],
     operation: 'responses',
-    dialect: openAIDialect,
+    dialect: 'openai',
     credential: (wire) => bearerToken(wire.headers),
     parse: (body) => parseResponsesRequest(body),
     modelOf: (request) => request.model,
     isStream: (request) => request.stream,
     outputBound: (request) => ({ maxTokens: request.body.max_output_tokens ?? undefined, choices: 1 }),
-    countUsage: (request, generated) => countUsage(inputTexts(request.body.instructions, request.input), generated),
-    async serve(x) {
-      const turn = await conversations.resolve(x.principal, x.request.previousResponseId, x.request.input);
-      const keep = (response: Json, usage: Usage | null) =>
-        x.request.store ? conversations.keep(x.principal, x.request.previousResponseId, turn.input, response, usage) : Promise.resolve();
-      if (x.provider.relays('openai.responses', x.model)) return x.request.stream ? relayStream(x, turn, keep) : relayWhole(x, turn, keep);
-      const items = [...turn.history, ...turn.input];
-      const { request: generation, droppedTools } = toGenerationRequest(x.request, items, x.model, x.provider.kind);
-      const caps = x.provider.capabilities(x.model);
-      checkSupported(generation, x.model, caps, responsesParam);
-      const headers: Record<string, string> = droppedTools.length > 0 ? { 'x-sluice-dropped-tools': droppedTools.join(', ') } : {};
-      const subCalls = splitChoices(generation, caps.maxChoicesPerCall);
-      const translated: Translated = { subCalls, texts: inputTexts(x.request.body.instructions, items), headers, keep };
-      return x.request.stream ? translatedStream(x, translated) : translatedWhole(x, translated);
+    // Once the conversation is known, all of it was the upstream's input.
+    countUsage: (request, generated) => countUsage(inputTexts(request.body.instructions, conversationItems(request)), generated),
+    async prepare(request, principal) {
+      const turn = await conversations.resolve(principal, request.previousResponseId, request.input);
+      const keep = request.store ? (response: Json, usage: Usage | null) => conversations.keep(principal, request.previousResponseId, turn.input, response, usage) : undefined;
+      return { ...request, turn, keep };
+    },
+    plan(request, { model, provider }) {
+      if (provider.relays('openai.responses', model)) return { kind: 'relay', operation: 'openai.responses', body: nativeBody(request, request.turn!), stream: request.stream };
+      const { request: generation } = translation(request, model, provider.kind);
+      const caps = provider.capabilities(model);
+      checkSupported(generation, model, caps, responsesParam);
+      return { kind: 'generate', subCalls: splitChoices(generation, caps.maxChoicesPerCall), stream: request.stream };
+    },
+    answer(request, answer, { model, provider, sink }) {
+      const keep = request.keep ?? (() => Promise.resolve());
+      switch (answer.kind) {
+        case 'relayed': {
+          const response = rewriter(request)(answer.body);
+          return wholeReply(usageFromResponses(answer.body.usage), () => outputTexts(response), async (usage) => {
+            await keep(response, usage);
+            return rendered(JSON.stringify(response));
+          });
+        }
+        case 'relaying': {
+          const writer = new RelayedResponsesWriter(sink, rewriter(request), (response) => keep(response, usageFromResponses(response.usage)));
+          return relayedStream(answer.events, writer, new ResponsesReading(), (event) => writer.relayed(event));
+        }
+        case 'generated': {
+          const choice = answer.result.choices[0];
+          const content = choice?.content ?? [];
+          const headers = droppedToolsHeaders(request, model, provider.kind);
+          return wholeReply(answer.result.usage, () => [textOf(content)], async (usage) => {
+            const response = translatedResponse(newResponseHead(request.body), content, choice?.finish ?? { reason: 'stop', raw: undefined }, usage, provider.kind);
+            await keep(response, usage);
+            return rendered(JSON.stringify(response), { 'content-type': 'application/json', ...headers });
+          });
+        }
+        case 'generating': {
+          const writer = new ResponsesStreamWriter(sink, newResponseHead(request.body), provider.kind, droppedToolsHeaders(request, model, provider.kind), keep);
+          return translatedStream(answer.parts, writer, () => writer.begin(), (part) => writer.part(part));
+        }
+        case 'none':
+          throw new Error('a response always calls its upstream');
+      }
     },
   };
 }
 
-interface Translated {
-  readonly subCalls: readonly SubCall[];
-  /** Every input text of the conversation, for Sluice's own count. */
-  readonly texts: readonly string[];
-  readonly headers: Readonly<Record<string, string>>;
-  readonly keep: (response: Json, usage: Usage | null) => Promise<void>;
+/** The earlier turns and this one's input, once resolved; the request's own input before. */
+function conversationItems(request: ContinuedRequest): readonly Item[] {
+  return request.turn === undefined ? request.input : [...request.turn.history, ...request.turn.input];
 }
 
-async function translatedWhole(x: Exchange<ResponsesRequest>, t: Translated): Promise<void> {
-  const result = await x.invoke.generate(t.subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
-  const choice = result.choices[0];
-  const content = choice?.content ?? [];
-  const usage = await meterUsage(x, result.usage, () => countUsage(t.texts, [textOf(content)]));
-  const response = translatedResponse(newResponseHead(x.request.body), content, choice?.finish ?? { reason: 'stop', raw: undefined }, usage, x.provider.kind);
-  await t.keep(response, usage);
-  sendWhole(x, JSON.stringify(response), { 'content-type': 'application/json', ...t.headers });
+/** The conversation in the generation model, and the hosted tools an upstream without them drops. */
+function translation(request: ContinuedRequest, model: Parameters<typeof toGenerationRequest>[2], providerKind: string) {
+  return toGenerationRequest(request, conversationItems(request), model, providerKind);
 }
 
-async function translatedStream(x: Exchange<ResponsesRequest>, t: Translated): Promise<void> {
-  const parts = await x.invoke.stream(t.subCalls, { model: x.model, requestId: x.requestId, signal: x.signal });
-  const writer = new ResponsesStreamWriter(x.res, x.signal, newResponseHead(x.request.body), x.provider.kind, t.headers, (response) => t.keep(response, x.meter.usage));
-  let text = '';
-  await runStream(
-    x,
-    writer,
-    async () => {
-      await writer.begin();
-      x.meter.firstByteAt = performance.now();
-      let usage: Usage | null = null;
-      for await (const part of parts) {
-        if (part.type === 'usage') usage = part.usage;
-        else if ((part.type === 'text' || part.type === 'reasoning') && part.choice === 0) text += part.text;
-        else if (part.type === 'tool_call_delta' && part.choice === 0) text += part.arguments;
-        await writer.part(part);
-      }
-      return usage;
-    },
-    () => countUsage(t.texts, [text]),
-  );
+function droppedToolsHeaders(request: ContinuedRequest, model: Parameters<typeof toGenerationRequest>[2], providerKind: string): Readonly<Record<string, string>> {
+  const { droppedTools } = translation(request, model, providerKind);
+  return droppedTools.length > 0 ? { 'x-sluice-dropped-tools': droppedTools.join(', ') } : {};
 }
 
 /**
@@ -134,39 +143,3 @@ function outputTexts(response: Json): string[] {
   return Array.isArray(response.output) ? inputTexts(undefined, response.output as Item[]) : [];
 }
 
-async function relayWhole(x: Exchange<ResponsesRequest>, turn: Turn, keep: Translated['keep']): Promise<void> {
-  const body = nativeBody(x.request, turn);
-  const relayed = await x.invoke.relay({ operation: 'openai.responses', body, stream: false, model: x.model, requestId: x.requestId, signal: x.signal });
-  if (relayed.stream) throw new Error('a whole relay answered with a stream');
-  if (!Array.isArray(relayed.body.output)) throw unreadableUpstream(x.provider.id, 'a response without output');
-  const response = rewriter(x.request)(relayed.body);
-  const usage = await meterUsage(x, usageFromResponses(relayed.body.usage), () => countUsage(inputTexts(x.request.body.instructions, [...turn.history, ...turn.input]), outputTexts(response)));
-  await keep(response, usage);
-  sendWhole(x, JSON.stringify(response));
-}
-
-async function relayStream(x: Exchange<ResponsesRequest>, turn: Turn, keep: Translated['keep']): Promise<void> {
-  const body = nativeBody(x.request, turn);
-  const relayed = await x.invoke.relay({ operation: 'openai.responses', body, stream: true, model: x.model, requestId: x.requestId, signal: x.signal });
-  if (!relayed.stream) throw new Error('a streamed relay answered whole');
-  let usage: Usage | null = null;
-  const writer = new RelayedResponsesWriter(x.res, x.signal, rewriter(x.request), (response) => keep(response, usageFromResponses(response.usage)));
-  let text = '';
-  await runStream(
-    x,
-    writer,
-    async () => {
-      for await (const event of relayed.events) {
-        if (!writer.hasStarted) x.meter.firstByteAt = performance.now();
-        const type = event.type;
-        if (typeof event.delta === 'string') text += event.delta;
-        if (isObject(event.response)) usage = usageFromResponses(event.response.usage) ?? usage;
-        // The upstream's own failure, passed on as it framed it; the ledger records it as the upstream's.
-        if (type === 'response.failed' || type === 'error') x.meter.failure ??= { status: 502, kind: 'upstream_error', upstreamFailure: 502 };
-        await writer.relayed(event);
-      }
-      return usage;
-    },
-    () => countUsage(inputTexts(x.request.body.instructions, [...turn.history, ...turn.input]), [text]),
-  );
-}

@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
+import type { AnswerSink } from '../../../generation/operation.js';
 import type { GatewayError } from '../../../core/errors.js';
 import { newGenerationId } from '../../../generation/fan-out.js';
 import type { ContentPart, Finish, StreamPart, Usage } from '../../../generation/model.js';
-import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../answer.js';
+import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../reply.js';
 import { openAIErrorObject } from '../errors.js';
 import { sealReasoning } from './reasoning.js';
 import type { Item, ResponsesBody } from './request.js';
@@ -122,8 +122,8 @@ export function translatedResponse(head: ResponseHead, content: readonly Content
 abstract class ResponsesEventWriter extends ChunkedWriter implements StreamWriter {
   protected sequence = 0;
 
-  constructor(res: ServerResponse, signal: AbortSignal, extraHeaders: Readonly<Record<string, string>>) {
-    super(res, signal, { ...SSE_HEADERS, ...extraHeaders });
+  constructor(sink: AnswerSink, extraHeaders: Readonly<Record<string, string>>) {
+    super(sink, { ...SSE_HEADERS, ...extraHeaders });
   }
 
   protected async event(type: string, data: Json): Promise<void> {
@@ -168,14 +168,13 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
   private finish: Finish = { reason: 'stop', raw: undefined };
 
   constructor(
-    res: ServerResponse,
-    signal: AbortSignal,
+    sink: AnswerSink,
     private readonly head: ResponseHead,
     private readonly providerKind: string,
     extraHeaders: Readonly<Record<string, string>>,
-    private readonly complete: (response: Json) => Promise<void>,
+    private readonly complete: (response: Json, usage: Usage) => Promise<void>,
   ) {
-    super(res, signal, extraHeaders);
+    super(sink, extraHeaders);
   }
 
   async begin(): Promise<void> {
@@ -256,7 +255,7 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
     await this.closeOpen();
     for (const index of [...this.calls.keys()]) await this.closeCall(index);
     const response = this.final(usage);
-    await this.complete(response);
+    await this.complete(response, usage);
     await this.event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response });
     this.endWith('');
   }
@@ -320,17 +319,16 @@ export class RelayedResponsesWriter extends ResponsesEventWriter {
   private ended = false;
 
   constructor(
-    res: ServerResponse,
-    signal: AbortSignal,
+    sink: AnswerSink,
     private readonly rewrite: (response: Json) => Json,
     private readonly complete: (response: Json) => Promise<void>,
   ) {
-    super(res, signal, {});
+    super(sink, {});
   }
 
   async relayed(event: Json): Promise<void> {
     // The caller's answer ended with its last event; what the upstream sends after it is not the caller's.
-    if (this.res.writableEnded) return;
+    if (this.sink.ended) return;
     this.start();
     if (typeof event.sequence_number === 'number') this.sequence = event.sequence_number + 1;
     const type = String(event.type);

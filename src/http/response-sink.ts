@@ -1,0 +1,54 @@
+import { once } from 'node:events';
+import type { TimedResponse } from './timed-response.js';
+
+/**
+ * The pipeline's sink over one HTTP response: the only place where a reply meets `node:http`. Its
+ * signal aborts when the caller goes away before the response finished.
+ */
+export class ResponseSink {
+  private readonly controller = new AbortController();
+
+  constructor(private readonly res: TimedResponse) {
+    res.once('close', this.onClose);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get started(): boolean {
+    return this.res.headersSent;
+  }
+
+  get ended(): boolean {
+    return this.res.writableEnded;
+  }
+
+  setHeader(name: string, value: string): void {
+    this.res.setHeader(name, value);
+  }
+
+  head(status: number, headers: Readonly<Record<string, string>>): void {
+    this.res.writeHead(status, headers);
+  }
+
+  async write(chunk: string): Promise<void> {
+    if (this.res.destroyed) return;
+    if (!this.res.write(chunk)) await once(this.res, 'drain', { signal: this.controller.signal });
+  }
+
+  end(chunk?: string): void {
+    if (this.res.writableEnded) return;
+    if (chunk === undefined) this.res.end();
+    else this.res.end(chunk);
+  }
+
+  /** Stops listening once the pipeline is done with the response. */
+  release(): void {
+    this.res.off('close', this.onClose);
+  }
+
+  private readonly onClose = (): void => {
+    if (!this.res.writableFinished) this.controller.abort();
+  };
+}
