@@ -1,14 +1,14 @@
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { SecretHasher, maskSecret } from './auth/key-secret.js';
-import type { ChangeFeed } from './changes/change-feed.js';
-import type { PortSharing } from './wiring/gateway.js';
-import { serve } from './wiring/serve.js';
-import { DEFAULT_CONFIG_FILE, envSetting, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from './core/settings.js';
-import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from './core/key-limits.js';
-import type { KeyRecord, KeyStatus, Store, UsageFigures } from './store/store.js';
-import { UserError } from './core/user-error.js';
+import { SecretHasher, maskSecret } from '../auth/key-secret.js';
+import type { ChangeFeed } from '../changes/change-feed.js';
+import type { PortSharing } from '../wiring/gateway.js';
+import { serve } from '../wiring/serve.js';
+import { DEFAULT_CONFIG_FILE, envSetting, parseListen, resolveRedis, resolveSettings, type RedisSettings, type Settings } from '../core/settings.js';
+import { BUDGET_PERIODS, describeLimits, limitsSchema, type Limits } from '../core/key-limits.js';
+import type { KeyRecord, KeyStatus, Store, UsageFigures } from '../store/store.js';
+import { UserError } from '../core/user-error.js';
 
 // The store, the configuration and the services load inside the commands that use them: a
 // cluster primary (which only supervises) and each short command then load no more than they need.
@@ -114,10 +114,10 @@ function consoleBase(url: string): string {
 async function withStore<T>(flags: StoreFlags & { config?: string }, work: (store: Store, hasher: SecretHasher, settings: Settings) => Promise<T>, redis?: RedisSettings): Promise<T> {
   const settings = resolveSettings(flags);
   const hasher = SecretHasher.forDataDir(settings.dataDir);
-  const { openStore, storeLocation } = await import('./store/open-store.js');
+  const { openStore, storeLocation } = await import('../store/open-store.js');
   let changes: ChangeFeed | undefined;
   if (redis?.redisUrl !== undefined) {
-    const [{ openChangeFeed }, { createLogger }] = await Promise.all([import('./changes/open-change-feed.js'), import('./core/log.js')]);
+    const [{ openChangeFeed }, { createLogger }] = await Promise.all([import('../changes/open-change-feed.js'), import('../core/log.js')]);
     changes = await openChangeFeed({ ...redis, logger: createLogger(envSetting('SLUICE_LOG_LEVEL') ?? 'warn') });
   }
   try {
@@ -176,8 +176,8 @@ interface UsageFlags {
 
 /** `sluice usage`: its flags checked before the store is opened, each mistake one line naming the flag. */
 async function usageCommand(opts: UsageFlags & StoreFlags): Promise<void> {
-  const { addFigures, GROUPINGS, isoDay, parseIsoDay, usageRecord, ZERO } = await import('./usage/usage-report.js');
-  const { dayOf } = await import('./store/sql-status.js');
+  const { addFigures, GROUPINGS, isoDay, parseIsoDay, usageRecord, ZERO } = await import('../usage/usage-report.js');
+  const { dayOf } = await import('../store/sql-status.js');
   const by = opts.by ?? 'day';
   if (!(GROUPINGS as readonly string[]).includes(by)) throw new UserError(`--by must be one of ${GROUPINGS.join(', ')}, not '${by}'.`);
   const grouping = by as (typeof GROUPINGS)[number];
@@ -215,10 +215,10 @@ async function usageCommand(opts: UsageFlags & StoreFlags): Promise<void> {
  */
 async function checkModelsKnown(store: Store, dataDir: string, configFile: string | undefined, models: readonly string[]): Promise<void> {
   const [{ emptyConfig, loadConfigFile }, { LiveCatalogue }, { CredentialCipher }, { createLogger }] = await Promise.all([
-    import('./config/config-file.js'),
-    import('./catalogue/live-catalogue.js'),
-    import('./catalogue/credential-cipher.js'),
-    import('./core/log.js'),
+    import('../config/config-file.js'),
+    import('../catalogue/live-catalogue.js'),
+    import('../catalogue/credential-cipher.js'),
+    import('../core/log.js'),
   ]);
   const config = configFile === undefined ? emptyConfig() : loadConfigFile(configFile);
   const live = new LiveCatalogue(config, store.catalogue, CredentialCipher.forDataDir(dataDir), createLogger('error'), () => undefined);
@@ -237,7 +237,7 @@ async function checkModelsKnown(store: Store, dataDir: string, configFile: strin
 
 /** The installed package's version (src/ and dist/ both sit beside package.json), and the runtime's: `0.1.0 (Node.js v24.21.0)`. */
 function versions(): string {
-  const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+  const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   return `${version} (Node.js ${process.version})`;
 }
 
@@ -295,7 +295,7 @@ export function buildCli(): Command {
     .option('--force', 'replace an existing file')
     .action(async (opts: { provider?: string[]; config?: string; force?: boolean }) => {
       const { writeFileSync } = await import('node:fs');
-      const { checkInitConfig, parseInitProviders, renderInitConfig } = await import('./config/init-config.js');
+      const { checkInitConfig, parseInitProviders, renderInitConfig } = await import('../config/init-config.js');
       const providers = parseInitProviders(opts.provider ?? []);
       const text = renderInitConfig(providers);
       checkInitConfig(text, providers);
@@ -334,7 +334,7 @@ export function buildCli(): Command {
       // An empty list would silently make an unrestricted key.
       if (models !== undefined && models.length === 0) throw new UserError('--models needs at least one model id.');
       const limits = applyLimitFlags(null, opts);
-      const { createKey } = await import('./auth/keys-service.js');
+      const { createKey } = await import('../auth/keys-service.js');
       const { key, secret } = await withStore(
         opts,
         async (store, hasher, { dataDir, configFile }) => {
@@ -380,7 +380,7 @@ export function buildCli(): Command {
       .addOption(redisOption('running gateways refuse or accept the key at once'))
       .addOption(redisPrefixOption())
       .action(async (id: string, opts: StoreFlags & { redis?: string; redisPrefix?: string }) => {
-        const { changeKeyStatus } = await import('./auth/keys-service.js');
+        const { changeKeyStatus } = await import('../auth/keys-service.js');
         const key = await withStore(opts, (store) => changeKeyStatus(store, id, status), resolveRedis(opts));
         console.log(`Key ${key.id} is ${key.status}.`);
       });
@@ -398,7 +398,7 @@ export function buildCli(): Command {
     .addOption(redisOption('running gateways are told of the change'))
     .addOption(redisPrefixOption())
     .action(async (id: string, opts: LimitFlags & StoreFlags & { json?: boolean; redis?: string; redisPrefix?: string }) => {
-      const { setKeyLimits, KeyManagementError } = await import('./auth/keys-service.js');
+      const { setKeyLimits, KeyManagementError } = await import('../auth/keys-service.js');
       const key = await withStore(opts, async (store) => {
         const current = await store.keys.get(id);
         if (current === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
@@ -425,7 +425,7 @@ export function buildCli(): Command {
       if (opts.url !== undefined && !opts.signInLink) throw new UserError('--url goes with --sign-in-link.');
       const base = opts.url === undefined ? undefined : consoleBase(opts.url);
       const choice = opts.passwordStdin ? { password: await readPasswordFromStdin() } : ({ link: true } as const);
-      const { createConsoleAccount } = await import('./console/accounts.js');
+      const { createConsoleAccount } = await import('../console/accounts.js');
       const { account, linkPath } = await withStore(opts, (store) => createConsoleAccount(store, name, choice, opts.admin === true));
       const role = account.isAdmin ? ' as an admin' : '';
       if (linkPath === undefined) return console.log(`Account ${account.name} can now sign in at /app/login${role}.`);
@@ -474,7 +474,7 @@ export function buildCli(): Command {
       .addOption(redisOption("running gateways refuse or accept the account's keys at once"))
       .addOption(redisPrefixOption())
       .action(async (name: string, opts: StoreFlags & { redis?: string; redisPrefix?: string }) => {
-        const { changeAccount } = await import('./console/accounts.js');
+        const { changeAccount } = await import('../console/accounts.js');
         const account = await withStore(opts, (store) => changeAccount(store, name, { disabled }), resolveRedis(opts));
         console.log(`Account ${account.name} is ${account.disabled ? 'disabled: it cannot sign in, and its keys are refused' : 'enabled'}.`);
       });
@@ -489,7 +489,7 @@ export function buildCli(): Command {
     .addOption(databaseOption())
     .action(async (name: string, opts: StoreFlags) => {
       const password = await readPasswordFromStdin();
-      const { resetPassword } = await import('./console/accounts.js');
+      const { resetPassword } = await import('../console/accounts.js');
       const { account } = await withStore(opts, (store) => resetPassword(store, name, { password }));
       console.log(`Password of ${account.name} changed; its sessions are ended.`);
     });
@@ -506,7 +506,7 @@ export function buildCli(): Command {
     .addOption(redisOption('running gateways are told of the change'))
     .addOption(redisPrefixOption())
     .action(async (name: string, opts: LimitFlags & StoreFlags & { json?: boolean; redis?: string; redisPrefix?: string }) => {
-      const { setAccountLimits, KeyManagementError } = await import('./auth/keys-service.js');
+      const { setAccountLimits, KeyManagementError } = await import('../auth/keys-service.js');
       const account = await withStore(opts, async (store) => {
         const current = await store.accounts.byName(name);
         if (current === undefined) throw new KeyManagementError(`No account is named '${name}'.`);
@@ -539,7 +539,7 @@ export function buildCli(): Command {
     .action(async (opts: { data?: string; database?: string; config?: string; redis?: string; json?: boolean }) => {
       const settings = resolveSettings(opts);
       const { redisUrl } = resolveRedis(opts);
-      const { runDoctor, formatChecks } = await import('./doctor/doctor.js');
+      const { runDoctor, formatChecks } = await import('../doctor/doctor.js');
       const checks = await runDoctor({ ...settings, redisUrl });
       const ok = checks.every((c) => c.status !== 'fail');
       console.log(opts.json ? JSON.stringify({ ok, checks }, null, 2) : formatChecks(checks));
@@ -557,7 +557,7 @@ export function buildCli(): Command {
     .addOption(redisOption('running gateways reprice at once'))
     .addOption(redisPrefixOption())
     .action(async (file: string, opts: StoreFlags & { redis?: string; redisPrefix?: string }) => {
-      const { importPriceList } = await import('./pricing/price-list-admin.js');
+      const { importPriceList } = await import('../pricing/price-list-admin.js');
       const list = await withStore(opts, (store) => importPriceList(store, file), resolveRedis(opts));
       console.log(`Imported the price list as of ${list.asOf} (${list.document.models.length} models); it is in force.`);
     });
@@ -569,7 +569,7 @@ export function buildCli(): Command {
     .addOption(dataOption())
     .addOption(databaseOption())
     .action(async (opts: StoreFlags & { json?: boolean }) => {
-      const { priceListStatus } = await import('./pricing/price-list-admin.js');
+      const { priceListStatus } = await import('../pricing/price-list-admin.js');
       const { inForce, shipped, imported } = await withStore(opts, priceListStatus);
       const models = inForce.list.document.models;
       if (opts.json) {
@@ -600,7 +600,7 @@ export function buildCli(): Command {
     .addOption(redisOption('running gateways reprice at once'))
     .addOption(redisPrefixOption())
     .action(async (opts: StoreFlags & { redis?: string; redisPrefix?: string }) => {
-      const [{ resetPriceList }, { shippedPriceList }] = await Promise.all([import('./pricing/price-list-admin.js'), import('./pricing/price-list.js')]);
+      const [{ resetPriceList }, { shippedPriceList }] = await Promise.all([import('../pricing/price-list-admin.js'), import('../pricing/price-list.js')]);
       const removed = await withStore(opts, (store) => resetPriceList(store), resolveRedis(opts));
       console.log(`${removed ? 'Removed the imported price list' : 'No price list was imported'}; the shipped list as of ${shippedPriceList().asOf} is in force.`);
     });
@@ -614,7 +614,7 @@ export function buildCli(): Command {
     .requiredOption('--to <url>', 'the PostgreSQL database, postgres://USER:PASSWORD@HOST:PORT/DB (migrated first)')
     .addOption(new Option('--batch <n>', 'rows read and written at a time (at most 2000)').argParser(positiveInt).default(1000))
     .action(async (opts: { from: string; to: string; batch: number }) => {
-      const { copyCommand } = await import('./store/copy-command.js');
+      const { copyCommand } = await import('../store/copy-command.js');
       await copyCommand(opts);
     });
 
