@@ -294,7 +294,9 @@ async function scrapeTimes(url, headers, n) {
 async function scenarioTelemetry(work, state) {
   let baseCommit = null;
   if (S.baseDir) {
-    if (!fs.existsSync(path.join(S.baseDir, 'dist', 'cli.js'))) throw new Error(`BENCH_BASE_DIR ${S.baseDir} has no dist/: build it first`);
+    // The entry bin/sluice.js loads: dist/cli/main.js, or dist/cli.js in a build from before the CLI's split.
+    const entries = [path.join('dist', 'cli', 'main.js'), path.join('dist', 'cli.js')];
+    if (!entries.some((entry) => fs.existsSync(path.join(S.baseDir, entry)))) throw new Error(`BENCH_BASE_DIR ${S.baseDir} has no dist/: build it first`);
     baseCommit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: S.baseDir }).toString().trim();
   }
   const sink = await startOtlpSink();
@@ -2614,7 +2616,7 @@ async function main() {
   if (env('BENCH_REPORT_FROM', '') !== '') return reportFromSaved(env('BENCH_REPORT_FROM', ''));
   log(`Sluice bench${QUICK ? ' (--quick)' : ''}: ${results.machine.cores} cores, ${results.machine.cpu}, Node ${process.version}; closed-loop load generator: ${LOADGEN}${HAVE_WRK ? '' : ' (wrk not found on PATH: falling back to autocannon, latencies in whole ms)'}`);
   log(`settings ${JSON.stringify(S)}`);
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
   if (S.baseDir) {
     results.machine.baseNode = { path: S.baseNode, version: execFileSync(S.baseNode, ['--version']).toString().trim() };
     log(`the build before (${S.baseDir}) runs on ${S.baseNode}, Node ${results.machine.baseNode.version}`);

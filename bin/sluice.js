@@ -22,7 +22,7 @@ function pinnedRuntime() {
 }
 
 if (supported) {
-  const { main } = await import('../dist/cli.js');
+  const { main } = await import('../dist/cli/main.js');
   await main(process.argv);
 } else {
   const runtime = pinnedRuntime();
