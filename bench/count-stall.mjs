@@ -1,13 +1,18 @@
 // How long one token count holds the event loop, and how long it takes, for 1 MB texts that
 // defeat a byte-pair tokenizer (runs without spaces) and for ordinary text. Uses the build
 // (`npm run build` first): node bench/count-stall.mjs [characters, default 1000000]
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { countUsage } from '../dist/generation/token-counter.js';
 
 const size = Number(process.argv[2] ?? 1_000_000);
 const random = (alphabet) => Array.from({ length: size }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join('').slice(0, size);
-const ordinary = readFileSync(new URL('../README.md', import.meta.url), 'utf8').repeat(Math.ceil(size / 50_000)).slice(0, size);
+// Ordinary prose: the README and the documentation pages, repeated to the size.
+const docs = new URL('../docs/', import.meta.url);
+const prose = [new URL('../README.md', import.meta.url), ...readdirSync(docs).sort().map((name) => new URL(name, docs))]
+  .map((url) => readFileSync(url, 'utf8'))
+  .join('\n');
+const ordinary = prose.repeat(Math.ceil(size / prose.length)).slice(0, size);
 const texts = {
   'x run': 'x'.repeat(size),
   'random letters, no spaces': random('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'),
@@ -16,7 +21,7 @@ const texts = {
   digits: random('0123456789'),
   'random CJK, no punctuation': random(Array.from({ length: 2000 }, (_, i) => String.fromCodePoint(0x4e00 + i))),
   emoji: random(['😀', '🚀', '🎉', '👍🏽', '🧪']),
-  'ordinary text (README)': ordinary,
+  'ordinary text (README and docs)': ordinary,
 };
 
 await countUsage(['warm up: loads the tokenizer tables'], []);

@@ -691,9 +691,9 @@ models:
   });
 });
 
-test("the README's and sluice.example.yaml's routing defaults are the code's", () => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  const block = /### Routing[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)![1]!;
+test("docs/routing.md's and sluice.example.yaml's routing defaults are the code's", () => {
+  const page = readFileSync(new URL('../docs/routing.md', import.meta.url), 'utf8');
+  const block = /# Routing[\s\S]*?```yaml\n([\s\S]*?)```/.exec(page)![1]!;
   const documented = parseYaml(block.replace(/^models:[\s\S]*/m, '')) as { routing: Record<string, unknown> };
   assert.deepEqual(documented.routing, ROUTING_DEFAULTS);
   const example = readFileSync(new URL('../sluice.example.yaml', import.meta.url), 'utf8');

@@ -1,6 +1,6 @@
 // postgres-pass: skip (in process: the token counter, no store)
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { alwaysStartsPiece, countUsage, LONGEST_SLICE, sliceEnd } from '../src/generation/token-counter.js';
@@ -43,13 +43,17 @@ before(async () => {
 
 describe("Sluice's token count", () => {
   test('ordinary text counts exactly what the tokenizer gives for the whole text', async () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    for (const text of [readme, MULTILINGUAL, MULTILINGUAL.repeat(20), 'word '.repeat(5000), '']) {
+    // Ordinary prose: the README and the documentation pages, as one text.
+    const docs = new URL('../docs/', import.meta.url);
+    const prose = [new URL('../README.md', import.meta.url), ...readdirSync(docs).sort().map((name) => new URL(name, docs))]
+      .map((url) => readFileSync(url, 'utf8'))
+      .join('\n');
+    for (const text of [prose, MULTILINGUAL, MULTILINGUAL.repeat(20), 'word '.repeat(5000), '']) {
       assert.equal(await counted(text), plainCount(text));
     }
-    const usage = await countUsage([MULTILINGUAL, 'and a prompt', [1, 2, 3], 7], [readme]);
+    const usage = await countUsage([MULTILINGUAL, 'and a prompt', [1, 2, 3], 7], [prose]);
     assert.equal(usage.input, plainCount(MULTILINGUAL) + plainCount('and a prompt') + 3 + 1);
-    assert.equal(usage.output, plainCount(readme));
+    assert.equal(usage.output, plainCount(prose));
   });
 
   test('every place a slice may end leaves the count of the text around it unchanged', () => {

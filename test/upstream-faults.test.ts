@@ -291,16 +291,16 @@ describe('a whole upstream answer larger than max_response_bytes', () => {
 });
 
 describe('time limits', () => {
-  test('the defaults are those the README and the example configuration state', () => {
+  test('the defaults are those docs/configuration.md and the example configuration state', () => {
     const expected = { connect_timeout_ms: 10_000, response_timeout_ms: 120_000, idle_timeout_ms: 60_000, keep_alive_timeout_ms: 4_000, max_response_bytes: 32 * 1024 * 1024 };
     const [provider] = parseConfig('providers: [{ id: p, kind: openai, base_url: "http://127.0.0.1:1/v1" }]', 'test').providers;
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').split('\n');
+    const page = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8').split('\n');
     const example = readFileSync(new URL('../sluice.example.yaml', import.meta.url), 'utf8');
     for (const [field, value] of Object.entries(expected)) {
       assert.equal(provider![field as keyof typeof expected], value, `${field}: the default applied`);
-      // The README's table of provider fields: | `field` | default | what it is |
-      const row = readme.find((line) => line.startsWith(`| \`${field}\` |`));
-      assert.equal(row?.split('|')[2]!.trim().split(' ')[0], String(value), `${field}: the README's default`);
+      // The configuration page's table of provider fields: | `field` | default | what it is |
+      const row = page.find((line) => line.startsWith(`| \`${field}\` |`));
+      assert.equal(row?.split('|')[2]!.trim().split(' ')[0], String(value), `${field}: the documented default`);
       assert.match(example, new RegExp(`# ${field}: ${value} `), `${field}: sluice.example.yaml's default`);
     }
   });
