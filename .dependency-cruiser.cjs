@@ -11,28 +11,33 @@
 
 /** @type {Layer[]} */
 const LAYERS = [
-  { folder: 'core', mayImport: [], why: 'the shared model everything else is written in; it knows no layer' },
+  { folder: 'core', mayImport: [], why: 'the foundation (errors, ids, logging, settings, the principal) everything else is written in; it knows no layer' },
   { folder: 'config', mayImport: ['core'], why: 'the configuration file is read by many layers, so it knows none of them' },
-  { folder: 'wire', mayImport: ['core'], why: 'a wire format is shared by the caller dialect and the provider adapter of one vendor' },
   { folder: 'changes', mayImport: ['core'], why: 'the change feed only carries notices; the store and the caches above it use it' },
   { folder: 'store', mayImport: ['core', 'config', 'changes'], why: 'repositories know tables, not the domain modules that use them' },
   { folder: 'pricing', mayImport: ['core', 'config', 'store'], why: 'prices are data read from the store and the price files' },
   { folder: 'catalogue', mayImport: ['core', 'config', 'pricing', 'store', 'changes'], why: 'models and deployments are read from config and store and priced' },
+  {
+    folder: 'generation',
+    mayImport: ['core', 'config', 'catalogue'],
+    why: 'the generation model and the contracts between the stages (provider, operation, admission); the core model every layer above speaks',
+  },
+  { folder: 'wire', mayImport: ['core', 'generation'], why: 'a wire format is shared by the caller dialect and the provider adapter of one vendor' },
   { folder: 'auth', mayImport: ['core', 'store', 'changes'], why: 'keys and accounts are looked up in the store; the feed refreshes them' },
-  { folder: 'limits', mayImport: ['core', 'config', 'catalogue', 'pricing', 'store'], why: 'admission counts against key limits; it does not authenticate' },
-  { folder: 'usage', mayImport: ['core', 'catalogue', 'pricing', 'store'], why: 'the ledger records what was used; it does not decide anything' },
-  { folder: 'telemetry', mayImport: ['core', 'catalogue'], why: 'metrics and traces observe the layers above and must not call into them' },
-  { folder: 'routing', mayImport: ['core', 'wire', 'config', 'catalogue', 'telemetry'], why: 'routing picks deployments and retries; it knows no caller dialect' },
-  { folder: 'dialects', mayImport: ['core', 'wire', 'catalogue'], why: 'a caller dialect parses and writes its wire; it never talks to a provider' },
-  { folder: 'providers', mayImport: ['core', 'wire', 'catalogue', 'config'], why: 'a provider adapter speaks its upstream wire; it knows no caller dialect' },
+  { folder: 'limits', mayImport: ['core', 'generation', 'config', 'catalogue', 'pricing', 'store'], why: 'admission counts against key limits; it does not authenticate' },
+  { folder: 'usage', mayImport: ['core', 'generation', 'catalogue', 'pricing', 'store'], why: 'the ledger records what was used; it does not decide anything' },
+  { folder: 'telemetry', mayImport: ['core', 'generation', 'catalogue'], why: 'metrics and traces observe the layers above and must not call into them' },
+  { folder: 'routing', mayImport: ['core', 'generation', 'wire', 'config', 'catalogue', 'telemetry'], why: 'routing picks deployments and retries; it knows no caller dialect' },
+  { folder: 'dialects', mayImport: ['core', 'generation', 'wire', 'catalogue'], why: 'a caller dialect parses and writes its wire; it never talks to a provider' },
+  { folder: 'providers', mayImport: ['core', 'generation', 'wire', 'catalogue', 'config'], why: 'a provider adapter speaks its upstream wire; it knows no caller dialect' },
   {
     folder: 'pipeline',
-    mayImport: ['core', 'wire', 'config', 'catalogue', 'dialects', 'routing', 'limits', 'usage', 'telemetry', 'auth', 'pricing'],
+    mayImport: ['core', 'generation', 'wire', 'config', 'catalogue', 'dialects', 'routing', 'limits', 'usage', 'telemetry', 'auth', 'pricing'],
     why: 'the pipeline runs the stages through their contracts; it knows no HTTP server',
   },
   ...['status', 'discovery', 'doctor'].map((folder) => ({
     folder,
-    mayImport: ['core', 'config', 'catalogue', 'providers', 'routing', 'limits', 'telemetry', 'store', 'pricing'],
+    mayImport: ['core', 'generation', 'config', 'catalogue', 'providers', 'routing', 'limits', 'telemetry', 'store', 'pricing'],
     why: 'an operator tool over the catalogue and the providers; the request path does not use it',
   })),
 ];

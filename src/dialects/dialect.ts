@@ -1,9 +1,9 @@
-import type { CallerDialect } from '../wire/key-carriers.js';
 import type { CatalogueModel, PermittedModels } from '../catalogue/catalogue.js';
 import type { GatewayError } from '../core/errors.js';
 import { anthropicDialect } from './anthropic/dialect.js';
 import { geminiDialect } from './gemini/dialect.js';
 import { openAIDialect } from './openai/dialect.js';
+import { type CallerDialect } from '../generation/operation.js';
 
 /**
  * How one family of callers is spoken to: its error bodies and its model listing. Handlers pick a

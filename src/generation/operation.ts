@@ -2,7 +2,6 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
 import type { GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import type { CallerDialect } from '../wire/key-carriers.js';
 import type { SubCall } from './fan-out.js';
 import type { GenerationResult, StreamPart, Usage } from './model.js';
 import type { Provider, WireOperation } from './provider.js';
@@ -37,6 +36,9 @@ export interface Operation<Request> {
   /** Turns the answer into the caller's wire, written to `sink` by the pipeline's write stage. */
   answer(request: Request, answer: Answer, context: AnswerContext): Reply;
 }
+
+/** The families of callers Sluice speaks to, each in its own wire. */
+export type CallerDialect = 'openai' | 'anthropic' | 'gemini';
 
 /** What of the HTTP request a dialect may read besides the body. */
 export interface WireRequest {

@@ -1,12 +1,12 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { CallerDialect, WireRequest } from '../generation/operation.js';
 import { GatewayError } from '../core/errors.js';
 
-export type CallerDialect = 'openai' | 'anthropic' | 'gemini';
+type IncomingHttpHeaders = WireRequest['headers'];
 
 /** The key in `Authorization: Bearer <key>` (scheme case-insensitive), or undefined. */
 export function bearerToken(headers: IncomingHttpHeaders): string | undefined {
   const value = headers.authorization;
-  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return undefined;
   if (value.length > 7 && value.charCodeAt(6) === 32 && value.slice(0, 6).toLowerCase() === 'bearer') {
     return value.slice(7).trim();
   }

@@ -1,5 +1,4 @@
 import type { CatalogueModel, ModelSequence } from '../../catalogue/catalogue.js';
-import type { Endpoint } from '../../config/config-file.js';
 import { GatewayError } from '../../core/errors.js';
 import type { Dialect } from '../dialect.js';
 import { intParam } from '../paging.js';
@@ -21,6 +20,9 @@ const STATUS_NAMES: Record<number, string> = {
   503: 'UNAVAILABLE',
   504: 'DEADLINE_EXCEEDED',
 };
+
+/** The catalogue's operation names. */
+type Endpoint = CatalogueModel['endpoints'] extends ReadonlySet<infer E> ? E : never;
 
 /**
  * Gemini's generation methods for each Sluice operation: a chat model is a generateContent model;
