@@ -30,7 +30,7 @@ export const UPSTREAM_APIS = ['completions', 'chat', 'responses'] as const;
 export type UpstreamApi = (typeof UPSTREAM_APIS)[number];
 
 /**
- * Defaults of a provider's limits, which the README states and explains (keep the two together).
+ * Defaults of a provider's limits, which docs/configuration.md states and explains (keep the two together).
  * A stalled upstream is given up on in about a minute or two, well before the official SDKs' own
  * 10-minute timeout, so the caller gets a 504 rather than a hang.
  */
@@ -54,7 +54,7 @@ export const RETRY_CONDITIONS = ['connect_error', 'timeout'] as const satisfies 
 export const ROUTING_STRATEGIES = ['weighted', 'least_busy', 'latency'] as const;
 export type RoutingStrategy = (typeof ROUTING_STRATEGIES)[number];
 
-/** Defaults of the `routing:` section, which the README states and explains (keep the two together). */
+/** Defaults of the `routing:` section, which docs/routing.md states and explains (keep the two together). */
 export const ROUTING_DEFAULTS = {
   strategy: 'latency' as RoutingStrategy,
   retries: 2,
@@ -133,7 +133,7 @@ const deploymentSchema = z.strictObject({
 });
 export type DeploymentConfig = z.output<typeof deploymentSchema>;
 
-/** Defaults and bounds of a provider's `discover:` block, which the README states (keep the two together). */
+/** Defaults and bounds of a provider's `discover:` block, which docs/discovery.md states (keep the two together). */
 export const DISCOVER_DEFAULTS = {
   /** Model lists change when an operator deploys something: minutes are quick enough, and cheap for the upstream. */
   interval_ms: 300_000,
@@ -263,7 +263,7 @@ export function deploymentsOf(model: ModelConfig): DeploymentConfig[] {
   return [{ provider: model.provider!, upstream_model: model.upstream_model, upstream_api: model.upstream_api, weight: 1, priority: 0 }];
 }
 
-/** Defaults of the `responses:` section, which the README states. */
+/** Defaults of the `responses:` section, which docs/configuration.md states. */
 export const RESPONSES_DEFAULTS = { retention_days: 30 } as const;
 
 const responsesSchema = z.strictObject({
@@ -271,7 +271,7 @@ const responsesSchema = z.strictObject({
   retention_days: z.number().positive().default(RESPONSES_DEFAULTS.retention_days),
 });
 
-/** Defaults of the `limits:` section, which the README states. */
+/** Defaults of the `limits:` section, which docs/limits.md states. */
 export const LIMITS_DEFAULTS = { lease_ms: 30_000, default_max_output_tokens: 4_096 } as const;
 
 const limitsSectionSchema = z.strictObject({

@@ -76,7 +76,7 @@ function discoverBlock(provider: InitProvider): string[] {
  */
 export function renderInitConfig(providers: readonly InitProvider[]): string {
   const lines = [
-    '# Sluice configuration, written by `sluice init`. The README explains every field.',
+    '# Sluice configuration, written by `sluice init`. docs/configuration.md explains every field.',
     '# ${NAME} reads the environment variable NAME (start-up stops when it is unset);',
     '# ${NAME:-} may be unset. A running gateway reads this file again when it changes (or on SIGHUP).',
     '',

@@ -65,7 +65,7 @@ function checkConfig(file: string | undefined, checks: Check[]): GatewayConfig |
     return config;
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    checks.push(check('config', 'fail', error.message, 'correct the entry and field named above (see the configuration reference in the README)'));
+    checks.push(check('config', 'fail', error.message, 'correct the entry and field named above (see docs/configuration.md)'));
     return undefined;
   }
 }

@@ -6,7 +6,7 @@ import { GENERATES_NOTHING, type Admission, type Admitted } from '../generation/
 import type { Usage } from '../generation/model.js';
 import type { AnswerSink, Operation, WireRequest } from '../generation/operation.js';
 import type { ProviderRegistry } from '../generation/provider.js';
-import { CLIENT_CLOSED_REQUEST, type RouteOutcome, type Router, type UpstreamTimer } from '../routing/router.js';
+import { CLIENT_CLOSED_REQUEST, type RouteOutcome, type Routed, type Router, type UpstreamTimer } from '../routing/router.js';
 import type { GenerationRecord, GenerationTelemetry, Telemetry } from '../telemetry/telemetry.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { meter, type Metered } from './meter.js';
@@ -103,8 +103,7 @@ export class Pipeline {
       const attempts = outcome.attempts.length + (routed.ok ? 1 : 0);
       if (attempts > 1) sink.setHeader('x-sluice-attempts', String(attempts));
       if (!routed.ok) throw routed.error;
-      const reply = operation.answer(parsed, routed.answer, { ...routed.target, sink });
-      written = await writeReply(reply, sink, (generated) => operation.countUsage(parsed, generated));
+      written = await write(operation, parsed, routed, sink);
       await routed.answered.end(written);
       if (written.thrown !== undefined) throw written.thrown;
       if (written.failure !== undefined) {
@@ -139,6 +138,16 @@ export class Pipeline {
     } catch {
       return undefined;
     }
+  }
+}
+
+/** The write stage: the answer in the caller's wire, written to the sink; whatever happens, what it saw comes back (the attempt is ended with it). */
+async function write<Request>(operation: Operation<Request>, request: Request, routed: Extract<Routed, { ok: true }>, sink: AnswerSink): Promise<Written> {
+  try {
+    const reply = operation.answer(request, routed.answer, { ...routed.target, sink });
+    return await writeReply(reply, sink, (generated) => operation.countUsage(request, generated));
+  } catch (thrown) {
+    return { usage: null, counted: false, firstByteAt: null, failure: undefined, thrown: toGatewayError(thrown) };
   }
 }
 

@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Deployment } from '../catalogue/catalogue.js';
 
 /**
@@ -26,7 +25,7 @@ export interface ServedRequest {
 export interface GenerationStart {
   readonly requestId: string;
   /** The caller's headers, for its W3C trace context. */
-  readonly headers: IncomingHttpHeaders;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly route: string;
   /** The ledger's operation name (`chat`, `completions`, `messages`, `responses`, `generate_content`). */
   readonly operation: string;

@@ -42,7 +42,7 @@ const breaking: Tree = {
   'src/wiring/run.ts': "import { main } from '../cli.js';\nexport const run = main;",
   'src/cli.ts': 'export const main = 0;',
   // a folder the layer list does not know
-  'src/generation/operation.ts': "import type { Model } from '../core/model.js';\nexport type Operation = Model;",
+  'src/gadgets/operation.ts': "import type { Model } from '../core/model.js';\nexport type Operation = Model;",
 };
 
 const keeping: Tree = {
@@ -107,7 +107,7 @@ describe('the layering check', () => {
       'not-to-wiring: src/http/server.ts → src/wiring/gateway.ts',
       'layer-wiring: src/wiring/run.ts → src/cli.ts',
       'not-to-cli: src/wiring/run.ts → src/cli.ts',
-      'layer-unlisted-folder: src/generation/operation.ts → src/core/model.ts',
+      'layer-unlisted-folder: src/gadgets/operation.ts → src/core/model.ts',
     ];
     for (const violation of expected) assert.ok(found.includes(violation), `missing ${violation} in:\n${found.join('\n')}`);
     // A cycle is reported once, from whichever of its members the cruise met first.

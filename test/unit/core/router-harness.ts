@@ -1,22 +1,23 @@
 /**
- * Drives the real Router over scripted providers on virtual time. A request's attempt is served as
- * a dialect serves one: it asks the attempt's invoker for a whole answer, a stream (run through the
- * dialects' own `runStream`, so a failure after the first byte is handled as in production) or a
- * relay, and writes to a real (unconnected) ServerResponse.
+ * Drives the real Router over scripted providers on virtual time. A request is routed as the
+ * pipeline routes one: `router.invoke` with a job whose `plan` asks each attempt's provider for a
+ * whole answer, a stream or a relay. The answer is then written as the pipeline's write stage
+ * writes it (`writeReply`, so a failure after the first byte is handled as in production; a
+ * relayed stream is read out by hand) to an in-memory sink, and the answering attempt is ended
+ * with what the write saw.
  */
-import { IncomingMessage, ServerResponse } from 'node:http';
-import { Socket } from 'node:net';
-import type { Principal } from '../../../src/core/principal.js';
 import { Catalogue, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { parseConfig } from '../../../src/config/config-file.js';
-import { runStream } from '../../../src/dialects/answer.js';
-import { toGatewayError, type GatewayError } from '../../../src/core/errors.js';
+import { rendered, translatedStream, wholeReply } from '../../../src/dialects/reply.js';
+import { toGatewayError, type GatewayError, type UpstreamFailureCondition } from '../../../src/core/errors.js';
 import { splitChoices } from '../../../src/generation/fan-out.js';
-import { generationRequest, type StreamPart, type Usage } from '../../../src/generation/model.js';
-import type { Exchange } from '../../../src/generation/operation.js';
+import { generationRequest, textOf, type StreamPart, type Usage } from '../../../src/generation/model.js';
+import type { Answer } from '../../../src/generation/operation.js';
 import type { WireOperation } from '../../../src/generation/provider.js';
-import { newProgress, Router, type RouteProgress, type UpstreamTimer } from '../../../src/routing/router.js';
+import { writeReply, type Written } from '../../../src/pipeline/write.js';
+import { Router, type AnsweredAttempt, type RouteJob, type RouteOutcome } from '../../../src/routing/router.js';
 import { NO_TELEMETRY } from '../../../src/telemetry/telemetry.js';
+import { MemorySink } from '../support/memory-sink.js';
 import { registryOf, ScriptedProvider, type Step } from './scripted-provider.js';
 import { VirtualTime } from './virtual-time.js';
 
@@ -29,27 +30,37 @@ export function catalogueOf(models: string, routing = ''): Catalogue {
   return Catalogue.fromConfig(parseConfig(`${routing}\nproviders:\n${providers}\nmodels:\n${models}`, 'unit.yaml'));
 }
 
-const PRINCIPAL: Principal = { keyId: 'k', accountId: 'acc', accountName: 'acc', allowedModels: null, keyLimits: null, accountLimits: null };
-
 export interface RequestOptions {
   readonly stream?: boolean;
   readonly n?: number;
   /** Relay the caller's own wire (a stream of events when `stream`). */
   readonly relay?: WireOperation;
-  /** Read by the router's `gone()`; set it to have the caller leave (then call `progress.cancel()`). */
-  readonly caller?: { left: boolean };
+}
+
+/** A failure after the answer began, as the meter stage records it and routing reads it. */
+export interface StreamFailure {
+  readonly status: number;
+  readonly kind: string;
+  readonly upstreamFailure?: UpstreamFailureCondition | undefined;
 }
 
 export interface Outcome {
-  /** The failure the router threw, or undefined when the request was answered. */
+  /** The failure routing or the write ended the request with, or undefined when the request was answered. */
   readonly error: GatewayError | undefined;
-  readonly progress: RouteProgress;
-  readonly res: ServerResponse & UpstreamTimer;
+  /** How the request was routed: the attempts, the deployment and model that served it. */
+  readonly route: RouteOutcome;
+  /** What the caller was sent. */
+  readonly sink: MemorySink;
+  /** A failure after the first byte (sent to the caller as an error in the stream), else null. */
+  readonly failure: StreamFailure | null;
   /** The stream parts or relayed events the caller was sent, or the whole answer's choices' text. */
   readonly delivered: unknown[];
   /** The provider whose answer the caller got. */
   readonly servedBy: string | undefined;
 }
+
+/** The usage a whole relayed answer or a relayed stream is metered at here: none is read from the events. */
+const NOTHING_METERED: Written = { usage: null, counted: false, firstByteAt: null, failure: undefined, thrown: undefined };
 
 export class RouterHarness {
   readonly time = new VirtualTime();
@@ -81,77 +92,44 @@ export class RouterHarness {
     this.providers[provider].next(...steps);
   }
 
-  /** Starts a request; the caller then moves time on until it settles. */
-  start(modelId: string, options: RequestOptions = {}): { progress: RouteProgress; outcome: Promise<Outcome> } {
-    const model = this.model(modelId);
-    const res = new ServerResponse(new IncomingMessage(new Socket())) as ServerResponse & UpstreamTimer;
-    res.upstreamMs = 0;
-    const progress = newProgress();
+  /** Starts a request; the caller then moves time on until it settles. `leave()` is the caller going away. */
+  start(modelId: string, options: RequestOptions = {}): { outcome: Promise<Outcome>; leave: () => void } {
+    const sink = new MemorySink();
     const delivered: unknown[] = [];
-    let servedBy: string | undefined;
-    const caller = options.caller ?? { left: false };
-    const run = this.router.run(
-      {
-        model,
-        fallback: (id) => this.catalogue.get(id),
-        gone: () => caller.left,
-        res,
-        telemetry: NO_TELEMETRY.generation({ requestId: 'r', headers: {}, route: 'unit', operation: 'unit', model: modelId, stream: options.stream ?? false, startedAt: 0 }),
-        promptTokens: () => Promise.resolve(42),
-        attempt: async (attempt) => {
-          const request = generationRequest({ model: modelId, messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }], n: options.n ?? 1 });
-          const subCalls = splitChoices(request, attempt.provider.capabilities(attempt.deployment.model).maxChoicesPerCall);
-          const target = { model: attempt.deployment.model, requestId: 'r', signal: attempt.signal };
-          if (options.relay !== undefined) {
-            const relayed = await attempt.invoke.relay({ operation: options.relay, body: { model: modelId }, stream: options.stream ?? false, model: attempt.deployment.model, requestId: 'r', signal: attempt.signal });
-            servedBy = attempt.provider.id;
-            res.writeHead(200);
-            if (!relayed.stream) delivered.push(relayed.body);
-            else for await (const event of relayed.events) delivered.push(event);
-            res.end();
-            return;
-          }
-          if (options.stream !== true) {
-            const result = await attempt.invoke.generate(subCalls, target);
-            servedBy = attempt.provider.id;
-            for (const choice of result.choices) delivered.push(choice.content);
-            attempt.meter.usage = result.usage;
-            res.writeHead(200).end('{}');
-            return;
-          }
-          const parts = await attempt.invoke.stream(subCalls, target);
-          servedBy = attempt.provider.id;
-          const exchange: Exchange<unknown> = { request, principal: PRINCIPAL, model: attempt.deployment.model, provider: attempt.provider, requestId: 'r', res, signal: attempt.signal, invoke: attempt.invoke, meter: attempt.meter };
-          const writer = new PartWriter(res);
-          await runStream(
-            exchange,
-            writer,
-            async () => {
-              let usage: Usage | null = null;
-              for await (const part of parts) {
-                writer.send(part);
-                delivered.push(part);
-                if (part.type === 'usage') usage = part.usage;
-              }
-              return usage;
-            },
-            async () => ({ input: 42, output: delivered.length, cachedInput: 0, cacheWrite: 0, reasoning: 0 }),
-          );
-        },
-      },
-      progress,
-    );
-    const outcome = run.then(
-      () => ({ error: undefined, progress, res, delivered, servedBy }),
-      (thrown: unknown) => ({ error: toGatewayError(thrown), progress, res, delivered, servedBy }),
-    );
-    return { progress, outcome };
+    const request = generationRequest({ model: modelId, messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }], n: options.n ?? 1 });
+    const stream = options.stream ?? false;
+    const job = this.job(modelId, sink.signal, ({ model, provider }) => {
+      if (options.relay !== undefined) return { kind: 'relay', operation: options.relay, body: { model: modelId }, stream };
+      return { kind: 'generate', subCalls: splitChoices(request, provider.capabilities(model).maxChoicesPerCall), stream };
+    });
+    const outcome = (async (): Promise<Outcome> => {
+      const routed = await this.router.invoke(job);
+      // As the pipeline says how many attempts a request took.
+      const attempts = routed.outcome.attempts.length + (routed.ok ? 1 : 0);
+      if (attempts > 1) sink.setHeader('x-sluice-attempts', String(attempts));
+      if (!routed.ok) return { error: routed.error, route: routed.outcome, sink, failure: null, delivered, servedBy: undefined };
+      const written = await this.write(routed.answer, routed.answered, sink, delivered);
+      const failure = written.failure === undefined ? null : { status: written.failure.status, kind: written.failure.kind, upstreamFailure: written.failure.upstreamFailure };
+      return { error: written.thrown, route: routed.outcome, sink, failure, delivered, servedBy: routed.target.provider.id };
+    })();
+    return { outcome, leave: () => sink.leave() };
   }
 
   /** Runs a request to its end, moving virtual time from one timer to the next (at most `limitMs` in all). */
   async send(modelId: string, options: RequestOptions = {}, limitMs = 3_600_000): Promise<Outcome> {
     const { outcome } = this.start(modelId, options);
     return this.settled(outcome, limitMs);
+  }
+
+  /**
+   * The provider of the deployment routing picks first for a request to `modelId`, with no upstream
+   * call: the attempt's plan is Sluice answering itself, as a token count on an upstream without one.
+   */
+  async firstPick(modelId: string): Promise<string> {
+    const routed = await this.router.invoke(this.job(modelId, new AbortController().signal, () => ({ kind: 'none' })));
+    if (!routed.ok) throw routed.error;
+    await routed.answered.end(NOTHING_METERED);
+    return routed.target.provider.id;
   }
 
   /** Moves virtual time on, timer by timer, until `outcome` settles. */
@@ -183,36 +161,91 @@ export class RouterHarness {
   states(modelId: string): string[] {
     return this.router.deploymentStatus(this.model(modelId)).map((d) => `${d.provider} ${d.state}`);
   }
+
+  private job(modelId: string, signal: AbortSignal, plan: RouteJob['plan']): RouteJob {
+    return {
+      model: this.model(modelId),
+      requestId: 'r',
+      fallback: (id) => this.catalogue.get(id),
+      plan,
+      signal,
+      telemetry: NO_TELEMETRY.generation({ requestId: 'r', headers: {}, route: 'unit', operation: 'unit', model: modelId, stream: false, startedAt: 0 }),
+      timer: { upstreamMs: 0 },
+      promptTokens: () => Promise.resolve(42),
+    };
+  }
+
+  /** Writes the answer as the write stage does and ends the attempt that gave it with what the write saw. */
+  private async write(answer: Answer, answered: AnsweredAttempt, sink: MemorySink, delivered: unknown[]): Promise<Written> {
+    // Sluice's own count of what was delivered, for an upstream that reported no usage.
+    const count = async (): Promise<Usage> => ({ input: 42, output: delivered.length, cachedInput: 0, cacheWrite: 0, reasoning: 0 });
+    let written: Written;
+    switch (answer.kind) {
+      case 'generated': {
+        const { result } = answer;
+        for (const choice of result.choices) delivered.push(choice.content);
+        written = await writeReply(wholeReply(result.usage, () => result.choices.map((choice) => textOf(choice.content)), () => rendered('{}')), sink, count);
+        break;
+      }
+      case 'generating': {
+        const writer = new PartWriter(sink);
+        const reply = translatedStream(answer.parts, writer, () => undefined, async (part) => {
+          await writer.send(part);
+          delivered.push(part);
+        });
+        written = await writeReply(reply, sink, count);
+        break;
+      }
+      case 'relayed':
+        sink.head(200, {});
+        delivered.push(answer.body);
+        sink.end();
+        written = NOTHING_METERED;
+        break;
+      case 'relaying':
+        // Read out by hand: a break once the caller has its 200 is the request's failure, thrown.
+        sink.head(200, {});
+        try {
+          for await (const event of answer.events) delivered.push(event);
+          sink.end();
+          written = NOTHING_METERED;
+        } catch (thrown) {
+          written = { ...NOTHING_METERED, thrown: toGatewayError(thrown) };
+        }
+        break;
+      case 'none':
+        throw new Error('every attempt of the harness calls its upstream');
+    }
+    await answered.end(written);
+    return written;
+  }
 }
 
 /** The smallest stream writer: its framing is irrelevant here, only when it started and how it ended. */
 class PartWriter {
   private started = false;
 
-  constructor(private readonly res: ServerResponse) {}
+  constructor(private readonly sink: MemorySink) {}
 
   get hasStarted(): boolean {
     return this.started;
   }
 
-  send(part: StreamPart): void {
-    if (!this.started) {
-      this.started = true;
-      this.res.writeHead(200, { 'content-type': 'text/event-stream' });
-    }
-    this.res.write(`${JSON.stringify(part)}\n`);
+  async send(part: StreamPart): Promise<void> {
+    if (!this.started) this.openEmpty();
+    await this.sink.write(`${JSON.stringify(part)}\n`);
   }
 
   openEmpty(): void {
     this.started = true;
-    this.res.writeHead(200, { 'content-type': 'text/event-stream' });
+    this.sink.head(200, { 'content-type': 'text/event-stream' });
   }
 
   async close(): Promise<void> {
-    this.res.end();
+    this.sink.end();
   }
 
   async fail(error: GatewayError): Promise<void> {
-    this.res.write(`error: ${error.kind}\n`);
+    await this.sink.write(`error: ${error.kind}\n`);
   }
 }

@@ -46,12 +46,12 @@ describe('the circuit', () => {
       assert.deepEqual(h.states('circuit')[0], i === 0 ? 'a up' : 'a degraded');
       const outcome = await h.send('circuit');
       assert.equal(outcome.servedBy, 'b', `request ${i} is answered by the next level`);
-      assert.equal(outcome.res.getHeader('x-sluice-attempts'), '2');
+      assert.equal(outcome.sink.header('x-sluice-attempts'), '2');
     }
     assert.deepEqual(h.states('circuit'), ['a open', 'b up']);
     const outcome = await h.send('circuit');
     assert.equal(outcome.servedBy, 'b');
-    assert.equal(outcome.res.getHeader('x-sluice-attempts'), undefined, 'one attempt: the open deployment was skipped');
+    assert.equal(outcome.sink.header('x-sluice-attempts'), undefined, 'one attempt: the open deployment was skipped');
     assert.equal(h.providers.a.calls.length, 3);
   });
 
@@ -158,7 +158,7 @@ describe('backoff before a deployment is tried again', () => {
     const outcome = await h.send('lone');
     assert.equal(outcome.error?.kind, 'upstream_error', 'every attempt failed: the last failure goes back');
     assert.deepEqual(offsets(h), [0, 50, 150, 350, 750], 'waits of 50, 100, 200, 400');
-    assert.equal(outcome.res.getHeader('x-sluice-attempts'), '5');
+    assert.equal(outcome.sink.header('x-sluice-attempts'), '5');
   });
 
   test('a draw of one half gives three quarters of each backoff, which stops growing at `max`', async () => {
@@ -198,12 +198,10 @@ describe('backoff before a deployment is tried again', () => {
   test('the caller leaving during the wait ends it: no further attempt', async () => {
     const h = setup(() => 0);
     h.providers.a.otherwise = { fail: h.providers.a.httpError(500) };
-    const caller = { left: false };
-    const { outcome, progress } = h.start('lone', { caller });
+    const { outcome, leave } = h.start('lone');
     await h.time.advance(10);
     assert.equal(h.providers.a.calls.length, 1, 'waiting 50 ms before the second attempt');
-    caller.left = true;
-    progress.cancel();
+    leave();
     await h.time.advance(0);
     const ended = await h.settled(outcome);
     assert.equal(ended.error?.kind, 'upstream_error', "the last upstream failure is the request's");

@@ -11,9 +11,15 @@ import { afterEach, describe, test } from 'node:test';
 import { GatewayError } from '../../../src/core/errors.js';
 import type { StreamPart } from '../../../src/generation/model.js';
 import type { WireOperation } from '../../../src/generation/provider.js';
-import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from '../../../src/routing/first-content.js';
+import { holdUntilContent, isContentPart } from '../../../src/routing/first-content.js';
+import { relayFormat } from '../../../src/wire/relay-format.js';
 import { catalogueOf, RouterHarness, type Outcome } from './router-harness.js';
 import { textStream } from './scripted-provider.js';
+
+/** Whether routing holds a relayed stream past `event`: its wire's first content. */
+const isRelayedContent = (operation: WireOperation, event: Readonly<Record<string, unknown>>): boolean => relayFormat(operation).isContent(event);
+/** The failure routing throws for `event` read before a relayed stream's first content, if it is one. */
+const relayedFailure = (operation: WireOperation, event: Readonly<Record<string, unknown>>, providerId: string) => relayFormat(operation).failureIn?.(event, providerId);
 
 const MODELS = `
   - { id: weighted, deployments: [{ provider: a, weight: 3 }, { provider: b, weight: 1 }], routing: { strategy: weighted } }
@@ -72,20 +78,20 @@ describe('the weighted strategy', () => {
 
   test('the draw falls on the weight boundary: below 3/4 is the first deployment, from 3/4 on the second', async () => {
     const h = setup();
-    const model = h.model('weighted');
     const pick = (draw: number) => {
       h.random = () => draw;
-      return h.router.preferred(model).providerId;
+      return h.firstPick('weighted');
     };
-    assert.deepEqual([0, 0.5, 0.7499, 0.75, 0.9999].map(pick), ['a', 'a', 'a', 'b', 'b']);
+    const picked: string[] = [];
+    for (const draw of [0, 0.5, 0.7499, 0.75, 0.9999]) picked.push(await pick(draw));
+    assert.deepEqual(picked, ['a', 'a', 'a', 'b', 'b']);
   });
 
-  test('with the default Math.random, 20,000 picks split 3:1 within ten standard deviations', () => {
+  test('with the default Math.random, 20,000 picks split 3:1 within ten standard deviations', async () => {
     // Binomial(20000, 0.75): sd ≈ 61, so ±600 is about 10 sd; a flake would take odds of 1e-20.
     harness = new RouterHarness(catalogueOf(MODELS), Math.random);
-    const model = harness.model('weighted');
     let first = 0;
-    for (let i = 0; i < 20_000; i++) if (harness.router.preferred(model).providerId === 'a') first++;
+    for (let i = 0; i < 20_000; i++) if ((await harness.firstPick('weighted')) === 'a') first++;
     assert.ok(Math.abs(first - 15_000) < 600, `a was picked ${first} times of 20000`);
   });
 });
@@ -190,11 +196,11 @@ describe('which failures fail over', () => {
       if (failsOver) {
         assert.equal(outcome.error, undefined);
         assert.equal(outcome.servedBy, 'b');
-        assert.deepEqual(outcome.progress.attempts.map((attempt) => [attempt.deployment, attempt.status, attempt.errorKind]), [['a/pair', error.status, error.kind], ['b/pair', 200, null]]);
+        assert.deepEqual(outcome.route.attempts.map((attempt) => [attempt.deployment, attempt.status, attempt.errorKind]), [['a/pair', error.status, error.kind], ['b/pair', 200, null]]);
       } else {
         assert.equal(outcome.error, error, 'the upstream failure itself is thrown');
         assert.equal(h.providers.b.calls.length, 0, 'no other deployment is asked');
-        assert.equal(outcome.progress.attempts.length, 1);
+        assert.equal(outcome.route.attempts.length, 1);
       }
       assert.equal(h.states('pair')[0], counted ? 'a degraded' : 'a up');
     });
@@ -229,7 +235,7 @@ describe('which failures fail over', () => {
     h.providers.a.otherwise = { fail: h.providers.a.httpError(503) };
     const later = await h.send('orphan-later');
     assert.equal(later.error?.kind, 'upstream_overloaded', "the upstream's failure, not the missing adapter, goes back");
-    assert.deepEqual(later.progress.attempts.map((attempt) => attempt.deployment), ['a/orphan-later'], 'the passed-over deployment made no attempt');
+    assert.deepEqual(later.route.attempts.map((attempt) => attempt.deployment), ['a/orphan-later'], 'the passed-over deployment made no attempt');
   });
 });
 
@@ -276,7 +282,7 @@ describe('deadlines', () => {
     assert.equal(h.providers.b.calls[0]!.at - started, 300, 'retried at the first-token timeout');
     assert.ok(h.providers.a.calls[0]!.signal.aborted);
     assert.deepEqual(texts(outcome), ['from b #0']);
-    assert.deepEqual(outcome.progress.attempts[0]!.errorKind, 'upstream_timeout');
+    assert.deepEqual(outcome.route.attempts[0]!.errorKind, 'upstream_timeout');
     assert.equal(h.states('timed')[0], 'a degraded', 'a stall is the deployment’s fault');
   });
 
@@ -302,7 +308,7 @@ describe('deadlines', () => {
     const started = h.time.now;
     const outcome = await h.send('timed', { stream: true });
     assert.equal(outcome.error, undefined);
-    assert.equal(outcome.progress.meter.failure, null);
+    assert.equal(outcome.failure, null);
     assert.deepEqual(texts(outcome), ['first', 'second']);
     assert.equal(h.time.now - started, 5_100);
   });
@@ -317,7 +323,7 @@ describe('streams that fail', () => {
     assert.equal(outcome.error, undefined);
     assert.equal(outcome.servedBy, 'b');
     assert.deepEqual(outcome.delivered, textStream('from b'), "not one of a's parts");
-    assert.equal(outcome.res.getHeader('x-sluice-attempts'), '2');
+    assert.equal(outcome.sink.header('x-sluice-attempts'), '2');
   });
 
   test('before their first content, with a failure not to retry: a proper error status, nothing sent', async () => {
@@ -325,7 +331,7 @@ describe('streams that fail', () => {
     h.script('a', { stream: [{ type: 'start', id: 'a-1', created: 1 }, { fail: h.providers.a.httpError(400) }] });
     const outcome = await h.send('pair', { stream: true });
     assert.equal(outcome.error?.status, 400);
-    assert.equal(outcome.res.headersSent, false);
+    assert.equal(outcome.sink.started, false);
     assert.equal(h.providers.b.calls.length, 0);
   });
 
@@ -335,9 +341,9 @@ describe('streams that fail', () => {
     const outcome = await h.send('pair', { stream: true });
     assert.equal(outcome.error, undefined, 'the answer had begun: the error went to the caller in the stream');
     assert.deepEqual(texts(outcome), ['partial']);
-    assert.deepEqual(outcome.progress.meter.failure, { status: 502, kind: 'upstream_error', upstreamFailure: 502 });
+    assert.deepEqual(outcome.failure, { status: 502, kind: 'upstream_error', upstreamFailure: 502 });
     assert.equal(h.providers.b.calls.length, 0, 'never a second answer after the first began');
-    assert.deepEqual(outcome.progress.attempts.map((attempt) => [attempt.status, attempt.errorKind]), [[502, 'upstream_error']]);
+    assert.deepEqual(outcome.route.attempts.map((attempt) => [attempt.status, attempt.errorKind]), [[502, 'upstream_error']]);
     assert.equal(h.states('pair')[0], 'a degraded');
   });
 
@@ -368,7 +374,7 @@ describe('streams that fail', () => {
     h.script('a', { stream: textStream('a', 1) }, { stream: [{ type: 'start', id: 'a-2', created: 1 }, { wait: 10 }, { fail: h.providers.a.connectError() }] }, { stream: textStream('a', 1) });
     const outcome = await h.send('pair', { stream: true, n: 3 });
     assert.equal(outcome.error, undefined);
-    assert.equal(outcome.progress.meter.failure?.kind, 'upstream_unreachable');
+    assert.equal(outcome.failure?.kind, 'upstream_unreachable');
     assert.equal(h.providers.b.calls.length, 0);
     assert.ok(h.providers.a.calls.every((call) => call.signal.aborted), 'the other calls were stopped');
   });
@@ -380,7 +386,7 @@ describe('streams that fail', () => {
     const outcome = await h.send('pair', { stream: true, relay: 'openai.responses' });
     assert.equal(outcome.servedBy, 'b');
     assert.deepEqual(outcome.delivered.map((event) => (event as { type: string }).type), ['response.created', 'response.output_text.delta', 'response.completed']);
-    assert.equal(outcome.progress.attempts[0]!.errorKind, 'upstream_error');
+    assert.equal(outcome.route.attempts[0]!.errorKind, 'upstream_error');
   });
 
   test('a relayed stream that breaks once its first content went out: not retried, the caller already has its 200', async () => {
@@ -389,7 +395,7 @@ describe('streams that fail', () => {
     h.script('a', { events: [{ type: 'response.created' }, { type: 'response.output_text.delta', delta: 'Hel' }, { fail: broken }] });
     const outcome = await h.send('pair', { stream: true, relay: 'openai.responses' });
     assert.equal(outcome.error, broken);
-    assert.equal(outcome.res.headersSent, true);
+    assert.equal(outcome.sink.started, true);
     assert.equal(h.providers.b.calls.length, 0);
   });
 
@@ -409,8 +415,8 @@ describe('fallback models', () => {
     h.script('a', { fail: h.providers.a.httpError(503) });
     const outcome = await h.send('primary');
     assert.equal(outcome.servedBy, 'b');
-    assert.equal(outcome.progress.served?.id, 'secondary');
-    assert.deepEqual(outcome.progress.attempts.map((attempt) => attempt.model), ['primary', 'secondary']);
+    assert.equal(outcome.route.served?.id, 'secondary');
+    assert.deepEqual(outcome.route.attempts.map((attempt) => attempt.model), ['primary', 'secondary']);
   });
 
   test('a failure that is not retried does not reach the fallback', async () => {
@@ -426,14 +432,12 @@ describe('the caller leaving', () => {
   test('cancels the attempt in flight, which is recorded as 499 and held against no one; nothing follows', async () => {
     const h = setup();
     h.script('a', 'hang');
-    const caller = { left: false };
-    const { outcome, progress } = h.start('pair', { caller });
+    const { outcome, leave } = h.start('pair');
     await h.time.advance(100);
-    caller.left = true;
-    progress.cancel();
+    leave();
     const ended = await h.settled(outcome);
     assert.ok(h.providers.a.calls[0]!.signal.aborted);
-    assert.deepEqual(ended.progress.attempts.map((attempt) => [attempt.status, attempt.errorKind]), [[499, 'client_closed']]);
+    assert.deepEqual(ended.route.attempts.map((attempt) => [attempt.status, attempt.errorKind]), [[499, 'client_closed']]);
     assert.equal(h.providers.b.calls.length, 0);
     assert.equal(h.states('pair')[0], 'a up');
   });

@@ -3,7 +3,13 @@ import { describe, test } from 'node:test';
 import { GatewayError } from '../../../src/core/errors.js';
 import type { StreamPart } from '../../../src/generation/model.js';
 import type { WireOperation } from '../../../src/generation/provider.js';
-import { holdUntilContent, isContentPart, isRelayedContent, relayedFailure } from '../../../src/routing/first-content.js';
+import { holdUntilContent, isContentPart } from '../../../src/routing/first-content.js';
+import { relayFormat } from '../../../src/wire/relay-format.js';
+
+/** Whether routing holds a relayed stream past `event`: its wire's first content. */
+const isRelayedContent = (operation: WireOperation, event: Readonly<Record<string, unknown>>): boolean => relayFormat(operation).isContent(event);
+/** The failure routing throws for `event` read before a relayed stream's first content, if it is one. */
+const relayedFailure = (operation: WireOperation, event: Readonly<Record<string, unknown>>, providerId: string) => relayFormat(operation).failureIn?.(event, providerId);
 
 /**
  * Which stream items commit an answer: a stream is held until its first content, so an attempt that

@@ -1,21 +1,26 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { GatewayError } from '../../../src/core/errors.js';
-import { directInvoker } from '../../../src/generation/invoke.js';
-import type { Exchange, Meter } from '../../../src/generation/operation.js';
+import { describe, test } from 'node:test';
+import type { CatalogueModel } from '../../../src/catalogue/catalogue.js';
+import { GatewayError, type UpstreamFailureCondition } from '../../../src/core/errors.js';
+import { generateAll, streamAll } from '../../../src/generation/fan-out.js';
+import type { Usage } from '../../../src/generation/model.js';
+import type { Answer, ProviderCall } from '../../../src/generation/operation.js';
+import type { Provider } from '../../../src/generation/provider.js';
+import { writeReply, type Written } from '../../../src/pipeline/write.js';
+import { MemorySink } from '../support/memory-sink.js';
 import { FIXTURES, matchesSnapshot } from './support/fixtures.js';
 import { framesOf } from './support/framing.js';
 import { reportedUsage, resultOf, SCENARIOS, type Scenario } from './support/scenarios.js';
 import { ScriptedProvider } from './support/scripted-provider.js';
 import { translatingModel } from './support/subjects.js';
-import { startWire, type Received, type Wire } from './support/wire.js';
 import { WRITER_SUBJECTS, type Variant, type WireRequestFixture, type WriterSubject } from './support/writer-subjects.js';
 
 /**
  * What each caller dialect writes for the same canonical answers (support/scenarios.ts), whole and
- * streamed, through the operation's own `serve` with a scripted upstream: the exact bytes a caller
+ * streamed, through the operation's own `plan` and `answer` with a scripted upstream, written by
+ * the pipeline's write stage (`writeReply`) to an in-memory sink: the exact bytes a caller
  * receives, compared with reviewed snapshots in test/unit/fixtures/dialects/writers/<operation>/
  * (see the README there for where each documented shape comes from). Random ids and the current
  * time are the only things replaced before comparing.
@@ -23,11 +28,25 @@ import { WRITER_SUBJECTS, type Variant, type WireRequestFixture, type WriterSubj
 
 const PRINCIPAL = { keyId: 'key_1', accountId: 'acct_1', accountName: 'acme', allowedModels: null, keyLimits: null, accountLimits: null };
 
-let wire: Wire;
-before(async () => {
-  wire = await startWire();
-});
-after(() => wire.close());
+/** What a caller received: the status, the headers the dialect set, and the body's exact bytes. */
+interface Received {
+  readonly status: number | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  /** What ended the request before its first byte (the route would render it), or a reply left unended (a bug). */
+  readonly thrown: unknown;
+}
+
+/** What the meter stage is given of the write: the usage, whether Sluice counted it, the first byte, a failure after it. */
+interface Meter {
+  readonly usage: Usage | null;
+  readonly tokensCounted: boolean;
+  readonly firstByteAt: number | null;
+  readonly failure: { readonly status: number; readonly kind: string; readonly upstreamFailure?: UpstreamFailureCondition | undefined } | null;
+}
+
+/** The response headers a dialect sets (not Node's own: date, connection, transfer-encoding, …). */
+const DIALECT_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering'];
 
 interface Served {
   readonly received: Received;
@@ -68,13 +87,19 @@ const RELAY_CASES: readonly RelayCase[] = [
   { name: 'relay-empty', about: 'the upstream ends its stream with no event at all', events: 0 },
 ];
 
-/** Runs the operation's own `serve` for the scenario (or the relayed answer) and reads what the caller gets. */
+/**
+ * Runs the operation for the scenario (or the relayed answer) as the pipeline does, the provider
+ * called directly (no routing, so a stream is not held until its first content), and reads what
+ * the caller gets.
+ */
 async function serve(subject: WriterSubject, variant: Variant, scenario: Scenario | RelayCase): Promise<Served> {
   const relay = 'parts' in scenario ? undefined : scenario;
   const base = subject.request(relay === undefined ? (scenario as Scenario) : undefined, variant.stream);
   const request = variant.adjust?.(base) ?? base;
   const wireRequest = { headers: request.headers, path: request.path, query: new URLSearchParams(request.query) };
-  const parsed = subject.operation.parse(structuredClone(request.body), wireRequest);
+  const { operation } = subject;
+  let parsed = operation.parse(structuredClone(request.body), wireRequest);
+  if (operation.prepare !== undefined) parsed = await operation.prepare(parsed, PRINCIPAL);
   let provider: ScriptedProvider;
   if (relay !== undefined) {
     const upstream = relayFixture(subject);
@@ -84,14 +109,55 @@ async function serve(subject: WriterSubject, variant: Variant, scenario: Scenari
     const s = scenario as Scenario;
     provider = new ScriptedProvider('anthropic', { kind: 'translated', result: resultOf(s), parts: s.parts, ...(s.failure === undefined ? {} : { failure: s.failure }) });
   }
-  const model = translatingModel(subject.operation.modelOf(parsed), 'anthropic');
-  const meter: Meter = { usage: null, tokensCounted: false, firstByteAt: null, failure: null };
+  const model = translatingModel(operation.modelOf(parsed), 'anthropic');
   const startedAt = Math.floor(Date.now() / 1000);
-  const received = await wire.run((res, signal) => {
-    const exchange: Exchange<unknown> = { request: parsed, principal: PRINCIPAL, model, provider, requestId: 'req_1', res, signal, invoke: directInvoker(provider), meter };
-    return subject.operation.serve(exchange);
-  });
-  return { received, meter, request, provider, startedAt, endedAt: Math.ceil(Date.now() / 1000) };
+  const sink = new MemorySink();
+  let written: Written | undefined;
+  let thrown: unknown;
+  try {
+    const answer = await answerOf(provider, operation.plan(parsed, { model, provider }), model, sink.signal);
+    const reply = operation.answer(parsed, answer, { model, provider, sink });
+    const request = parsed;
+    written = await writeReply(reply, sink, (generated) => operation.countUsage(request, generated));
+    thrown = written.thrown;
+  } catch (error) {
+    thrown = error;
+  }
+  // A reply that forgot to end would hang the caller.
+  if (thrown === undefined && !sink.ended) thrown = new Error('the response was not ended');
+  const failure = written?.failure;
+  const meter: Meter = {
+    usage: written?.usage ?? null,
+    tokensCounted: written?.counted ?? false,
+    firstByteAt: written?.firstByteAt ?? null,
+    failure: failure === undefined ? null : { status: failure.status, kind: failure.kind, upstreamFailure: failure.upstreamFailure },
+  };
+  return { received: receivedBy(sink, thrown), meter, request, provider, startedAt, endedAt: Math.ceil(Date.now() / 1000) };
+}
+
+/** What the invoke stage brings back for the call an operation planned, the provider called directly. */
+async function answerOf(provider: Provider, call: ProviderCall, model: CatalogueModel, signal: AbortSignal): Promise<Answer> {
+  const target = { model, requestId: 'req_1', signal };
+  switch (call.kind) {
+    case 'none':
+      return { kind: 'none' };
+    case 'generate':
+      return call.stream ? { kind: 'generating', parts: await streamAll(provider, call.subCalls, target) } : { kind: 'generated', result: await generateAll(provider, call.subCalls, target) };
+    case 'relay': {
+      const relayed = await provider.relay({ ...call, ...target });
+      return relayed.stream ? { kind: 'relaying', events: relayed.events } : { kind: 'relayed', body: relayed.body };
+    }
+  }
+}
+
+function receivedBy(sink: MemorySink, thrown: unknown): Received {
+  const headers: Record<string, string> = {};
+  for (const name of DIALECT_HEADERS) {
+    const value = sink.header(name);
+    if (value !== undefined) headers[name] = value;
+  }
+  for (const [name, value] of sink.headers()) if (name.startsWith('x-sluice-')) headers[name] = value;
+  return { status: sink.status, headers, body: sink.body, thrown };
 }
 
 /**

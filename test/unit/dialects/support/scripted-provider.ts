@@ -12,7 +12,7 @@ export type Script =
   | { readonly kind: 'relayed'; readonly operation: WireOperation; readonly whole: Json; readonly events: readonly Json[]; readonly failure?: GatewayError };
 
 /**
- * An upstream adapter that answers from a script, for driving a caller dialect's `serve` in
+ * An upstream adapter that answers from a script, for driving a caller dialect's `plan` and `answer` in
  * process: the dialect, fan-out, answer and writer code are Sluice's own, only the upstream is
  * made up. It takes anything (every capability), so that what the dialect writes is what is tested.
  */
