@@ -62,43 +62,35 @@ export function rendered(body: string, headers: Readonly<Record<string, string>>
   return { body, headers };
 }
 
-/**
- * A translated stream: opened at once (`open`), each part framed by the dialect (`write`), the
- * upstream's usage parts and the generated text kept for the meter.
- */
-export function translatedStream(parts: AsyncIterable<StreamPart>, writer: StreamWriter, open: () => Promise<void> | void, write: (part: StreamPart) => Promise<void>): StreamReply<StreamPart> {
-  const texts = new TextsByChoice();
-  let reported: Usage | null = null;
-  return {
-    kind: 'stream',
-    items: parts,
-    get started() {
-      return writer.hasStarted;
-    },
-    get reported() {
-      return reported;
-    },
-    open,
-    write(part) {
-      if (part.type === 'usage') reported = part.usage;
-      else if (part.type === 'text' || part.type === 'reasoning') texts.add(part.choice, part.text);
-      else if (part.type === 'tool_call_delta') texts.add(part.choice, part.arguments);
-      return write(part);
-    },
-    generated: () => texts.list(),
-    openEmpty: () => writer.openEmpty(),
-    close: (usage) => writer.close(usage),
-    fail: (error) => writer.fail(error),
-  };
+/** What a stream's items say of usage and generated text, read item by item (a relayed wire's reading is its vendor's: src/wire). */
+interface Reading<Item> {
+  see(item: Item): void;
+  readonly reported: Usage | null;
+  generated(): readonly string[];
+  readonly failure?: GatewayError | undefined;
 }
 
-type Json = Readonly<Record<string, unknown>>;
+/** The generation model's parts: usage parts, and the text, reasoning and tool arguments generated for each choice. */
+class PartsReading implements Reading<StreamPart> {
+  private readonly texts = new TextsByChoice();
+  reported: Usage | null = null;
 
-/** A relayed stream: each event read by its wire's reading and relayed by the dialect's writer. */
-export function relayedStream(events: AsyncIterable<Json>, writer: StreamWriter, reading: EventReading, relay: (event: Json) => Promise<void>): StreamReply<Json> {
+  see(part: StreamPart): void {
+    if (part.type === 'usage') this.reported = part.usage;
+    else if (part.type === 'text' || part.type === 'reasoning') this.texts.add(part.choice, part.text);
+    else if (part.type === 'tool_call_delta') this.texts.add(part.choice, part.arguments);
+  }
+
+  generated(): readonly string[] {
+    return this.texts.list();
+  }
+}
+
+/** A stream reply: each item read, then written in the dialect's frames by `write`. */
+function streamReply<Item>(items: AsyncIterable<Item>, writer: StreamWriter, reading: Reading<Item>, write: (item: Item) => Promise<void>, open?: () => Promise<void> | void): StreamReply<Item> {
   return {
     kind: 'stream',
-    items: events,
+    items,
     get started() {
       return writer.hasStarted;
     },
@@ -108,13 +100,24 @@ export function relayedStream(events: AsyncIterable<Json>, writer: StreamWriter,
     get upstreamFailure() {
       return reading.failure;
     },
-    write(event) {
-      reading.see(event);
-      return relay(event);
+    ...(open === undefined ? {} : { open }),
+    write(item) {
+      reading.see(item);
+      return write(item);
     },
     generated: () => reading.generated(),
     openEmpty: () => writer.openEmpty(),
     close: (usage) => writer.close(usage),
     fail: (error) => writer.fail(error),
   };
+}
+
+/** A translated stream: opened at once (`open`), each part framed by the dialect (`write`). */
+export function translatedStream(parts: AsyncIterable<StreamPart>, writer: StreamWriter, open: () => Promise<void> | void, write: (part: StreamPart) => Promise<void>): StreamReply<StreamPart> {
+  return streamReply(parts, writer, new PartsReading(), write, open);
+}
+
+/** A relayed stream: each event read by its wire's reading and relayed by the dialect's writer (which opens on the first). */
+export function relayedStream(events: AsyncIterable<Readonly<Record<string, unknown>>>, writer: StreamWriter, reading: EventReading, relay: (event: Readonly<Record<string, unknown>>) => Promise<void>): StreamReply<Readonly<Record<string, unknown>>> {
+  return streamReply(events, writer, reading, relay);
 }

@@ -3,13 +3,14 @@ import { anthropicKey } from '../../../wire/key-carriers.js';
 import { GatewayError } from '../../../core/errors.js';
 import { checkSupported, type ModelledField } from '../../../generation/capabilities.js';
 import { newGenerationId, splitChoices } from '../../../generation/fan-out.js';
-import { NO_USAGE, textOf } from '../../../generation/model.js';
+import { textOf } from '../../../generation/model.js';
 import type { Operation } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
 import { contentText, MessagesReading } from '../../../wire/anthropic/reading.js';
 import { usageFromAnthropic } from '../../../wire/anthropic/usage.js';
 import { isObject } from '../../../wire/json.js';
-import { relayedStream, rendered, translatedStream, wholeReply } from '../../reply.js';
+import { countTokensOperation } from '../../count-tokens.js';
+import { JSON_HEADERS, relayedStream, rendered, translatedStream, wholeReply } from '../../reply.js';
 import { anthropicHeaders, cappedBody, inputTexts, parseMessagesRequest, toGenerationRequest, type MessagesRequest } from './request.js';
 import { messageBody, MessagesStreamWriter, RelayedMessagesWriter, wireUsage } from './writer.js';
 
@@ -78,7 +79,7 @@ interface CountTokensRequest {
 }
 
 /** `POST /v1/messages/count_tokens`: Anthropic's own count where the model is Anthropic's, Sluice's tokenizer elsewhere. */
-export const anthropicCountTokens: Operation<CountTokensRequest> = {
+export const anthropicCountTokens = countTokensOperation<CountTokensRequest>({
   endpoint: 'chat',
   operation: 'anthropic.count_tokens',
   dialect: 'anthropic',
@@ -93,16 +94,8 @@ export const anthropicCountTokens: Operation<CountTokensRequest> = {
     return { body: parsed.data, model: parsed.data.model, headers: anthropicHeaders(wire) };
   },
   modelOf: (request) => request.model,
-  isStream: () => false,
-  outputBound: () => null,
-  // A count generates nothing and is billed nothing.
-  countUsage: () => Promise.resolve(NO_USAGE),
-  plan(request, { model, provider }) {
-    if (!provider.relays('anthropic.count_tokens', model)) return { kind: 'none' };
-    return { kind: 'relay', operation: 'anthropic.count_tokens', body: request.body, stream: false, headers: request.headers };
-  },
-  answer(request, answer) {
-    if (answer.kind === 'relayed') return wholeReply(NO_USAGE, () => [], () => rendered(JSON.stringify(answer.body)));
-    return wholeReply(NO_USAGE, () => [], async () => rendered(JSON.stringify({ input_tokens: (await countUsage(inputTexts(request.body), [])).input })));
-  },
-};
+  relayOperation: 'anthropic.count_tokens',
+  relayed: (request) => ({ body: request.body, headers: request.headers }),
+  counted: async (request) => ({ input_tokens: (await countUsage(inputTexts(request.body), [])).input }),
+  headers: JSON_HEADERS,
+});

@@ -2,12 +2,13 @@ import { identifyListingCaller } from '../../../wire/key-carriers.js';
 import { GatewayError } from '../../../core/errors.js';
 import { checkSupported, unsupported } from '../../../generation/capabilities.js';
 import { newGenerationId, splitChoices } from '../../../generation/fan-out.js';
-import { NO_USAGE, textOf } from '../../../generation/model.js';
+import { textOf } from '../../../generation/model.js';
 import type { Operation, WireRequest } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
 import { addCandidateTexts, GenerateContentReading } from '../../../wire/gemini/reading.js';
 import { usageFromGemini } from '../../../wire/gemini/usage.js';
 import { TextsByChoice } from '../../../wire/relay-format.js';
+import { countTokensOperation } from '../../count-tokens.js';
 import { relayedStream, rendered, translatedStream, wholeReply } from '../../reply.js';
 import { countBodyForGoogle, generateBodyForGoogle, inputTexts, modelMethodOf, parseCountTokensRequest, parseGenerateRequest, type CountTokensRequest, type GenerateRequest } from './request.js';
 import { geminiParam, showsThoughts, toGenerationRequest } from './translate.js';
@@ -104,7 +105,7 @@ function relayBody(request: GenerateRequest): Readonly<Record<string, unknown>> 
  * `POST …/models/{model}:countTokens`. A Gemini upstream counts (the body relayed); for any other
  * Sluice counts with its own tokenizer, the same count it would bill if that upstream reported none.
  */
-export const geminiCountTokens: Operation<CountTokensRequest> = {
+export const geminiCountTokens = countTokensOperation<CountTokensRequest>({
   endpoint: 'chat',
   operation: 'gemini.countTokens',
   dialect: 'gemini',
@@ -112,16 +113,8 @@ export const geminiCountTokens: Operation<CountTokensRequest> = {
   parse: parseCountTokensRequest,
   modelOf: (request) => request.model,
   modelNamed,
-  isStream: () => false,
-  outputBound: () => null,
-  // A count generates nothing and is billed nothing.
-  countUsage: () => Promise.resolve(NO_USAGE),
-  plan(request, { model, provider }) {
-    if (!provider.relays('gemini.countTokens', model)) return { kind: 'none' };
-    return { kind: 'relay', operation: 'gemini.countTokens', body: countBodyForGoogle(request.raw), stream: false };
-  },
-  answer(request, answer) {
-    if (answer.kind === 'relayed') return wholeReply(NO_USAGE, () => [], () => rendered(JSON.stringify(answer.body), GOOGLE_JSON));
-    return wholeReply(NO_USAGE, () => [], async () => rendered(JSON.stringify({ totalTokens: (await countUsage(inputTexts(request.body), [])).input }), GOOGLE_JSON));
-  },
-};
+  relayOperation: 'gemini.countTokens',
+  relayed: (request) => ({ body: countBodyForGoogle(request.raw) }),
+  counted: async (request) => ({ totalTokens: (await countUsage(inputTexts(request.body), [])).input }),
+  headers: GOOGLE_JSON,
+});
