@@ -2,7 +2,7 @@ import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../core/errors.js';
 import type { Usage } from '../generation/model.js';
 import type { Answer, AttemptTarget, ProviderCall } from '../generation/operation.js';
-import type { ProviderRegistry } from '../generation/provider.js';
+import type { ProviderRegistry, WireOperation } from '../generation/provider.js';
 import type { AttemptLogEntry } from '../store/store.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
 import { AttemptRun } from './attempt-run.js';
@@ -159,12 +159,19 @@ export class Router {
     outcome.served = model;
     outcome.accepted = false;
     const target: AttemptTarget = { model: deployment.model, provider };
-    let call: ProviderCall | undefined;
+    let call: ProviderCall;
     try {
       call = job.plan(target);
     } catch (thrown) {
-      if (outcome.attempts.length > 0 && !job.signal.aborted) return 'skipped';
-      throw thrown;
+      // The deployment cannot honour the request: passed over after another attempt failed, else the request's answer.
+      const error = toGatewayError(thrown);
+      const observed = job.telemetry.attempt({ deployment, providerKind: provider.kind, origin: provider.origin });
+      if (outcome.attempts.length > 0 && !job.signal.aborted) {
+        observed.skipped(error.kind);
+        return 'skipped';
+      }
+      this.record(outcome, model, deployment, this.now(), null, observed, error.status, error.kind, 0, 0, undefined);
+      throw error;
     }
     // Sluice answers itself: no upstream call, so no attempt.
     if (call.kind === 'none') return { answer: NO_ANSWER, target, end: () => Promise.resolve() };
@@ -191,7 +198,7 @@ export class Router {
       if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) outcome.accepted = false;
       // What the write measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
       const consumed = usage?.input ?? (outcome.accepted ? await job.promptTokens().catch(() => 0) : 0);
-      this.record(outcome, model, deployment, startedAt, run, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, usage?.output ?? 0, refusalOf(error));
+      this.record(outcome, model, deployment, startedAt, run.relayed, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, usage?.output ?? 0, refusalOf(error));
       return error;
     };
     let answer: Answer;
@@ -225,7 +232,7 @@ export class Router {
           const failure = written.failure;
           // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
           if (failure !== undefined && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, deployment.routing);
-          this.record(outcome, model, deployment, startedAt, run, observed, failure?.status ?? 200, failure?.kind ?? null, written.usage?.input ?? 0, written.usage?.output ?? 0, undefined);
+          this.record(outcome, model, deployment, startedAt, run.relayed, observed, failure?.status ?? 200, failure?.kind ?? null, written.usage?.input ?? 0, written.usage?.output ?? 0, undefined);
         } finally {
           close();
         }
@@ -238,7 +245,7 @@ export class Router {
     model: CatalogueModel,
     deployment: Deployment,
     startedAt: number,
-    run: AttemptRun,
+    relayed: WireOperation | null,
     observed: AttemptTelemetry,
     status: number,
     errorKind: string | null,
@@ -248,7 +255,7 @@ export class Router {
   ): void {
     const latencyMs = this.now() - startedAt;
     outcome.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
-    observed.end({ relayed: run.relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
+    observed.end({ relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
   }
 
   /** The model and its fallbacks the caller may use, each once. */
