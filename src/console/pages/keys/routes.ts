@@ -1,12 +1,12 @@
-import { maskSecret } from '../../auth/key-secret.js';
-import { changeKeyStatus, createKey, KeyManagementError, setAccountLimits, setKeyLimits } from '../../auth/keys-service.js';
-import type { Handler, RequestContext } from '../../http/handler.js';
-import { describeLimits, hasLimits, type Limits } from '../../core/key-limits.js';
-import { dayOf } from '../../store/sql-status.js';
-import type { AccountRecord, KeyRecord, KeyStatus, UsageFigures } from '../../store/store.js';
-import { accountFilterForm } from '../account-filter.js';
-import { accountInPath, checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
-import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../html.js';
+import { maskSecret } from '../../../auth/key-secret.js';
+import { changeKeyStatus, createKey, KeyManagementError, setAccountLimits, setKeyLimits } from '../../../auth/keys-service.js';
+import type { Handler, RequestContext } from '../../../http/handler.js';
+import { describeLimits, hasLimits, type Limits } from '../../../core/key-limits.js';
+import { dayOf } from '../../../store/sql-status.js';
+import type { AccountRecord, KeyRecord, KeyStatus, UsageFigures } from '../../../store/store.js';
+import { accountFilterForm } from '../../account-filter.js';
+import { accountInPath, checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../../console-context.js';
+import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
 import {
   anyLimitTyped,
   describeUse,
@@ -20,9 +20,9 @@ import {
   type LimitValues,
   type Uses,
   type UseOrUnavailable,
-} from '../limits-view.js';
-import { FormError, redirect, sendHtml } from '../http.js';
-import type { Session } from '../sessions.js';
+} from '../../limits-view.js';
+import { FormError, redirect, sendHtml } from '../../http.js';
+import type { Session } from '../../sessions.js';
 
 /** The usage columns' days: the last 30 UTC days from the daily roll-ups, today's so far included, as on the usage page. */
 const USAGE_DAYS = 30;
