@@ -6,6 +6,7 @@ import type { HealthOf } from '../../status/status-monitor.js';
 import { page, visitor, type ConsoleDeps } from '../console-context.js';
 import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { FormError, sendHtml, sendPublicJson, wantsJson } from '../http.js';
+import { decodeParam } from '../path-routes.js';
 import { PAGE_SIZE, pageHref, pageOf, pageSpec, paged, pager, PagingError, type PageSpec, type Paged } from '../paging.js';
 
 /** A bad paging parameter of `/models.json`, in the public JSON's error shape. */
@@ -259,12 +260,7 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
   };
 
   const detail = page(deps, async (ctx) => {
-    let id: string;
-    try {
-      id = decodeURIComponent(ctx.path.slice('/models/'.length));
-    } catch {
-      throw new FormError(404, 'There is no such model.');
-    }
+    const id = decodeParam(ctx.path.slice('/models/'.length), 'There is no such model.');
     const query = new URLSearchParams(ctx.query);
     const json = wantsJson(ctx.req, query);
     const model = deps.catalogue.current().get(id);
