@@ -1,15 +1,15 @@
 import type { ServerResponse } from 'node:http';
-import type { Handler, RequestContext } from '../../http/handler.js';
-import { dayOf } from '../../store/sql-status.js';
-import type { AccountRecord, UsageFigures, UsageGroup } from '../../store/store.js';
-import { isoDay, usageReport, type Breakdown, type TopList, type UsageReport } from '../../usage/usage-report.js';
-import { accountFilterForm } from '../account-filter.js';
-import { page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
-import { csvLine } from '../csv.js';
-import { formatInt, formatUsd, html, layout, trusted, type Html } from '../html.js';
-import { FormError, sendHtml } from '../http.js';
-import type { Session } from '../sessions.js';
-import { compactNumber, compactUsd, dayChart, type ChartSeries } from '../usage-chart.js';
+import type { Handler, RequestContext } from '../../../http/handler.js';
+import { dayOf } from '../../../store/sql-status.js';
+import type { AccountRecord, UsageFigures, UsageGroup } from '../../../store/store.js';
+import { isoDay, usageReport, type Breakdown, type TopList, type UsageReport } from '../../../usage/usage-report.js';
+import { accountFilterForm } from '../../account-filter.js';
+import { page, requireSession, userOf, type ConsoleDeps } from '../../console-context.js';
+import { csvLine } from '../../csv.js';
+import { formatInt, formatUsd, html, layout, trusted, type Html } from '../../html.js';
+import { FormError, sendHtml } from '../../http.js';
+import type { Session } from '../../sessions.js';
+import { compactNumber, compactUsd, dayChart, type ChartSeries } from '../../usage-chart.js';
 
 /** The ranges offered, in days up to today (UTC) included. */
 const RANGES = [7, 30, 90] as const;

@@ -1,13 +1,13 @@
-import type { Catalogue, CatalogueModel, PricingSource } from '../../catalogue/catalogue.js';
-import { operationsOf } from '../../catalogue/access.js';
-import type { Handler, RequestContext } from '../../http/handler.js';
-import type { Health } from '../../status/health.js';
-import type { HealthOf } from '../../status/status-monitor.js';
-import { page, visitor, type ConsoleDeps } from '../console-context.js';
-import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../html.js';
-import { FormError, sendHtml, sendPublicJson, wantsJson } from '../http.js';
-import { decodeParam } from '../path-routes.js';
-import { PAGE_SIZE, pageHref, pageOf, pageSpec, paged, pager, PagingError, type PageSpec, type Paged } from '../paging.js';
+import type { Catalogue, CatalogueModel, PricingSource } from '../../../catalogue/catalogue.js';
+import { operationsOf } from '../../../catalogue/access.js';
+import type { Handler, RequestContext } from '../../../http/handler.js';
+import type { Health } from '../../../status/health.js';
+import type { HealthOf } from '../../../status/status-monitor.js';
+import { page, visitor, type ConsoleDeps } from '../../console-context.js';
+import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../../html.js';
+import { FormError, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
+import { decodeParam } from '../../path-routes.js';
+import { PAGE_SIZE, pageHref, pageOf, pageSpec, paged, pager, PagingError, type PageSpec, type Paged } from '../../paging.js';
 
 /** A bad paging parameter of `/models.json`, in the public JSON's error shape. */
 function sendPublicJsonError(ctx: RequestContext, error: PagingError): void {
