@@ -11,7 +11,7 @@ import { userOf } from '../../console-context.js';
 import { formatPrice, html, layout, type Html } from '../../html.js';
 import { PAGE_SIZE, pager, type Paged } from '../../paging.js';
 import type { Session } from '../../sessions.js';
-import { priceSource } from '../models/routes.js';
+import { priceSource } from '../models/views.js';
 import { PROVIDER_LIMIT_FIELDS, type FormValues } from './forms.js';
 
 /** The two kinds of entry, as the paths name them. */
