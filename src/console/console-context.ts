@@ -9,6 +9,7 @@ import type { AccountRecord, Store } from '../store/store.js';
 import { html, layout, type LayoutOptions } from './html.js';
 import { FormError, readForm, redirect, safeEqual, sameOrigin, sendHtml } from './http.js';
 import type { LoginThrottle } from './login-throttle.js';
+import { decodeParam } from './path-routes.js';
 import type { Session, Sessions } from './sessions.js';
 import { type ProviderRegistry } from '../generation/provider.js';
 
@@ -89,13 +90,7 @@ export async function visitor(deps: ConsoleDeps, ctx: RequestContext): Promise<{
 
 /** The account a path names (`/app/accounts/<name>/…`, percent-encoded); 404 when there is none. */
 export async function accountInPath(deps: ConsoleDeps, encoded: string): Promise<AccountRecord> {
-  let name: string;
-  try {
-    name = decodeURIComponent(encoded);
-  } catch {
-    throw new FormError(404, 'There is no such account.');
-  }
-  const account = await deps.store.accounts.byName(name);
+  const account = await deps.store.accounts.byName(decodeParam(encoded, 'There is no such account.'));
   if (account === undefined) throw new FormError(404, 'There is no such account.');
   return account;
 }

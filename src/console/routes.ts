@@ -7,12 +7,12 @@ import { SIGN_IN_LINK_PREFIX } from './accounts.js';
 import type { ConsoleDeps } from './console-context.js';
 import { redirect } from './http.js';
 import { accountsRoutes } from './pages/accounts.js';
-import { catalogueRoutes } from './pages/catalogue.js';
-import { keysRoutes } from './pages/keys.js';
+import { catalogueRoutes } from './pages/catalogue/routes.js';
+import { keysRoutes } from './pages/keys/routes.js';
 import { loginRoutes } from './pages/login.js';
-import { modelsRoutes } from './pages/models.js';
+import { modelsRoutes } from './pages/models/routes.js';
 import { statusRoutes } from './pages/status.js';
-import { usageRoutes } from './pages/usage.js';
+import { usageRoutes } from './pages/usage/routes.js';
 
 function asset(body: string, type: string): Handler {
   const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 16)}"`;

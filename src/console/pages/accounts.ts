@@ -6,6 +6,7 @@ import { accountInPath, checkedForm, page, requireSession, userOf, type ConsoleD
 import { formatInt, html, layout, timeTag, type Html } from '../html.js';
 import { FormError, isHttps, redirect, sendHtml } from '../http.js';
 import { MIN_PASSWORD_LENGTH } from '../passwords.js';
+import { pathPattern } from '../path-routes.js';
 import type { Session } from '../sessions.js';
 
 /** The changes a row's buttons make, and what the page says after each. */
@@ -16,6 +17,8 @@ const CHANGES = {
   enable: { change: { disabled: false }, done: 'is enabled again' },
 } as const satisfies Record<string, { change: { isAdmin?: boolean; disabled?: boolean }; done: string }>;
 type Change = keyof typeof CHANGES;
+
+const ACCOUNT_PAGE = pathPattern('/app/accounts/:name/:action(limits|password|admin|member|disable|enable)');
 
 type Notice = { kind: 'ok' | 'error'; text: string };
 
@@ -216,13 +219,13 @@ export function accountsRoutes(deps: ConsoleDeps, accountLimits: Handler): { lis
   });
 
   const action = page(deps, async (ctx) => {
-    const match = /^\/app\/accounts\/([^/]+)\/(limits|password|admin|member|disable|enable)$/.exec(ctx.path);
-    if (match === null) throw new FormError(404, 'There is no such page.');
-    if (match[2] === 'limits') return accountLimits(ctx);
+    const params = ACCOUNT_PAGE(ctx.path);
+    if (params === undefined) throw new FormError(404, 'There is no such page.');
+    if (params.action === 'limits') return accountLimits(ctx);
     const session = await requireSession(deps, ctx, { admin: true });
     if (!session) return;
-    const account = await accountInPath(deps, match[1]!);
-    const verb = match[2]!;
+    const account = await accountInPath(deps, params.name!);
+    const verb = params.action!;
     if (verb === 'password' && ctx.req.method === 'GET') return sendHtml(ctx.res, 200, passwordPage(session, account));
     if (ctx.req.method !== 'POST') throw new FormError(405, 'Use POST here.');
     const form = await checkedForm(ctx, session);

@@ -5,7 +5,7 @@ import { HISTORY_DAYS, type ComponentStatus, type DayBar, type ModelStatus, type
 import { page, visitor, type ConsoleDeps } from '../console-context.js';
 import { formatDate, formatInt, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
-import { healthPill } from './models.js';
+import { healthPill } from './models/views.js';
 
 const HEADLINES: Record<Health, string> = {
   up: 'All systems operational',

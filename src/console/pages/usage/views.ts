@@ -1,71 +1,19 @@
-import type { ServerResponse } from 'node:http';
-import type { Handler, RequestContext } from '../../http/handler.js';
-import { dayOf } from '../../store/sql-status.js';
-import type { AccountRecord, UsageFigures, UsageGroup } from '../../store/store.js';
-import { isoDay, usageReport, type Breakdown, type TopList, type UsageReport } from '../../usage/usage-report.js';
-import { accountFilterForm } from '../account-filter.js';
-import { page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
-import { csvLine } from '../csv.js';
-import { formatInt, formatUsd, html, layout, trusted, type Html } from '../html.js';
-import { FormError, sendHtml } from '../http.js';
-import type { Session } from '../sessions.js';
-import { compactNumber, compactUsd, dayChart, type ChartSeries } from '../usage-chart.js';
+// The usage page as HTML: the totals, the charts per day, the top models and keys, and the
+// figures per day as a table.
+import type { AccountRecord, UsageFigures, UsageGroup } from '../../../store/store.js';
+import { isoDay, type Breakdown, type TopList, type UsageReport } from '../../../usage/usage-report.js';
+import { accountFilterForm } from '../../account-filter.js';
+import { userOf } from '../../console-context.js';
+import { formatInt, formatUsd, html, layout, trusted, type Html } from '../../html.js';
+import type { Session } from '../../sessions.js';
+import { compactNumber, compactUsd, dayChart, type ChartSeries } from '../../usage-chart.js';
+import { queryOf, RANGES, usageHref, type UsageParams } from './params.js';
 
-/** The ranges offered, in days up to today (UTC) included. */
-const RANGES = [7, 30, 90] as const;
-type Range = (typeof RANGES)[number];
-const DEFAULT_RANGE: Range = 30;
 const BREAKDOWNS: Record<Breakdown, string> = { model: 'Model', key: 'Key' };
 /** How much of a key id is shown (`key_` and six characters): enough to tell keys of one name apart. */
 const KEY_ID_SHOWN = 'key_'.length + 6;
 /** The tone (stylesheet colour) of the "other" series, after those of the top ones. */
 const OTHER_TONE = 'other';
-
-/** The page's parameters as typed values: anything unknown falls back to the default. */
-interface UsageParams {
-  readonly range: Range;
-  /** An admin's choice of account by name; null for all. Members always see their own. */
-  readonly account: string | null;
-  readonly breakdown: Breakdown;
-}
-
-function parseParams(query: URLSearchParams, session: Session): UsageParams {
-  const range = RANGES.find((r) => String(r) === query.get('range')) ?? DEFAULT_RANGE;
-  const by = query.get('by');
-  const breakdown: Breakdown = by === 'key' ? 'key' : 'model';
-  // A member's `account` parameter is ignored: their own account is the only one they see.
-  const account = session.account.isAdmin ? query.get('account') || null : null;
-  return { range, account, breakdown };
-}
-
-/** The parameters as a query string; defaults are left out. */
-function queryOf(params: UsageParams): URLSearchParams {
-  const query = new URLSearchParams();
-  if (params.range !== DEFAULT_RANGE) query.set('range', String(params.range));
-  if (params.account !== null) query.set('account', params.account);
-  if (params.breakdown !== 'model') query.set('by', params.breakdown);
-  return query;
-}
-
-/** The same page (or its CSV) with some parameters changed. */
-function usageHref(path: string, params: UsageParams, change: Partial<UsageParams> = {}): string {
-  const text = queryOf({ ...params, ...change }).toString();
-  return text === '' ? path : `${path}?${text}`;
-}
-
-/** Whose usage the session sees: a member's own account; an admin's chosen one, or undefined for every account's. */
-async function scope(deps: ConsoleDeps, session: Session, params: UsageParams): Promise<AccountRecord | undefined> {
-  if (!session.account.isAdmin) return session.account;
-  if (params.account === null) return undefined;
-  const account = await deps.store.accounts.byName(params.account);
-  if (account === undefined) throw new FormError(404, 'There is no such account.');
-  return account;
-}
-
-function days(params: UsageParams): { fromDay: number; toDay: number } {
-  const toDay = dayOf(Date.now());
-  return { fromDay: toDay - params.range + 1, toDay };
-}
 
 /** A key as the console names it: its name and the start of its id. */
 function keyLabel(group: UsageGroup): string {
@@ -109,7 +57,8 @@ function topTable(options: { id: string; title: string; list: TopList; totals: U
 </section>`;
 }
 
-function usagePage(session: Session, params: UsageParams, report: UsageReport, accounts: readonly AccountRecord[], shown: AccountRecord | undefined): Html {
+/** The usage of `shown` (every account's when undefined) as `params` chose it; `accounts` fill an admin's account filter. */
+export function usagePage(session: Session, params: UsageParams, report: UsageReport, accounts: readonly AccountRecord[], shown: AccountRecord | undefined): Html {
   const isAdmin = session.account.isAdmin;
   const { totals } = report;
   const dayNames = report.days.map((d) => isoDay(d.day));
@@ -200,66 +149,4 @@ ${topTable({
   </details>
 </section>`;
   return layout({ title: 'Usage', nav: 'usage', user: userOf(session), body });
-}
-
-/** Resolves once the response can take more (true), or when the client has gone (false). */
-function drained(res: ServerResponse): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve(!res.destroyed);
-    };
-    res.once('drain', done);
-    res.once('close', done);
-  });
-}
-
-/** The CSV's columns: one line per day, key and model with traffic in the range (days without any have no line). */
-const CSV_HEADER = ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd'];
-
-export function usageRoutes(deps: ConsoleDeps): { page: Handler; csv: Handler } {
-  const read = async (ctx: RequestContext) => {
-    const session = await requireSession(deps, ctx);
-    if (!session) return undefined;
-    const params = parseParams(new URLSearchParams(ctx.query), session);
-    return { session, params, account: await scope(deps, session, params) };
-  };
-
-  const usage = page(deps, async (ctx) => {
-    const chosen = await read(ctx);
-    if (!chosen) return;
-    const { session, params, account } = chosen;
-    const [report, accounts] = await Promise.all([
-      usageReport(deps.store, { ...days(params), accountId: account?.id, breakdown: params.breakdown }),
-      session.account.isAdmin ? deps.store.accounts.list() : Promise.resolve([]),
-    ]);
-    sendHtml(ctx.res, 200, usagePage(session, params, report, accounts, account));
-  });
-
-  const csv = page(deps, async (ctx) => {
-    const chosen = await read(ctx);
-    if (!chosen) return;
-    const { params, account } = chosen;
-    const range = days(params);
-    // Names from before the account-name rule may hold anything: the file name keeps the safe characters.
-    const file = `sluice-usage-${(account?.name ?? 'all').replace(/[^A-Za-z0-9._@-]/g, '_')}-${isoDay(range.fromDay)}-to-${isoDay(range.toDay)}.csv`;
-    const res = ctx.res;
-    res.writeHead(200, {
-      'content-type': 'text/csv; charset=utf-8',
-      'content-disposition': `attachment; filename="${file}"`,
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
-    });
-    res.write(csvLine(CSV_HEADER));
-    // A day at a time, as the client takes it: a deployment with many keys never holds the whole file in memory.
-    for (let day = range.fromDay; day <= range.toDay; day++) {
-      const groups = await deps.store.usageDaily.summary({ fromDay: day, toDay: day, ...(account && { accountId: account.id }) }, ['day', 'key', 'model']);
-      const lines = groups.map((g) => csvLine([isoDay(day), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, g.costUsd]));
-      if (lines.length > 0 && !res.write(lines.join('')) && !(await drained(res))) return;
-    }
-    res.end();
-  });
-
-  return { page: usage, csv };
 }

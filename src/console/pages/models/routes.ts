@@ -1,0 +1,60 @@
+// The public model pages (`/models`, `/models.json`, `/models/<id>`): their handlers, each
+// answering in HTML or, when asked, in the public JSON.
+import type { Handler, RequestContext } from '../../../http/handler.js';
+import { page, visitor, type ConsoleDeps } from '../../console-context.js';
+import { FormError, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
+import { pageHref, pageSpec, PagingError, type PageSpec } from '../../paging.js';
+import { decodeParam } from '../../path-routes.js';
+import { modelJson, sendPublicJsonError } from './json.js';
+import { KEY_DEPENDENT_NOTE, readListQuery, select } from './listing.js';
+import { detailPage, listPage } from './views.js';
+
+export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler; detail: Handler } {
+  const respondList = async (ctx: RequestContext, forceJson: boolean) => {
+    const query = new URLSearchParams(ctx.query);
+    const json = forceJson || wantsJson(ctx.req, query);
+    const catalogue = deps.catalogue.current();
+    const listQuery = readListQuery(query);
+    let spec: PageSpec;
+    try {
+      spec = pageSpec(query);
+    } catch (error) {
+      if (json && error instanceof PagingError) return sendPublicJsonError(ctx, error);
+      throw error;
+    }
+    const list = select(catalogue, listQuery, spec);
+    const healthOf = await deps.status.modelHealth();
+    if (json) {
+      const path = forceJson ? '/models.json' : '/models';
+      return sendPublicJson(ctx.res, {
+        object: 'list',
+        note: KEY_DEPENDENT_NOTE,
+        data: list.items.map((m) => modelJson(m, healthOf(m))),
+        page: list.page,
+        limit: list.limit,
+        total: list.total,
+        has_more: list.hasMore,
+        next: list.hasMore ? pageHref(path, query, list.page + 1) : null,
+      });
+    }
+    const { user, headers } = await visitor(deps, ctx);
+    sendHtml(ctx.res, 200, listPage(list, query, healthOf, listQuery, catalogue.models.length, user), headers);
+  };
+
+  const detail = page(deps, async (ctx) => {
+    const id = decodeParam(ctx.path.slice('/models/'.length), 'There is no such model.');
+    const query = new URLSearchParams(ctx.query);
+    const json = wantsJson(ctx.req, query);
+    const model = deps.catalogue.current().get(id);
+    if (model === undefined) {
+      if (json) return void ctx.res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `There is no model '${id}'.`, code: 'model_not_found' } }));
+      throw new FormError(404, `There is no model “${id}” in the catalogue. See /models for every model.`);
+    }
+    const health = (await deps.status.modelHealth())(model);
+    if (json) return sendPublicJson(ctx.res, { ...modelJson(model, health), note: KEY_DEPENDENT_NOTE });
+    const { user, headers } = await visitor(deps, ctx);
+    sendHtml(ctx.res, 200, detailPage(model, health, user), headers);
+  });
+
+  return { list: page(deps, (ctx) => respondList(ctx, false)), json: page(deps, (ctx) => respondList(ctx, true)), detail };
+}

@@ -1,0 +1,135 @@
+// The public model pages as HTML: the searchable, sortable list and one model's page, and the
+// health and price-source labels the status and catalogue pages share.
+import { operationsOf } from '../../../catalogue/access.js';
+import type { CatalogueModel, PricingSource } from '../../../catalogue/catalogue.js';
+import type { Health } from '../../../status/health.js';
+import type { HealthOf } from '../../../status/status-monitor.js';
+import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../../html.js';
+import { PAGE_SIZE, pageHref, pager, type Paged } from '../../paging.js';
+import { KEY_DEPENDENT_NOTE, SORTS, type ListQuery, type SortKey } from './listing.js';
+
+/** Where a model's price came from, in words: its own entry, or which price list; a dash when unpriced. */
+export function priceSource(model: CatalogueModel): Html {
+  return model.pricingSource === undefined ? html`<span class="muted">—</span>` : html`${pricingSourceLabel(model.pricingSource)}`;
+}
+
+function pricingSourceLabel(source: PricingSource): string {
+  // The admin page's Origin column says which entry; the public page needs no more.
+  if (source.kind === 'entry') return 'its own pricing';
+  return source.origin === 'shipped' ? `Sluice price list of ${source.asOf}` : `imported price list of ${source.asOf}`;
+}
+
+export function healthPill(health: Health): Html {
+  const label = { up: 'Up', degraded: 'Degraded', down: 'Down', unknown: 'No recent data' }[health];
+  return html`<span class="pill pill-${health}">${label}</span>`;
+}
+
+function price(value: number | undefined): Html {
+  return value === undefined ? html`<span class="muted">—</span>` : html`${formatPrice(value)}`;
+}
+
+/** A page of the list (`all` models in the catalogue), sorted and searched as `q`, `sort` and `dir` say. */
+export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, healthOf: HealthOf, { q, sort, dir }: ListQuery, all: number, user: LayoutOptions['user']): Html {
+  const models = list.items;
+  const limit: Record<string, string> = list.limit === PAGE_SIZE.default ? {} : { limit: String(list.limit) };
+  const header = (key: SortKey, label: string, numeric = false) => {
+    const active = sort === key;
+    const nextDir = active && dir === 'asc' ? 'desc' : 'asc';
+    const params = new URLSearchParams({ ...(q ? { q } : {}), sort: key, dir: nextDir, ...limit });
+    return html`<th scope="col"${numeric ? html` class="num"` : ''}${active ? html` aria-sort="${dir === 'asc' ? 'ascending' : 'descending'}"` : ''}><a href="/models?${params.toString()}">${label}${active ? (dir === 'asc' ? ' ▲' : ' ▼') : ''}</a></th>`;
+  };
+  return layout({
+    title: 'Models',
+    user,
+    nav: 'models',
+    body: html`<div class="page-head">
+  <h1>Models</h1>
+  <p class="lead">${KEY_DEPENDENT_NOTE}</p>
+</div>
+<form class="filter" method="get" action="/models" role="search">
+  <label for="q">Search models</label>
+  <input id="q" name="q" type="search" value="${q}" placeholder="id, name, owner…">
+  <label for="sort">Sort by</label>
+  <select id="sort" name="sort">
+    ${(Object.keys(SORTS) as SortKey[]).map((key) => html`<option value="${key}"${key === sort ? html` selected` : ''}>${SORTS[key].label}</option>`)}
+  </select>
+  <label for="dir">Order</label>
+  <select id="dir" name="dir">
+    <option value="asc"${dir === 'asc' ? html` selected` : ''}>ascending</option>
+    <option value="desc"${dir === 'desc' ? html` selected` : ''}>descending</option>
+  </select>
+  ${list.limit === PAGE_SIZE.default ? '' : html`<input type="hidden" name="limit" value="${list.limit}">`}
+  <button type="submit" class="btn btn-small">Apply</button>
+</form>
+<p class="muted small" role="status">${q.trim() === '' ? `${all} model${all === 1 ? '' : 's'}` : `${list.total} of ${all} models match “${q}”`}. Prices in USD per million tokens.</p>
+<div class="table-scroll" role="region" aria-label="Models" tabindex="0">
+<table class="data wide" id="models-table">
+  <thead><tr>
+    ${header('id', 'Model')}${header('owner', 'Owner')}${header('context', 'Context', true)}${header('output', 'Max output', true)}
+    ${header('input_price', 'Input / 1M', true)}${header('output_price', 'Output / 1M', true)}<th scope="col">Price from</th>
+    <th scope="col">Operations</th><th scope="col">Health</th>
+  </tr></thead>
+  <tbody>
+  ${
+    models.length === 0
+      ? html`<tr><td colspan="9" class="empty">${list.page > list.pages ? html`No models on this page: <a href="${pageHref('/models', query, 1)}">back to the first</a>.` : 'No model matches.'}</td></tr>`
+      : models.map(
+          (m) => html`<tr data-model="${m.id}">
+    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th>
+    <td>${m.ownedBy}</td>
+    <td class="num">${m.contextWindow === undefined ? html`<span class="muted">—</span>` : formatInt(m.contextWindow)}</td>
+    <td class="num">${m.maxOutputTokens === undefined ? html`<span class="muted">—</span>` : formatInt(m.maxOutputTokens)}</td>
+    <td class="num price-in">${price(m.pricing?.inputPerMtok)}</td>
+    <td class="num price-out">${price(m.pricing?.outputPerMtok)}</td>
+    <td class="price-source">${priceSource(m)}</td>
+    <td>${operationsOf(m).map((path, i) => html`${i > 0 ? ' ' : ''}<code>${path}</code>`)}</td>
+    <td>${healthPill(healthOf(m))}</td>
+  </tr>`,
+        )
+  }
+  </tbody>
+</table>
+</div>
+${pager('/models', query, list, 'Models')}`,
+  });
+}
+
+export function detailPage(m: CatalogueModel, health: Health, user: LayoutOptions['user']): Html {
+  return layout({
+    title: m.displayName ?? m.id,
+    user,
+    nav: 'models',
+    body: html`<p class="crumbs"><a href="/models">Models</a> / <code>${m.id}</code></p>
+<div class="page-head">
+  <h1>${m.displayName ?? m.id}</h1>
+  <p>${healthPill(health)} <a href="/status">Service status</a></p>
+</div>
+${m.description ? html`<p class="lead">${m.description}</p>` : ''}
+<dl class="facts card">
+  <dt>Model id</dt><dd><code>${m.id}</code></dd>
+  <dt>Owner</dt><dd>${m.ownedBy}</dd>
+  <dt>Context window</dt><dd>${m.contextWindow === undefined ? '—' : `${formatInt(m.contextWindow)} tokens`}</dd>
+  <dt>Max output</dt><dd>${m.maxOutputTokens === undefined ? '—' : `${formatInt(m.maxOutputTokens)} tokens`}</dd>
+  <dt>Input price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.inputPerMtok)} per million tokens` : 'not priced'}</dd>
+  <dt>Output price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.outputPerMtok)} per million tokens` : 'not priced'}</dd>
+  ${m.pricing ? html`<dt>Cached input price</dt><dd>${formatPrice(m.pricing.cachedInputPerMtok)} per million tokens</dd>
+  <dt>Cache write price</dt><dd>${formatPrice(m.pricing.cacheWritePerMtok)} per million tokens</dd>` : ''}
+  <dt>Price from</dt><dd class="price-source">${priceSource(m)}</dd>
+  <dt>Operations</dt><dd>${operationsOf(m).map((path, i) => html`${i > 0 ? ', ' : ''}<code>POST ${path}</code>`)}</dd>
+  ${m.version ? html`<dt>Version</dt><dd>${m.version}</dd>` : ''}
+  ${m.created ? html`<dt>Released</dt><dd>${new Date(m.created * 1000).toISOString().slice(0, 10)}</dd>` : ''}
+</dl>
+<h2>Try it</h2>
+<pre><code>curl -s $SLUICE_URL${tryIt(m).path} \\
+  -H "Authorization: Bearer $SLUICE_KEY" -H 'content-type: application/json' \\
+  -d '${JSON.stringify(tryIt(m).body)}'</code></pre>
+<p class="muted small">Whether your key may use this model depends on the key; see <a href="/app/keys">your keys</a>. JSON: <a href="/models/${encodeURIComponent(m.id)}?format=json">this model</a>.</p>`,
+  });
+}
+
+/** The simplest request the model serves, for the "Try it" example. */
+function tryIt(m: CatalogueModel): { path: string; body: unknown } {
+  if (m.endpoints.has('completions')) return { path: '/v1/completions', body: { model: m.id, prompt: 'Say hi', max_tokens: 16 } };
+  if (m.endpoints.has('chat')) return { path: '/v1/chat/completions', body: { model: m.id, messages: [{ role: 'user', content: 'Say hi' }] } };
+  return { path: '/v1/responses', body: { model: m.id, input: 'Say hi' } };
+}
