@@ -173,8 +173,11 @@ export class Router {
       this.record(outcome, model, deployment, this.now(), null, observed, error.status, error.kind, 0, 0, undefined);
       throw error;
     }
-    // Sluice answers itself: no upstream call, so no attempt.
-    if (call.kind === 'none') return { answer: NO_ANSWER, target, end: () => Promise.resolve() };
+    if (call.kind === 'none') {
+      // Sluice answers itself: no upstream call, so no attempt and no deployment.
+      outcome.deployment = undefined;
+      return { answer: NO_ANSWER, target, end: () => Promise.resolve() };
+    }
     const health = this.healthOf(deployment);
     const startedAt = this.now();
     const observed = job.telemetry.attempt({ deployment, providerKind: provider.kind, origin: provider.origin });
