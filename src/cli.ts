@@ -614,7 +614,7 @@ export function buildCli(): Command {
     .requiredOption('--to <url>', 'the PostgreSQL database, postgres://USER:PASSWORD@HOST:PORT/DB (migrated first)')
     .addOption(new Option('--batch <n>', 'rows read and written at a time (at most 2000)').argParser(positiveInt).default(1000))
     .action(async (opts: { from: string; to: string; batch: number }) => {
-      const { copyCommand } = await import('./store/copy-command.js');
+      const { copyCommand } = await import('./cli/store-copy.js');
       await copyCommand(opts);
     });
 

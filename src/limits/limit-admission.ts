@@ -6,7 +6,7 @@ import { GatewayError } from '../core/errors.js';
 import { UNLIMITED, type Admission, type Admitted, type Demand } from '../core/admission.js';
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
-import { costUsd } from '../usage/pricing.js';
+import { costUsd } from '../pricing/cost.js';
 import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
 import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 

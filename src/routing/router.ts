@@ -4,7 +4,7 @@ import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../
 import type { Meter } from '../generation/operation.js';
 import type { Provider } from '../core/provider.js';
 import type { ProviderRegistry } from '../providers/provider-adapters.js';
-import type { AttemptLogEntry } from '../store/store.js';
+import type { AttemptLogEntry } from '../core/attempts.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
 import type { Invoker } from '../generation/invoke.js';
 import { AttemptRun } from './attempt-run.js';

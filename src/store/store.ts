@@ -1,3 +1,4 @@
+import type { AttemptLogEntry } from '../core/attempts.js';
 import type { Limits } from '../core/key-limits.js';
 
 /**
@@ -87,18 +88,6 @@ export interface UsageRow {
   readonly deployment: string | null;
   /** Every attempt, when there was more than one or the only one failed after the upstream had the prompt: for reconciling with each provider's bill. */
   readonly attemptLog: readonly AttemptLogEntry[] | null;
-}
-
-/** One attempt of a routed request, as the ledger keeps it. */
-export interface AttemptLogEntry {
-  readonly model: string;
-  readonly deployment: string;
-  readonly providerId: string;
-  readonly status: number;
-  readonly errorKind: string | null;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly latencyMs: number;
 }
 
 export interface AccountsRepository {

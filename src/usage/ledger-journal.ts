@@ -3,7 +3,8 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { AttemptLogEntry, Store, UsageRow } from '../store/store.js';
+import type { AttemptLogEntry } from '../core/attempts.js';
+import type { Store, UsageRow } from '../store/store.js';
 import { interruptedRow, type LedgerStart } from './ledger.js';
 
 /** The folder of the data directory that holds the journals. */

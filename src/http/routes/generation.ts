@@ -7,7 +7,7 @@ import { GENERATES_NOTHING, type Admitted } from '../../core/admission.js';
 import { directInvoker, type Invoker } from '../../generation/invoke.js';
 import type { CountTokensOperation, GenerationOperation, WireRequest } from '../../generation/operation.js';
 import { CLIENT_CLOSED_REQUEST, newProgress, type RouteProgress } from '../../routing/router.js';
-import { costUsd } from '../../usage/pricing.js';
+import { costUsd } from '../../pricing/cost.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
 import type { GatewayDeps } from '../server.js';

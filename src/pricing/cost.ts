@@ -1,8 +1,15 @@
-import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Usage } from '../core/model.js';
 
+/** USD per million tokens; cached input and cache writes default to the input price. */
+export interface Pricing {
+  readonly inputPerMtok: number;
+  readonly outputPerMtok: number;
+  readonly cachedInputPerMtok: number;
+  readonly cacheWritePerMtok: number;
+}
+
 /** USD for one request at the model's per-million-token prices; 0 for a model without pricing. */
-export function costUsd(model: CatalogueModel | undefined, usage: Usage): number {
+export function costUsd(model: { readonly pricing: Pricing | undefined } | undefined, usage: Usage): number {
   const pricing = model?.pricing;
   if (pricing === undefined) return 0;
   const uncachedInput = Math.max(0, usage.input - usage.cachedInput - usage.cacheWrite);

@@ -3,9 +3,9 @@ import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { importOrphanedJournals, runningJournalOwners } from '../usage/ledger-journal.js';
 import { UserError } from '../core/user-error.js';
-import { copyStore } from './copy-store.js';
+import { copyStore } from '../store/copy-store.js';
 import { maskUrl } from '../core/masked-url.js';
-import { checkPostgresUrl, openSqliteStore, openStore, SQLITE_FILE } from './open-store.js';
+import { checkPostgresUrl, openSqliteStore, openStore, SQLITE_FILE } from '../store/open-store.js';
 
 /** Rows between two progress lines on stderr while a table is copied. */
 const PROGRESS_EVERY = 100_000;
