@@ -27,7 +27,7 @@ export async function copyCommand(options: { from: string; to: string; batch: nu
 
   const source = await openSqliteStore(from);
   try {
-    const imported = await importOrphanedJournals(from, source, pino({ level: 'silent' }));
+    const imported = await importOrphanedJournals(from, source.usage, pino({ level: 'silent' }));
     if (imported > 0) console.log(`Imported ${imported} ledger rows left in ${join(from, 'ledger')} into ${source.location}.`);
     const target = await openStore({ kind: 'postgres', url: options.to });
     try {

@@ -2,9 +2,11 @@ import type { AttemptLogEntry } from '../core/attempts.js';
 import type { Limits } from '../core/key-limits.js';
 
 /**
- * The data layer's contract. Handlers and services see only this interface; the SQL behind it is
- * written once with Kysely and runs on SQLite (embedded) and PostgreSQL (shared by replicas).
- * Times are Unix milliseconds throughout.
+ * The data layer's contract: one repository per kind of record. The SQL behind it is written once
+ * with Kysely and runs on SQLite (embedded) and PostgreSQL (shared by replicas). A service is
+ * handed the repositories it uses when it is built; a command shared by the CLI and the console
+ * takes the part of an open store it uses (`Pick<Store, 'keys' | 'accounts'>`). Times are Unix
+ * milliseconds throughout.
  */
 export type KeyStatus = 'active' | 'disabled' | 'revoked';
 
