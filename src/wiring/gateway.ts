@@ -8,6 +8,7 @@ import { sharedSecretFromEnv } from '../core/data-dir-secret.js';
 import { SecretHasher } from '../auth/key-secret.js';
 import { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import { openChangeFeed } from '../changes/open-change-feed.js';
+import { VERSION_POLL_MS } from '../changes/versioned-cache.js';
 import { CredentialCipher } from '../catalogue/credential-cipher.js';
 import { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import { Discovery } from '../discovery/discovery.js';
@@ -160,7 +161,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const notificationsDown = () => {
     if (changes.healthy) return (notificationsDownSince = null);
     notificationsDownSince ??= Date.now();
-    return { component: 'notifications', since: notificationsDownSince, message: `Change notifications (${changes.name}) are not arriving: changes reach this process by polling the store, within 250 ms.` };
+    return { component: 'notifications', since: notificationsDownSince, message: `Change notifications (${changes.name}) are not arriving: changes reach this process by polling the store, within ${VERSION_POLL_MS} ms.` };
   };
   const status = new StatusMonitor(
     store.usage,
