@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
+import { VersionedCache } from '../changes/versioned-cache.js';
 import { GatewayError } from '../core/errors.js';
 import type { KeyRecord, KeysRepository } from '../store/store.js';
 import type { SecretHasher } from './key-secret.js';
@@ -15,72 +16,59 @@ interface CachedKey {
   readonly accountDisabled: boolean;
 }
 
-/** How often the key version is polled: a change made by another process is seen within this, notification or not. */
-const VERSION_POLL_MS = 250;
-/** A store that keeps failing the poll is reported at most this often. */
-const POLL_WARNING_EVERY_MS = 30_000;
 /** Unknown secrets remembered, so a flood of bad keys does not reach the store each time. */
 const MAX_NEGATIVE_ENTRIES = 10_000;
 
+/** The keys looked up since the key version last moved, by the keyed hash of their secret. */
+interface KeyEntries {
+  readonly known: Map<string, CachedKey>;
+  /** Secrets known to be no key. */
+  readonly unknown: Set<string>;
+}
+
+function noEntries(): KeyEntries {
+  return { known: new Map(), unknown: new Set() };
+}
+
 /**
  * Turns a presented secret into a Principal. Keys are cached in memory by their keyed hash; every
- * write to any key bumps a version in the store, and reading a changed version clears the cache.
- * The version is read when the change feed announces a key change (a key created, disabled or
- * revoked by the CLI or another instance takes effect at once) and polled as well, which bounds
- * the delay by the poll interval when a notification is lost. Expiry is checked on every request
- * against the cached expiry time. While the store cannot be read, cached keys go on being served.
+ * write to any key bumps a version in the store, and a changed version empties the cache (a key
+ * created, disabled or revoked by the CLI or another instance takes effect at once, or within the
+ * poll interval when a notification is lost: see VersionedCache). Expiry is checked on every
+ * request against the cached expiry time. While the store cannot be read, cached keys go on being served.
  */
 export class Authenticator {
-  private readonly known = new Map<string, CachedKey>();
-  private readonly unknown = new Set<string>();
+  private readonly entries: VersionedCache<KeyEntries>;
   private readonly lastUsed = new Map<string, number>();
-  private version = -1;
-  private poller: NodeJS.Timeout | undefined;
-  private unsubscribe: (() => void) | undefined;
-  /** The version read under way, and the one queued behind it (a notification arrived meanwhile). */
-  private reading: Promise<void> = Promise.resolve();
-  private queued: Promise<void> | undefined;
-  private lastPollWarning = -Infinity;
   /** Lookups the cache answered (a known key, or a secret known to be no key) and those that read the store. */
   readonly cache = { hits: 0, misses: 0 };
 
   constructor(
     private readonly keys: KeysRepository,
     private readonly hasher: SecretHasher,
-    private readonly logger: Logger,
+    logger: Logger,
     /** Named in the warning when the store cannot be polled (`sqlite`, `postgres`). */
-    private readonly storeName: string,
+    storeName: string,
     private readonly now: () => number = Date.now,
-  ) {}
-
-  async start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
-    await this.refresh();
-    this.unsubscribe = changes?.subscribe((topic) => {
-      if (topic === 'keys') this.poll();
+  ) {
+    this.entries = new VersionedCache(noEntries(), {
+      topic: 'keys',
+      version: () => keys.version(),
+      load: async () => noEntries(),
+      failed: (error) =>
+        logger.warn(
+          { store: storeName, err: error instanceof Error ? error.message : String(error) },
+          `cannot read the key version from the ${storeName} store: key changes are not seen meanwhile, cached keys go on being served (reported at most every 30 s)`,
+        ),
     });
-    this.poller = setInterval(() => this.poll(), VERSION_POLL_MS);
-    this.poller.unref();
+  }
+
+  start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
+    return this.entries.start(changes);
   }
 
   stop(): void {
-    clearInterval(this.poller);
-    this.unsubscribe?.();
-  }
-
-  /**
-   * Reads the key version now; the cache empties if it moved. Reads do not overlap: a call while
-   * one is under way is served by one more read after it (which sees any change committed before
-   * the call), shared by every call made meanwhile.
-   */
-  refresh(): Promise<void> {
-    if (this.queued !== undefined) return this.queued;
-    const next = this.reading.then(() => {
-      this.queued = undefined;
-      return this.readVersion();
-    });
-    this.queued = next;
-    this.reading = next.catch(() => undefined);
-    return next;
+    void this.entries.stop();
   }
 
   async authenticate(secret: string | undefined): Promise<Principal> {
@@ -91,9 +79,10 @@ export class Authenticator {
       );
     }
     const hash = this.hasher.hash(secret);
-    let entry = this.known.get(hash);
+    const { known, unknown } = this.entries.value;
+    let entry = known.get(hash);
     if (entry === undefined) {
-      if (this.unknown.has(hash)) {
+      if (unknown.has(hash)) {
         this.cache.hits++;
         throw invalidKey();
       }
@@ -122,18 +111,18 @@ export class Authenticator {
 
   private async load(hash: string): Promise<CachedKey> {
     // A lookup that straddles a version change may have read a stale row: use it once, cache it not.
-    const versionAtStart = this.version;
+    const entries = this.entries.value;
     let record: KeyRecord | undefined;
     try {
       record = await this.keys.findBySecretHash(hash);
     } catch (error) {
       throw new GatewayError('store_failure', 'The key store is unavailable; try again shortly.', { cause: error });
     }
-    const cacheable = this.version === versionAtStart;
+    const cacheable = this.entries.value === entries;
     if (record === undefined) {
       if (cacheable) {
-        if (this.unknown.size >= MAX_NEGATIVE_ENTRIES) this.unknown.clear();
-        this.unknown.add(hash);
+        if (entries.unknown.size >= MAX_NEGATIVE_ENTRIES) entries.unknown.clear();
+        entries.unknown.add(hash);
       }
       throw invalidKey();
     }
@@ -150,30 +139,8 @@ export class Authenticator {
       expiresAt: record.expiresAt,
       accountDisabled: record.accountDisabled,
     };
-    if (cacheable) this.known.set(hash, entry);
+    if (cacheable) entries.known.set(hash, entry);
     return entry;
-  }
-
-  /** A refresh from the poll or a notification: a failure is reported (now and then), and the cache serves on. */
-  private poll(): void {
-    this.refresh().catch((error: unknown) => {
-      const now = Date.now();
-      if (now - this.lastPollWarning < POLL_WARNING_EVERY_MS) return;
-      this.lastPollWarning = now;
-      this.logger.warn(
-        { store: this.storeName, err: error instanceof Error ? error.message : String(error) },
-        `cannot read the key version from the ${this.storeName} store: key changes are not seen meanwhile, cached keys go on being served (reported at most every 30 s)`,
-      );
-    });
-  }
-
-  private async readVersion(): Promise<void> {
-    const version = await this.keys.version();
-    if (version !== this.version) {
-      this.version = version;
-      this.known.clear();
-      this.unknown.clear();
-    }
   }
 }
 

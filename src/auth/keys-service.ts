@@ -18,7 +18,7 @@ export class KeyManagementError extends UserError {
 }
 
 /** Key management shared by the CLI and the console; the secret exists only in the return value. */
-export async function createKey(store: Store, hasher: SecretHasher, input: CreateKeyInput): Promise<{ key: KeyRecord; secret: string }> {
+export async function createKey(store: Pick<Store, 'keys' | 'accounts'>, hasher: SecretHasher, input: CreateKeyInput): Promise<{ key: KeyRecord; secret: string }> {
   if (input.expiresAt !== undefined && input.expiresAt <= Date.now()) {
     throw new KeyManagementError('The expiry is in the past.');
   }
@@ -45,7 +45,7 @@ export async function createKey(store: Store, hasher: SecretHasher, input: Creat
  * The account of that name, made when new: the name rule applies to accounts made from now on, so
  * one made before it (with a space, say) keeps getting keys.
  */
-async function ownerOf(store: Store, name: string): Promise<AccountRecord> {
+async function ownerOf(store: Pick<Store, 'accounts'>, name: string): Promise<AccountRecord> {
   const existing = await store.accounts.byName(name);
   if (existing !== undefined) return existing;
   const problem = accountNameProblem(name);
@@ -54,7 +54,7 @@ async function ownerOf(store: Store, name: string): Promise<AccountRecord> {
 }
 
 /** active ⇄ disabled; revoked is final. */
-export async function changeKeyStatus(store: Store, id: string, status: KeyStatus): Promise<KeyRecord> {
+export async function changeKeyStatus(store: Pick<Store, 'keys'>, id: string, status: KeyStatus): Promise<KeyRecord> {
   const key = await store.keys.get(id);
   if (key === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
   if (key.status === 'revoked' && status !== 'revoked') throw new KeyManagementError(`Key '${id}' is revoked; a revoked key cannot be ${status === 'active' ? 'enabled' : 'disabled'}.`);
@@ -63,14 +63,14 @@ export async function changeKeyStatus(store: Store, id: string, status: KeyStatu
 }
 
 /** Replaces a key's limits; null (or limits with nothing set) removes them. */
-export async function setKeyLimits(store: Store, id: string, limits: Limits | null): Promise<KeyRecord> {
+export async function setKeyLimits(store: Pick<Store, 'keys'>, id: string, limits: Limits | null): Promise<KeyRecord> {
   const key = await store.keys.setLimits(id, limits === null ? null : normaliseLimits(limits));
   if (key === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
   return key;
 }
 
 /** Replaces the limits every key of an account shares; null (or limits with nothing set) removes them. */
-export async function setAccountLimits(store: Store, name: string, limits: Limits | null): Promise<AccountRecord> {
+export async function setAccountLimits(store: Pick<Store, 'accounts'>, name: string, limits: Limits | null): Promise<AccountRecord> {
   const account = await store.accounts.setLimits(name, limits === null ? null : normaliseLimits(limits));
   if (account === undefined) throw new KeyManagementError(`No account is named '${name}'.`);
   return account;

@@ -1,4 +1,5 @@
 import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import type { Pricing } from '../pricing/cost.js';
 import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
 
 /**
@@ -63,14 +64,6 @@ export interface RoutingBlocks {
 }
 
 const NO_ROUTING_BLOCKS: RoutingBlocks = { provider: () => undefined, top: undefined };
-
-/** USD per million tokens; cached input and cache writes default to the input price. */
-export interface Pricing {
-  readonly inputPerMtok: number;
-  readonly outputPerMtok: number;
-  readonly cachedInputPerMtok: number;
-  readonly cacheWritePerMtok: number;
-}
 
 /** A model's price is its entry's own, else a price list's (see pricing/price-list.ts). */
 export type PricingSource = { readonly kind: 'entry' } | { readonly kind: 'price_list'; readonly asOf: string; readonly origin: PriceListOrigin };

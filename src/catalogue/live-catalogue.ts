@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
+import { VersionedCache } from '../changes/versioned-cache.js';
 import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { discoveredModels } from './discovered.js';
@@ -27,28 +28,26 @@ export interface ProviderSecrets {
   headers?: Record<string, string>;
 }
 
-/** How often the catalogue version is polled: a change made by another process is seen within this, notification or not. */
-const VERSION_POLL_MS = 250;
+/** What the catalogue is made of at one version of the store. */
+interface CatalogueState {
+  readonly catalogue: Catalogue;
+  readonly entries: readonly ProviderEntry[];
+  /** The providers in force, for their adapters. */
+  readonly providers: ProviderVersions;
+}
 
 /**
  * The catalogue and the provider adapters, merged from the configuration file (fixed for the
- * life of the process) and the console's entries in the store (which change). Every console write
- * bumps `catalogue_version`; each process reads it when the change feed announces a catalogue
- * change, and polls it as well, and rebuilds its snapshot when it moved: a model registered in any
- * process reaches `/v1/models` in all of them at once, or within the poll interval when a
- * notification is lost. Configuration-file entries win any clash of ids.
+ * life of the process, unless it is reloaded) and the console's entries in the store (which
+ * change). Every console write bumps `catalogue_version`, and the catalogue is rebuilt when it
+ * moved: a model registered in any process reaches `/v1/models` in all of them at once, or within
+ * the poll interval when a notification is lost (see VersionedCache). Configuration-file entries
+ * win any clash of ids.
  */
 export class LiveCatalogue {
-  private snapshot: Catalogue;
-  private entries: readonly ProviderEntry[];
-  private version = -1;
-  private poller: NodeJS.Timeout | undefined;
-  private unsubscribe: (() => void) | undefined;
-  private reloading: Promise<void> = Promise.resolve();
+  private readonly state: VersionedCache<CatalogueState>;
   /** Discovered ids already reported as lost to another entry, so that each is logged once. */
   private readonly clashesLogged = new Set<string>();
-  /** Version checks that found the snapshot current, and those that reloaded it. */
-  readonly cache = { hits: 0, misses: 0 };
 
   constructor(
     private config: GatewayConfig,
@@ -56,28 +55,33 @@ export class LiveCatalogue {
     private readonly cipher: CredentialCipher,
     private readonly logger: Logger,
     /** Told of every change to the set of providers, so that their adapters follow (see ProviderAdapters). */
-    private readonly onProviders: (providers: ProviderVersions) => void,
+    onProviders: (providers: ProviderVersions) => void,
   ) {
-    this.snapshot = Catalogue.fromConfig(config);
-    this.entries = config.providers.map((provider) => entryFor(provider, 'config'));
-    onProviders(config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })));
+    const fromConfig: CatalogueState = {
+      catalogue: Catalogue.fromConfig(config),
+      entries: config.providers.map((provider) => entryFor(provider, 'config')),
+      providers: config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })),
+    };
+    onProviders(fromConfig.providers);
+    this.state = new VersionedCache(fromConfig, {
+      topic: 'catalogue',
+      version: () => repository.version(),
+      load: () => this.load(),
+      replaced: (state) => onProviders(state.providers),
+      failed: (error) => logger.warn({ err: error }, 'catalogue reload failed; the catalogue as it was serves on (reported at most every 30 s)'),
+    });
   }
 
-  async start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
-    await this.refresh();
-    this.unsubscribe = changes?.subscribe((topic) => {
-      if (topic === 'catalogue') this.poll();
-    });
-    this.poller = setInterval(() => this.poll(), VERSION_POLL_MS);
-    this.poller.unref();
+  start(changes?: Pick<ChangeFeed, 'subscribe'>): Promise<void> {
+    return this.state.start(changes);
   }
 
   current(): Catalogue {
-    return this.snapshot;
+    return this.state.value.catalogue;
   }
 
   providers(): readonly ProviderEntry[] {
-    return this.entries;
+    return this.state.value.entries;
   }
 
   configModels(): readonly ModelConfig[] {
@@ -88,47 +92,31 @@ export class LiveCatalogue {
     return this.config.providers;
   }
 
-  /** Reloads when the stored version moved; a write in this process calls it at once. */
+  /** Version checks that found the catalogue current, and those that rebuilt it. */
+  get cache(): { readonly hits: number; readonly misses: number } {
+    return this.state.checks;
+  }
+
+  /** Rebuilds the catalogue when the stored version moved; a write in this process calls it at once. */
   refresh(): Promise<void> {
-    this.reloading = this.reloading.then(
-      () => this.reloadIfChanged(),
-      () => this.reloadIfChanged(),
-    );
-    return this.reloading;
+    return this.state.refresh();
   }
 
   /**
-   * A reloaded configuration file: the snapshot is rebuilt from it and the store's entries, in turn
-   * with any other reload. Providers whose entry changed get fresh adapters; the others keep theirs.
+   * A reloaded configuration file: the catalogue is rebuilt from it and the store's entries, in turn
+   * with any other rebuild. Providers whose entry changed get fresh adapters; the others keep theirs.
    */
   replaceConfig(config: GatewayConfig): Promise<void> {
-    const replace = () => {
+    return this.state.reload(() => {
       this.config = config;
-      this.version = -1;
-      return this.reloadIfChanged();
-    };
-    this.reloading = this.reloading.then(replace, replace);
-    return this.reloading;
+    });
   }
 
   async close(): Promise<void> {
-    clearInterval(this.poller);
-    this.unsubscribe?.();
-    await this.reloading.catch(() => undefined);
+    await this.state.stop();
   }
 
-  /** A refresh from the poll or a notification. */
-  private poll(): void {
-    this.refresh().catch((error: unknown) => this.logger.warn({ err: error }, 'catalogue reload failed'));
-  }
-
-  private async reloadIfChanged(): Promise<void> {
-    const version = await this.repository.version();
-    if (version === this.version) {
-      this.cache.hits++;
-      return;
-    }
-    this.cache.misses++;
+  private async load(): Promise<CatalogueState> {
     const [storedProviders, storedModels, discovered, storedPrices] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.discovered(), this.repository.priceList()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
     const configModelIds = new Set(this.config.models.map((m) => m.id));
@@ -152,10 +140,6 @@ export class LiveCatalogue {
       consoleModels.push(modelFromConfig(parsed.data, 'console', blocks));
     }
 
-    this.entries = [
-      ...this.config.providers.map((provider) => entryFor(provider, 'config')),
-      ...consoleProviders.map(({ config }) => entryFor(config, 'console')),
-    ];
     const operator = [...Catalogue.fromConfig(this.config).models, ...consoleModels];
     const lists = new Map(discovered.map((list) => [list.providerId, list.models]));
     const providers = [...this.config.providers, ...consoleProviders.map((p) => p.config)];
@@ -166,12 +150,11 @@ export class LiveCatalogue {
       this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
     });
     const prices = pricesInForce(storedPrices?.document, (error) => this.logger.warn({ err: error }, 'the imported price list is not valid; the shipped one prices the catalogue'));
-    this.snapshot = withListPrices(new Catalogue([...operator, ...found]), prices, (id) => kinds.get(id));
-    this.version = version;
-    this.onProviders([
-      ...this.config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })),
-      ...consoleProviders,
-    ]);
+    return {
+      catalogue: withListPrices(new Catalogue([...operator, ...found]), prices, (id) => kinds.get(id)),
+      entries: [...this.config.providers.map((provider) => entryFor(provider, 'config')), ...consoleProviders.map(({ config }) => entryFor(config, 'console'))],
+      providers: [...this.config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })), ...consoleProviders],
+    };
   }
 
   private providerFromStore(stored: StoredProvider): ProviderConfig | undefined {

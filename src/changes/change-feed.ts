@@ -1,10 +1,10 @@
 /**
  * How a change committed by one process (a key disabled, a model registered) reaches the caches of
  * every other: a notification on a shared channel. The store calls `publish` after each committed
- * change to keys or the catalogue; the Authenticator and the LiveCatalogue subscribe and re-read
- * the store's change counter at once. Notifications only say "look now": the counters in the store
- * stay the truth, and each cache still polls them, so a notification lost (the channel down, a
- * reconnect) is made up for within the poll interval.
+ * change to keys or the catalogue; the caches made from the store (VersionedCache: the
+ * Authenticator's keys, the LiveCatalogue) subscribe and re-read the store's change counter at once.
+ * Notifications only say "look now": the counters in the store stay the truth, and each cache still
+ * polls them, so a notification lost (the channel down, a reconnect) is made up for within the poll interval.
  */
 export type ChangeTopic = 'keys' | 'catalogue';
 

@@ -46,7 +46,7 @@ function printKeyTable(keys: readonly KeyRecord[]): void {
  * gateway on this configuration and store would serve them): a typo would make a key that can
  * use nothing.
  */
-async function checkModelsKnown(store: Store, dataDir: string, configFile: string | undefined, models: readonly string[]): Promise<void> {
+async function checkModelsKnown(store: Pick<Store, 'catalogue'>, dataDir: string, configFile: string | undefined, models: readonly string[]): Promise<void> {
   const [{ emptyConfig, loadConfigFile }, { LiveCatalogue }, { CredentialCipher }, { createLogger }] = await Promise.all([
     import('../config/config-file.js'),
     import('../catalogue/live-catalogue.js'),

@@ -12,7 +12,7 @@ export function addStoreCommands(program: SluiceCommand): void {
     .requiredOption('--to <url>', 'the PostgreSQL database, postgres://USER:PASSWORD@HOST:PORT/DB (migrated first)')
     .addOption(new Option('--batch <n>', 'rows read and written at a time (at most 2000)').argParser(positiveInt).default(1000))
     .action(async (opts: { from: string; to: string; batch: number }) => {
-      const { copyCommand } = await import('../store/copy-command.js');
+      const { copyCommand } = await import('./store-copy.js');
       await copyCommand(opts);
     });
 }

@@ -37,7 +37,7 @@ async function prepare(choice: PasswordChoice, now: number): Promise<{ passwordH
  * Gives an account console access. An account that already exists only to own keys (made by
  * `sluice keys create`) gets its access here; one that can already sign in must use `passwd`.
  */
-export async function createConsoleAccount(store: Store, name: string, choice: PasswordChoice, isAdmin: boolean): Promise<AccessGranted> {
+export async function createConsoleAccount(store: Pick<Store, 'accounts'>, name: string, choice: PasswordChoice, isAdmin: boolean): Promise<AccessGranted> {
   const problem = accountNameProblem(name);
   if (problem !== undefined) throw new AccountError(problem);
   const { passwordHash, link, linkPath } = await prepare(choice, Date.now());
@@ -47,7 +47,7 @@ export async function createConsoleAccount(store: Store, name: string, choice: P
 }
 
 /** Sets a new password or issues a new link (the old password then stops working); ends every session of the account. */
-export async function resetPassword(store: Store, name: string, choice: PasswordChoice): Promise<AccessGranted> {
+export async function resetPassword(store: Pick<Store, 'accounts'>, name: string, choice: PasswordChoice): Promise<AccessGranted> {
   const { passwordHash, link, linkPath } = await prepare(choice, Date.now());
   const account = await store.accounts.resetPassword(name, { passwordHash, ...(link && { link }) });
   if (account === undefined) throw new AccountError(`There is no account '${name}'.`);
@@ -58,7 +58,7 @@ export async function resetPassword(store: Store, name: string, choice: Password
  * Makes an account an admin or not, disables or enables it. `actor` is the admin doing it in the
  * console (none from the CLI): nobody demotes or disables themself, and the last enabled admin stays.
  */
-export async function changeAccount(store: Store, name: string, change: { isAdmin?: boolean; disabled?: boolean }, actor?: AccountRecord): Promise<AccountRecord> {
+export async function changeAccount(store: Pick<Store, 'accounts'>, name: string, change: { isAdmin?: boolean; disabled?: boolean }, actor?: AccountRecord): Promise<AccountRecord> {
   if (actor?.name === name && (change.isAdmin === false || change.disabled === true)) {
     throw new AccountError(change.disabled ? 'You cannot disable your own account.' : 'You cannot remove your own admin rights.');
   }
@@ -69,7 +69,7 @@ export async function changeAccount(store: Store, name: string, change: { isAdmi
 }
 
 /** Uses a one-time link to set the account's password; undefined when the link is unknown, used, expired or its account disabled. */
-export async function redeemSignInLink(store: Store, token: string, password: string): Promise<AccountRecord | undefined> {
+export async function redeemSignInLink(store: Pick<Store, 'signInLinks'>, token: string, password: string): Promise<AccountRecord | undefined> {
   const problem = passwordProblem(password);
   if (problem !== undefined) throw new AccountError(problem);
   return store.signInLinks.redeem(hashToken(token), Date.now(), await hashPassword(password));

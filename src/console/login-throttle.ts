@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.js';
+import type { LoginThrottleRepository } from '../store/store.js';
 
 /** Attempts counted within this window; an older one starts the count again. */
 const WINDOW_MS = 15 * 60_000;
@@ -21,7 +21,7 @@ export type SignInTurn = { readonly allowed: true; readonly lockMs: number } | {
  */
 export class LoginThrottle {
   constructor(
-    private readonly store: Store,
+    private readonly attempts: LoginThrottleRepository,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -32,11 +32,11 @@ export class LoginThrottle {
   /** Counts an attempt: refused with the time left to wait, or allowed with the lock-out it set (0: none). */
   async attempt(subject: string): Promise<SignInTurn> {
     const now = this.now();
-    const attempt = await this.store.loginThrottle.attempt(subject, now, WINDOW_MS, lockMsAfter);
+    const attempt = await this.attempts.attempt(subject, now, WINDOW_MS, lockMsAfter);
     return attempt.allowed ? { allowed: true, lockMs: lockMsAfter(attempt.attempts) } : { allowed: false, waitMs: attempt.blockedUntil - now };
   }
 
   async succeeded(subject: string): Promise<void> {
-    await this.store.loginThrottle.clear(subject);
+    await this.attempts.clear(subject);
   }
 }

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { AccountRecord, Store } from '../store/store.js';
+import type { AccountRecord, AccountsRepository, SessionsRepository } from '../store/store.js';
 import { cookie, parseCookies } from './http.js';
 import { hashToken, newToken, TOKEN_PATTERN } from './tokens.js';
 
@@ -33,7 +33,9 @@ function csrfFor(token: string): string {
  */
 export class Sessions {
   constructor(
-    private readonly store: Store,
+    private readonly sessions: SessionsRepository,
+    /** A session's account is read on each request: a disabled one (or one without a password) ends it. */
+    private readonly accounts: Pick<AccountsRepository, 'get'>,
     readonly ttlMs: number,
     readonly idleMs: number = DEFAULT_SESSION_IDLE_MS,
     private readonly now: () => number = Date.now,
@@ -43,8 +45,8 @@ export class Sessions {
   async start(req: IncomingMessage, account: AccountRecord): Promise<string> {
     const token = newToken();
     const now = this.now();
-    await this.store.sessions.deleteExpired(now, this.idleMs);
-    await this.store.sessions.create({ tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + this.ttlMs, lastSeenAt: now });
+    await this.sessions.deleteExpired(now, this.idleMs);
+    await this.sessions.create({ tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + this.ttlMs, lastSeenAt: now });
     return cookie(req, SESSION_COOKIE, token, { maxAgeSeconds: Math.ceil(this.ttlMs / 1000) });
   }
 
@@ -53,16 +55,16 @@ export class Sessions {
     if (token === undefined || !TOKEN_PATTERN.test(token)) return undefined;
     const tokenHash = hashToken(token);
     const now = this.now();
-    const session = await this.store.sessions.find(tokenHash, now, this.idleMs);
+    const session = await this.sessions.find(tokenHash, now, this.idleMs);
     if (session === undefined) return undefined;
-    const account = await this.store.accounts.get(session.accountId);
+    const account = await this.accounts.get(session.accountId);
     if (account === undefined || !account.hasPassword || account.disabled) return undefined;
-    if (now - session.lastSeenAt >= Math.min(TOUCH_EVERY_MS, this.idleMs / 10)) await this.store.sessions.touch(tokenHash, now);
+    if (now - session.lastSeenAt >= Math.min(TOUCH_EVERY_MS, this.idleMs / 10)) await this.sessions.touch(tokenHash, now);
     return { account, tokenHash, csrf: csrfFor(token) };
   }
 
   async end(session: Session): Promise<void> {
-    await this.store.sessions.delete(session.tokenHash);
+    await this.sessions.delete(session.tokenHash);
   }
 
   /** The Set-Cookie value that removes the session cookie. */

@@ -9,6 +9,7 @@ import { maskUrl } from '../core/masked-url.js';
 import { createProvider } from '../providers/registry.js';
 import { describeLocation, openStore, SQLITE_FILE, storeLocation } from '../store/open-store.js';
 import type { SqlStore } from '../store/sql-store.js';
+import type { CatalogueRepository } from '../store/store.js';
 
 /** Every network check gives up after this: a doctor that hangs is no help. */
 export const CHECK_TIMEOUT_MS = 5_000;
@@ -131,7 +132,7 @@ async function checkStore(options: DoctorOptions, env: NodeJS.ProcessEnv, checks
         : check('store', 'warn', `${where}: ${pending.length} migration(s) pending (${pending.join(', ')})`, 'they run on the next start of `sluice serve`'),
     );
     // Before the console's tables exist there is nothing registered in it.
-    return pending.includes('0002_console') ? NOTHING_STORED : await storedCatalogue(store, options, env, checks);
+    return pending.includes('0002_console') ? NOTHING_STORED : await storedCatalogue(store.catalogue, options, env, checks);
   } catch (error) {
     checks.push(check('store', 'fail', `${where}: ${messageOf(error)}`, 'check the store'));
     return NOTHING_STORED;
@@ -141,9 +142,9 @@ async function checkStore(options: DoctorOptions, env: NodeJS.ProcessEnv, checks
 }
 
 /** The console's providers (credentials unsealed as the gateway would) and models. */
-async function storedCatalogue(store: SqlStore, options: DoctorOptions, env: NodeJS.ProcessEnv, checks: Check[]): Promise<StoredCatalogue> {
-  const rows = await store.catalogue.providers();
-  const models = (await store.catalogue.models()).flatMap((row) => {
+async function storedCatalogue(catalogue: CatalogueRepository, options: DoctorOptions, env: NodeJS.ProcessEnv, checks: Check[]): Promise<StoredCatalogue> {
+  const rows = await catalogue.providers();
+  const models = (await catalogue.models()).flatMap((row) => {
     const parsed = modelSchema.safeParse(storedModelEntry(row));
     return parsed.success ? [parsed.data] : [];
   });

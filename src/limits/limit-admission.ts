@@ -6,7 +6,7 @@ import { GatewayError } from '../core/errors.js';
 import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
-import { costUsd } from '../usage/pricing.js';
+import { costUsd } from '../pricing/cost.js';
 import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
 import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 
@@ -149,8 +149,8 @@ export class LimitAdmission implements Admission {
     const perChoice = Math.min(cap, model.maxOutputTokens ?? cap);
     const output = perChoice * demand.choices;
     const input = await demand.promptTokens();
-    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, reasoning: 0 });
-    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0, reasoning: 0 });
+    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0 });
+    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0 });
     return { reservation: { lease, tokens: input + output, costUsd: cost }, beyondOrdinary: { usd: Math.max(0, cost - ordinary), ordinaryCap } };
   }
 

@@ -3,7 +3,7 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Principal } from '../core/principal.js';
 import type { Admitted } from '../generation/admission.js';
 import type { Usage } from '../generation/model.js';
-import { costUsd } from '../usage/pricing.js';
+import { costUsd } from '../pricing/cost.js';
 import type { RouteOutcome } from '../routing/router.js';
 import type { GenerationRecord, GenerationTelemetry } from '../telemetry/telemetry.js';
 import type { Arrival, PipelineDeps } from './pipeline.js';

@@ -14,7 +14,7 @@ export interface PriceListStatus {
  * the same transaction so that every running process reprices at once. A file older than the
  * shipped list is refused: it would not be used (the newer list wins). Bad input changes nothing.
  */
-export async function importPriceList(store: Store, file: string, now = Date.now()): Promise<PriceList> {
+export async function importPriceList(store: Pick<Store, 'catalogue'>, file: string, now = Date.now()): Promise<PriceList> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -31,11 +31,11 @@ export async function importPriceList(store: Store, file: string, now = Date.now
 }
 
 /** Removes the imported list, so that the shipped one prices the catalogue; false when none was imported. */
-export function resetPriceList(store: Store, now = Date.now()): Promise<boolean> {
+export function resetPriceList(store: Pick<Store, 'catalogue'>, now = Date.now()): Promise<boolean> {
   return store.catalogue.putPriceList(null, now);
 }
 
-export async function priceListStatus(store: Store): Promise<PriceListStatus> {
+export async function priceListStatus(store: Pick<Store, 'catalogue'>): Promise<PriceListStatus> {
   const stored = await store.catalogue.priceList();
   let imported: PriceListStatus['imported'];
   if (stored !== undefined) {

@@ -3,7 +3,7 @@ import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../
 import type { Usage } from '../generation/model.js';
 import type { Answer, AttemptTarget, ProviderCall } from '../generation/operation.js';
 import type { ProviderRegistry, WireOperation } from '../generation/provider.js';
-import type { AttemptLogEntry } from '../store/store.js';
+import type { AttemptLogEntry } from '../core/attempts.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
 import { AttemptRun } from './attempt-run.js';
 import type { AttemptTelemetry, GenerationTelemetry, UpstreamRefusal } from '../telemetry/telemetry.js';

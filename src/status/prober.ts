@@ -4,8 +4,8 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import { generationRequest } from '../generation/model.js';
 import type { Provider } from '../generation/provider.js';
 import { toGatewayError } from '../core/errors.js';
-import type { Store } from '../store/store.js';
-import { type ProviderRegistry } from '../generation/provider.js';
+import type { ProviderRegistry } from '../generation/provider.js';
+import type { StatusRepository } from '../store/store.js';
 
 const TICK_MS = 500;
 const PROBE_TIMEOUT_MS = 30_000;
@@ -22,7 +22,7 @@ export class Prober {
   private readonly warned = new Set<string>();
 
   constructor(
-    private readonly store: Store,
+    private readonly status: StatusRepository,
     private readonly catalogue: LiveCatalogue,
     private readonly providers: ProviderRegistry,
     private readonly logger: Logger,
@@ -52,7 +52,7 @@ export class Prober {
       this.running.add(entry.id);
       void (async () => {
         try {
-          if (!(await this.store.status.claimProbe(entry.id, Date.now(), probe.interval_ms))) return;
+          if (!(await this.status.claimProbe(entry.id, Date.now(), probe.interval_ms))) return;
           const started = performance.now();
           let ok = true;
           let errorKind: string | null = null;
@@ -63,7 +63,7 @@ export class Prober {
             ok = false;
             errorKind = toGatewayError(error).kind;
           }
-          await this.store.status.recordProbe({ at: Date.now(), providerId: entry.id, model: model.id, ok, latencyMs: performance.now() - started, errorKind });
+          await this.status.recordProbe({ at: Date.now(), providerId: entry.id, model: model.id, ok, latencyMs: performance.now() - started, errorKind });
         } catch (error) {
           this.logger.warn({ provider: entry.id, err: error }, 'probe could not be recorded');
         } finally {

@@ -2,7 +2,7 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { Degradation } from '../limits/failover-counter.js';
 import type { DeploymentStatus } from '../routing/router.js';
-import type { DailyStatusRow, ProbeResult, Store, TrafficSample } from '../store/store.js';
+import type { DailyStatusRow, ProbeResult, StatusRepository, TrafficSample, UsageRepository } from '../store/store.js';
 import { figuresOf, healthOf, type Figures, type Health } from './health.js';
 
 const HOUR_MS = 3_600_000;
@@ -83,7 +83,9 @@ export class StatusMonitor {
   private cached: { at: number; snapshot: Promise<StoredSnapshot> } | undefined;
 
   constructor(
-    private readonly store: Store,
+    /** The ledger's recent traffic. */
+    private readonly usage: Pick<UsageRepository, 'traffic'>,
+    private readonly status: StatusRepository,
     private readonly catalogue: LiveCatalogue,
     private readonly deployments: (model: CatalogueModel) => DeploymentStatus[],
     private readonly degradations: () => Degradation[] = () => [],
@@ -137,9 +139,9 @@ export class StatusMonitor {
   private async compute(now: number): Promise<StoredSnapshot> {
     const today = Math.floor(now / DAY_MS);
     const [traffic, probes, daily] = await Promise.all([
-      this.store.usage.traffic(now - HOUR_MS, MAX_TRAFFIC_ROWS),
-      this.store.status.probes(now - HOUR_MS),
-      this.store.status.daily(today - HISTORY_DAYS + 1),
+      this.usage.traffic(now - HOUR_MS, MAX_TRAFFIC_ROWS),
+      this.status.probes(now - HOUR_MS),
+      this.status.daily(today - HISTORY_DAYS + 1),
     ]);
     const catalogue = this.catalogue.current();
     // Grouped once, so that the cost follows the rows, not the rows times the models.

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Kysely } from './kysely.js';
 import type { Database } from './schema.js';
-import type { ResponsesRepository, StoredResponse } from './store.js';
+import { type ResponsesRepository, type StoredResponse } from '../core/stored-responses.js';
 
 /** Ids per `IN (…)`: far below either dialect's limit on bound parameters. */
 const IDS_PER_QUERY = 500;

@@ -1,9 +1,13 @@
+import type { AttemptLogEntry } from '../core/attempts.js';
 import type { Limits } from '../core/key-limits.js';
+import type { ResponsesRepository } from '../core/stored-responses.js';
 
 /**
- * The data layer's contract. Handlers and services see only this interface; the SQL behind it is
- * written once with Kysely and runs on SQLite (embedded) and PostgreSQL (shared by replicas).
- * Times are Unix milliseconds throughout.
+ * The data layer's contract: one repository per kind of record. The SQL behind it is written once
+ * with Kysely and runs on SQLite (embedded) and PostgreSQL (shared by replicas). A service is
+ * handed the repositories it uses when it is built; a command shared by the CLI and the console
+ * takes the part of an open store it uses (`Pick<Store, 'keys' | 'accounts'>`). Times are Unix
+ * milliseconds throughout.
  */
 export type KeyStatus = 'active' | 'disabled' | 'revoked';
 
@@ -87,18 +91,6 @@ export interface UsageRow {
   readonly deployment: string | null;
   /** Every attempt, when there was more than one or the only one failed after the upstream had the prompt: for reconciling with each provider's bill. */
   readonly attemptLog: readonly AttemptLogEntry[] | null;
-}
-
-/** One attempt of a routed request, as the ledger keeps it. */
-export interface AttemptLogEntry {
-  readonly model: string;
-  readonly deployment: string;
-  readonly providerId: string;
-  readonly status: number;
-  readonly errorKind: string | null;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly latencyMs: number;
 }
 
 export interface AccountsRepository {
@@ -372,37 +364,6 @@ export interface UsageDailyRepository {
    * totals). Ordered by `by`; with `top`, the `top` groups of highest spend (then requests) instead.
    */
   summary(filter: UsageFilter, by: readonly UsageDimension[], options?: { top?: number }): Promise<UsageGroup[]>;
-}
-
-/** A Responses-API response as kept for the conversation that may follow it. */
-export interface StoredResponse {
-  readonly id: string;
-  readonly accountId: string;
-  readonly keyId: string;
-  readonly model: string;
-  readonly previousResponseId: string | null;
-  readonly createdAt: number;
-  readonly expiresAt: number;
-  /** This turn's input items, item references resolved (earlier turns are in the previous responses). */
-  readonly inputItems: readonly Readonly<Record<string, unknown>>[];
-  /** The response object as the caller got it; its `output` items are also found by id. */
-  readonly response: Readonly<Record<string, unknown>>;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
-/** Responses kept for `previous_response_id`, `item_reference` and GET; expired ones are never returned. */
-export interface ResponsesRepository {
-  /** Stores a response and indexes its output items (an item id seen before keeps its first response). */
-  put(response: StoredResponse): Promise<void>;
-  /** The account's response of that id, unless it has expired at `now`. */
-  get(id: string, accountId: string, now: number): Promise<StoredResponse | undefined>;
-  /** The account's stored output items among `ids`, by id, unless expired at `now`. */
-  items(ids: readonly string[], accountId: string, now: number): Promise<Map<string, Readonly<Record<string, unknown>>>>;
-  /** Deletes the account's response of that id and its items; false when there was none. */
-  delete(id: string, accountId: string): Promise<boolean>;
-  /** Deletes what expired at or before `now`; the number of responses deleted. */
-  deleteExpired(now: number): Promise<number>;
 }
 
 export interface Store {

@@ -3,7 +3,8 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { AttemptLogEntry, Store, UsageRow } from '../store/store.js';
+import type { AttemptLogEntry } from '../core/attempts.js';
+import type { UsageRepository, UsageRow } from '../store/store.js';
 import { interruptedRow, type LedgerStart } from './ledger.js';
 
 /** The folder of the data directory that holds the journals. */
@@ -173,7 +174,7 @@ export class LedgerJournal {
  * bearing this process's own id (a predecessor's, as in a container where the id repeats). Each is
  * claimed by renaming it, so two processes starting together never import one twice.
  */
-export async function importOrphanedJournals(dataDir: string, store: Store, logger: Logger): Promise<number> {
+export async function importOrphanedJournals(dataDir: string, usage: Pick<UsageRepository, 'appendOnce'>, logger: Logger): Promise<number> {
   const dir = join(dataDir, JOURNAL_DIR);
   let names: string[];
   try {
@@ -192,7 +193,7 @@ export async function importOrphanedJournals(dataDir: string, store: Store, logg
       continue; // Another process claimed it first.
     }
     const rows = readJournal(await readFile(claimed, 'utf8'));
-    for (let start = 0; start < rows.length; start += IMPORT_BATCH) await store.usage.appendOnce(rows.slice(start, start + IMPORT_BATCH));
+    for (let start = 0; start < rows.length; start += IMPORT_BATCH) await usage.appendOnce(rows.slice(start, start + IMPORT_BATCH));
     await unlink(claimed);
     imported += rows.length;
     logger.warn({ file: name, rows: rows.length }, 'usage ledger: imported the rows a previous process left in its journal');

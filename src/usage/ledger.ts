@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { randomBase62 } from '../core/ids.js';
-import type { Store, UsageRow } from '../store/store.js';
+import type { KeysRepository, UsageRepository, UsageRow } from '../store/store.js';
 import type { LedgerJournal } from './ledger-journal.js';
 
 export interface LedgerOptions {
@@ -63,7 +63,9 @@ export class UsageLedger {
   readonly written = { rows: 0, failures: 0 };
 
   constructor(
-    private readonly store: Store,
+    private readonly usage: Pick<UsageRepository, 'append'>,
+    /** Where the keys' last-used times go, written with each batch. */
+    private readonly keys: Pick<KeysRepository, 'recordUse'>,
     private readonly journal: LedgerJournal,
     private readonly takeLastUsed: () => ReadonlyMap<string, number>,
     private readonly logger: Logger,
@@ -140,7 +142,7 @@ export class UsageLedger {
     if (rows.length === 0 && lastUsed.size === 0) return true;
     this.buffer = [];
     try {
-      await this.store.usage.append(rows);
+      await this.usage.append(rows);
       this.written.rows += rows.length;
     } catch (error) {
       this.written.failures++;
@@ -163,7 +165,7 @@ export class UsageLedger {
     // Apart from the rows, which are written and must not be written again: last-used times are
     // a convenience that the next request of each key refreshes.
     try {
-      await this.store.keys.recordUse(lastUsed);
+      await this.keys.recordUse(lastUsed);
     } catch (error) {
       this.logger.warn({ err: error }, 'usage ledger: last-used times not written');
     }

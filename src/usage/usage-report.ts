@@ -90,7 +90,7 @@ export interface UsageReport {
  * model, which give the days, the top models and their series; the top keys), and for a breakdown
  * by key, the top keys' days, read through the key index.
  */
-export async function usageReport(store: Store, query: ReportQuery): Promise<UsageReport> {
+export async function usageReport(store: Pick<Store, 'usageDaily'>, query: ReportQuery): Promise<UsageReport> {
   const filter: UsageFilter = { fromDay: query.fromDay, toDay: query.toDay, ...(query.accountId === undefined ? {} : { accountId: query.accountId }) };
   const [cells, keys] = await Promise.all([store.usageDaily.summary(filter, ['day', 'model']), store.usageDaily.summary(filter, ['key'], { top: TOP_LINES })]);
   const dayTotals = new Map<number, UsageFigures>();

@@ -8,6 +8,7 @@ import { sharedSecretFromEnv } from '../core/data-dir-secret.js';
 import { SecretHasher } from '../auth/key-secret.js';
 import { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import { openChangeFeed } from '../changes/open-change-feed.js';
+import { VERSION_POLL_MS } from '../changes/versioned-cache.js';
 import { CredentialCipher } from '../catalogue/credential-cipher.js';
 import { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import { Discovery } from '../discovery/discovery.js';
@@ -149,8 +150,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
   discovery.start();
   // Rows a killed or stopped process could not store come first; then this process's own journal.
-  await importOrphanedJournals(options.dataDir, store, logger);
-  const ledger = new UsageLedger(store, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
+  await importOrphanedJournals(options.dataDir, store.usage, logger);
+  const ledger = new UsageLedger(store.usage, store.keys, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
   ledger.start();
   const router = new Router(adapters);
   const limits = await openLimitCounter({ redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, logger });
@@ -160,10 +161,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const notificationsDown = () => {
     if (changes.healthy) return (notificationsDownSince = null);
     notificationsDownSince ??= Date.now();
-    return { component: 'notifications', since: notificationsDownSince, message: `Change notifications (${changes.name}) are not arriving: changes reach this process by polling the store, within 250 ms.` };
+    return { component: 'notifications', since: notificationsDownSince, message: `Change notifications (${changes.name}) are not arriving: changes reach this process by polling the store, within ${VERSION_POLL_MS} ms.` };
   };
   const status = new StatusMonitor(
-    store,
+    store.usage,
+    store.status,
     catalogue,
     (model) => router.deploymentStatus(model),
     () => [limits.degradation(), notificationsDown()].filter((d) => d !== null),
@@ -195,7 +197,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const scrape = cluster.isWorker ? joinWorkerMetrics(metrics.registry) : () => metrics.registry.metrics();
   const tracing = await Tracing.fromEnv(process.env, logger);
   const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
-  const prober = new Prober(store, catalogue, adapters, logger);
+  const prober = new Prober(store.status, catalogue, adapters, logger);
   prober.start();
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();
@@ -209,8 +211,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     providers: adapters,
     status,
     limits: admission,
-    sessions: new Sessions(store, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS),
-    throttle: new LoginThrottle(store),
+    sessions: new Sessions(store.sessions, store.accounts, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS),
+    throttle: new LoginThrottle(store.loginThrottle),
     logger,
   });
   const gateway = createServer({

@@ -1,5 +1,5 @@
 /**
- * What a request costs (src/usage/pricing.ts) and where the price comes from: a model's own entry,
+ * What a request costs (src/pricing/cost.ts) and where the price comes from: a model's own entry,
  * else a price list (src/pricing/price-list.ts), whose loading refuses bad input with one line
  * naming the entry and field.
  */
@@ -9,7 +9,7 @@ import { Catalogue, modelFromConfig, withListPrices, type CatalogueModel } from 
 import { modelSchema, parseConfig, type ProviderKind } from '../../../src/config/config-file.js';
 import { usageOf } from '../../../src/generation/model.js';
 import { parsePriceList, PriceListError, pricesInForce, shippedPriceList } from '../../../src/pricing/price-list.js';
-import { costUsd } from '../../../src/usage/pricing.js';
+import { costUsd } from '../../../src/pricing/cost.js';
 
 function priced(pricing: Record<string, number> | undefined): CatalogueModel {
   return modelFromConfig(modelSchema.parse({ id: 'm', provider: 'p', ...(pricing === undefined ? {} : { pricing }) }));

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Principal } from '../../../core/principal.js';
 import { GatewayError } from '../../../core/errors.js';
 import type { Usage } from '../../../generation/model.js';
-import type { ResponsesRepository, StoredResponse } from '../../../store/store.js';
 import { itemType, type Item } from './request.js';
+import { type ResponsesRepository, type StoredResponse } from '../../../core/stored-responses.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** How often expired responses are deleted, besides never being returned once expired. */

@@ -7,9 +7,9 @@ import { Conversations } from '../../../../src/dialects/openai/responses/convers
 import { responsesOperation } from '../../../../src/dialects/openai/responses/operation.js';
 import type { Operation } from '../../../../src/generation/operation.js';
 import type { WireOperation } from '../../../../src/generation/provider.js';
-import type { ResponsesRepository } from '../../../../src/store/store.js';
 import type { Framing } from './framing.js';
 import type { Scenario } from './scenarios.js';
+import { type ResponsesRepository } from '../../../../src/core/stored-responses.js';
 
 export interface WireRequestFixture {
   readonly path: string;

@@ -3,9 +3,9 @@ import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { importOrphanedJournals, runningJournalOwners } from '../usage/ledger-journal.js';
 import { UserError } from '../core/user-error.js';
-import { copyStore } from './copy-store.js';
+import { copyStore } from '../store/copy-store.js';
 import { maskUrl } from '../core/masked-url.js';
-import { checkPostgresUrl, openSqliteStore, openStore, SQLITE_FILE } from './open-store.js';
+import { checkPostgresUrl, openSqliteStore, openStore, SQLITE_FILE } from '../store/open-store.js';
 
 /** Rows between two progress lines on stderr while a table is copied. */
 const PROGRESS_EVERY = 100_000;
@@ -27,7 +27,7 @@ export async function copyCommand(options: { from: string; to: string; batch: nu
 
   const source = await openSqliteStore(from);
   try {
-    const imported = await importOrphanedJournals(from, source, pino({ level: 'silent' }));
+    const imported = await importOrphanedJournals(from, source.usage, pino({ level: 'silent' }));
     if (imported > 0) console.log(`Imported ${imported} ledger rows left in ${join(from, 'ledger')} into ${source.location}.`);
     const target = await openStore({ kind: 'postgres', url: options.to });
     try {
