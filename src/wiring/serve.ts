@@ -78,10 +78,6 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
     exitAfterLogFlush(logger, REFUSED_TO_START);
     return;
   }
-  if (announce) console.log(`sluice listening on ${gateway.url}`);
-  // A worker with a socket of its own (reuseport) is not seen listening by node:cluster: it says so itself.
-  if (cluster.isWorker) process.send!({ [LISTENING]: gateway.url } satisfies ListeningMessage);
-  if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -99,8 +95,13 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
       },
     );
   };
+  // Before the announcement: whoever reads it may signal at once, and an unhandled SIGTERM would kill rather than drain.
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  if (announce) console.log(`sluice listening on ${gateway.url}`);
+  // A worker with a socket of its own (reuseport) is not seen listening by node:cluster: it says so itself.
+  if (cluster.isWorker) process.send!({ [LISTENING]: gateway.url } satisfies ListeningMessage);
+  if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
 }
 
 async function supervise(options: ServeOptions): Promise<void> {
