@@ -11,7 +11,7 @@ import { FormError, readForm, redirect, safeEqual, sameOrigin, sendHtml } from '
 import type { LoginThrottle } from './login-throttle.js';
 import { decodeParam } from './path-routes.js';
 import type { Session, Sessions } from './sessions.js';
-import { type ProviderRegistry } from '../generation/provider.js';
+import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
 
 /** What the console's pages need; built once by the gateway. */
 export interface ConsoleDeps {
@@ -20,7 +20,7 @@ export interface ConsoleDeps {
   readonly catalogue: LiveCatalogue;
   readonly catalogueAdmin: CatalogueAdmin;
   /** The provider adapters, for the catalogue's "import models" (the upstream's own list). */
-  readonly providers: ProviderRegistry;
+  readonly providers: ProviderRegistry<ProviderAdapter>;
   readonly status: StatusMonitor;
   /** What keys and accounts have used of their limits, for the keys page. */
   readonly limits: Pick<LimitAdmission, 'used'>;

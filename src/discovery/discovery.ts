@@ -5,7 +5,7 @@ import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { DiscoverConfig } from '../config/config-file.js';
 import { toGatewayError } from '../core/errors.js';
 import type { CatalogueRepository } from '../store/store.js';
-import { type ProviderRegistry } from '../generation/provider.js';
+import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
 
 /** How often the schedule is looked at; a provider's own `interval_ms` says how often it is listed. */
 const TICK_MS = 1_000;
@@ -44,7 +44,7 @@ export class Discovery {
   constructor(
     private readonly repository: CatalogueRepository,
     private readonly catalogue: LiveCatalogue,
-    private readonly providers: ProviderRegistry,
+    private readonly providers: ProviderRegistry<ProviderAdapter>,
     private readonly logger: Logger,
   ) {}
 

@@ -1,7 +1,7 @@
 import type { CatalogueAdmin } from '../catalogue/catalogue-admin.js';
 import { entryFor, exclusion } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
-import { type ProviderRegistry } from '../generation/provider.js';
+import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
 
 /** How long the console waits for an upstream's list. */
 const IMPORT_TIMEOUT_MS = 15_000;
@@ -20,7 +20,7 @@ const ORIGIN_NAMES = { config: 'the configuration file', console: 'the console' 
  * The provider's `discover` include/exclude, id prefix and endpoints apply when it has them.
  * Undefined for an unknown provider; throws the upstream's GatewayError when the list cannot be read.
  */
-export async function importModels(providerId: string, live: LiveCatalogue, admin: CatalogueAdmin, providers: ProviderRegistry): Promise<ImportOutcome | undefined> {
+export async function importModels(providerId: string, live: LiveCatalogue, admin: CatalogueAdmin, providers: ProviderRegistry<ProviderAdapter>): Promise<ImportOutcome | undefined> {
   await live.refresh();
   const entry = live.providers().find((p) => p.id === providerId);
   const provider = providers.get(providerId);

@@ -62,11 +62,6 @@ export type RelayResponse =
   | { readonly stream: false; readonly body: Readonly<Record<string, unknown>> }
   | { readonly stream: true; readonly events: AsyncIterable<Readonly<Record<string, unknown>>> };
 
-/**
- * The contract every upstream adapter implements over the generation model. The core never asks
- * which kind of provider it is talking to: an adapter owns its mapping, its connection pool and its
- * error translation, and throws GatewayErrors only.
- */
 /** An upstream connection pool's use, as undici counts it. */
 export interface ConnectionUse {
   readonly connected: number;
@@ -76,6 +71,11 @@ export interface ConnectionUse {
   readonly queued: number;
 }
 
+/**
+ * What the invoke stage calls on one upstream, over the generation model or the caller's own wire.
+ * The core never asks which kind of provider it is talking to: an adapter owns its mapping, its
+ * connection pool and its error translation, and throws GatewayErrors only.
+ */
 export interface Provider {
   readonly id: string;
   readonly kind: string;
@@ -92,6 +92,10 @@ export interface Provider {
   /** Whether this upstream takes the caller's own wire body for `operation` on `model`. */
   relays(operation: WireOperation, model: CatalogueModel): boolean;
   relay(call: RelayCall): Promise<RelayResponse>;
+}
+
+/** An adapter as the gateway keeps one: its calls, and what the operator's tools ask of the upstream and its pool. */
+export interface ProviderAdapter extends Provider {
   /**
    * The upstream's own model list, every page followed (discovery, the console's import, `sluice
    * doctor`); its failures are the same GatewayErrors as a generation's.
@@ -102,7 +106,7 @@ export interface Provider {
   close(): Promise<void>;
 }
 
-/** Finds the adapter of a provider; the set changes while the gateway runs. */
-export interface ProviderRegistry {
-  get(id: string): Provider | undefined;
+/** Finds the adapter of a provider; the set changes while the gateway runs. The request path needs only its calls. */
+export interface ProviderRegistry<P extends Provider = Provider> {
+  get(id: string): P | undefined;
 }

@@ -1,7 +1,7 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import type { Capabilities, ConnectionUse, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
@@ -111,7 +111,7 @@ function wireMessages(messages: readonly Message[]): Json[] {
  * own wire is relayed: its body goes upstream as it came, fields Sluice does not know included, with
  * only `model` rewritten and usage always asked for. Everything else is translated to chat.
  */
-export class OpenAICompatibleProvider implements Provider {
+export class OpenAICompatibleProvider implements ProviderAdapter {
   readonly kind = 'openai';
   readonly id: string;
   private readonly client: UpstreamClient;

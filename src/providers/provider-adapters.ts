@@ -1,33 +1,33 @@
 import type { Logger } from 'pino';
 import type { ProviderVersions } from '../catalogue/live-catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import type { Provider, ProviderRegistry } from '../generation/provider.js';
+import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
 
 /**
  * The provider adapters (each with its connection pool), kept in step with the catalogue's
  * providers: a new or changed provider gets a fresh adapter; a replaced or removed one is closed,
  * which lets its requests in flight finish.
  */
-export class ProviderAdapters implements ProviderRegistry {
-  private readonly adapters = new Map<string, { provider: Provider; stamp: string }>();
+export class ProviderAdapters implements ProviderRegistry<ProviderAdapter> {
+  private readonly adapters = new Map<string, { provider: ProviderAdapter; stamp: string }>();
 
   constructor(
-    private readonly createProvider: (config: ProviderConfig) => Provider,
+    private readonly createProvider: (config: ProviderConfig) => ProviderAdapter,
     private readonly logger: Logger,
   ) {}
 
-  get(id: string): Provider | undefined {
+  get(id: string): ProviderAdapter | undefined {
     return this.adapters.get(id)?.provider;
   }
 
-  all(): IterableIterator<Provider> {
+  all(): IterableIterator<ProviderAdapter> {
     return (function* (adapters) {
       for (const { provider } of adapters) yield provider;
     })(this.adapters.values());
   }
 
   sync(providers: ProviderVersions): void {
-    const retired: Provider[] = [];
+    const retired: ProviderAdapter[] = [];
     const wanted = new Set(providers.map((p) => p.config.id));
     for (const { config, stamp } of providers) {
       const existing = this.adapters.get(config.id);

@@ -2,10 +2,10 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
-import type { Provider } from '../generation/provider.js';
+import type { ProviderAdapter } from '../generation/provider.js';
 
 /** The one place that knows which adapter serves which kind of provider. */
-export function createProvider(config: ProviderConfig): Provider {
+export function createProvider(config: ProviderConfig): ProviderAdapter {
   switch (config.kind) {
     case 'openai':
       return new OpenAICompatibleProvider(config);

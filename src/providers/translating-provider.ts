@@ -1,7 +1,7 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { GenerationRequest, GenerationResult, StreamPart } from '../generation/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import type { Capabilities, ConnectionUse, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
 
 /** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */
@@ -23,7 +23,7 @@ export function outputLimit(request: GenerationRequest, model: CatalogueModel): 
 }
 
 /** An upstream reached by translating the generation model; one that takes its own vendor's wire from callers overrides `relays`. */
-export abstract class TranslatingProvider implements Provider {
+export abstract class TranslatingProvider implements ProviderAdapter {
   abstract readonly kind: string;
 
   protected constructor(

@@ -2,9 +2,8 @@ import type { Logger } from 'pino';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import { generationRequest } from '../generation/model.js';
-import type { Provider } from '../generation/provider.js';
 import { toGatewayError } from '../core/errors.js';
-import type { ProviderRegistry } from '../generation/provider.js';
+import type { Provider, ProviderRegistry } from '../generation/provider.js';
 import type { StatusRepository } from '../store/store.js';
 
 const TICK_MS = 500;

@@ -21,7 +21,7 @@ import type { UpstreamModel } from '../../../src/catalogue/upstream-model.js';
 import { modelSchema, providerSchema, type ProviderConfig } from '../../../src/config/config-file.js';
 import { GatewayError, type ErrorKind, type UpstreamFailureCondition } from '../../../src/core/errors.js';
 import type { Finish, FinishReason, GeneratedChoice, GenerationRequest, GenerationResult, StreamPart, Usage } from '../../../src/generation/model.js';
-import type { GenerationCall, Provider, RelayCall, WireOperation } from '../../../src/generation/provider.js';
+import type { GenerationCall, ProviderAdapter, RelayCall, WireOperation } from '../../../src/generation/provider.js';
 import { createProvider } from '../../../src/providers/registry.js';
 import type { RecordedRequest } from '../../fakes/fake-server.js';
 import { readRecordedResponse, sseJsonPayloads, startReplayUpstream, withJsonBody, type RecordedResponse, type ReplayUpstream } from './replay-upstream.js';
@@ -164,10 +164,10 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
   const fixtures = join(FIXTURES, adapter.kind);
   const response = (name: string): RecordedResponse => readRecordedResponse(join(fixtures, 'responses', `${name}.http`));
   let upstream: ReplayUpstream;
-  let provider: Provider;
-  const extraProviders: Provider[] = [];
+  let provider: ProviderAdapter;
+  const extraProviders: ProviderAdapter[] = [];
 
-  const newProvider = (more: { headers?: Record<string, string> } = {}): Provider => {
+  const newProvider = (more: { headers?: Record<string, string> } = {}): ProviderAdapter => {
     const base_url = `${upstream.url}${adapter.basePath}`;
     const config: ProviderConfig = { ...providerSchema.parse({ id: `${adapter.kind}-replay`, kind: adapter.kind, base_url, api_key: adapter.apiKey, ...more }), base_url };
     return createProvider(config);

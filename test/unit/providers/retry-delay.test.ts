@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { modelFromConfig } from '../../../src/catalogue/catalogue.js';
 import { modelSchema, providerSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
-import type { Provider } from '../../../src/generation/provider.js';
+import type { ProviderAdapter } from '../../../src/generation/provider.js';
 import { createProvider } from '../../../src/providers/registry.js';
 import { retryDelayOf } from '../../../src/providers/upstream-client.js';
 import { SCENARIOS } from './scenarios.js';
@@ -44,7 +44,7 @@ describe('retryDelayOf', () => {
 
 describe("a Gemini 429's retryAfter", () => {
   let upstream: ReplayUpstream;
-  let provider: Provider;
+  let provider: ProviderAdapter;
   before(async () => {
     upstream = await startReplayUpstream();
     const base_url = `${upstream.url}/v1beta`;
