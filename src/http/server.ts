@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
-import { DIALECTS, openAIDialect } from '../dialects/dialect.js';
+import { DIALECTS } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { chatCompletions } from '../dialects/openai/chat/operation.js';
@@ -132,7 +132,7 @@ export function createServer(deps: GatewayDeps): GatewayServer {
       route: target === undefined || target instanceof GatewayError ? UNMATCHED_ROUTE : target.name,
       startedAt: res.startedAt,
       // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
-      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : openAIDialect,
+      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : DIALECTS.openai,
     };
     res.setHeader('x-request-id', ctx.requestId);
     try {

@@ -1,5 +1,5 @@
 import { bearerToken } from '../../wire/key-carriers.js';
-import { openAIDialect } from '../../dialects/dialect.js';
+import { DIALECTS } from '../../dialects/dialect.js';
 import { GatewayError } from '../../core/errors.js';
 import type { Handler } from '../handler.js';
 import { sendJson, type GatewayDeps } from '../server.js';
@@ -12,7 +12,7 @@ export const STORED_RESPONSES_PREFIX = '/v1/responses/';
  */
 export function storedResponsesRoute(deps: GatewayDeps): Handler {
   return async (ctx) => {
-    ctx.dialect = openAIDialect;
+    ctx.dialect = DIALECTS.openai;
     const principal = await deps.authenticator.authenticate(bearerToken(ctx.req.headers));
     const id = ctx.path.slice(STORED_RESPONSES_PREFIX.length);
     // Sluice's ids are plain letters and digits: anything else (a sub-path, an escape) names nothing here.
