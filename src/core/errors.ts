@@ -97,3 +97,6 @@ export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   return new GatewayError('internal_error', 'The gateway failed to handle this request.', { cause: error });
 }
+
+/** Recorded when the client went away before the answer was complete (nginx's convention). */
+export const CLIENT_CLOSED_REQUEST = 499;

@@ -1,12 +1,12 @@
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue.js';
 import { modelForOperation } from '../catalogue/access.js';
-import { toGatewayError, type GatewayError } from '../core/errors.js';
+import { CLIENT_CLOSED_REQUEST, toGatewayError, type GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { GENERATES_NOTHING, type Admission, type Admitted } from '../generation/admission.js';
 import type { Usage } from '../generation/model.js';
 import type { AnswerSink, Operation, WireRequest } from '../generation/operation.js';
 import type { ProviderRegistry } from '../generation/provider.js';
-import { CLIENT_CLOSED_REQUEST, type RouteOutcome, type Routed, type Router, type UpstreamTimer } from '../routing/router.js';
+import type { RouteOutcome, Routed, Router, UpstreamTimer } from '../routing/router.js';
 import type { GenerationRecord, GenerationTelemetry, Telemetry } from '../telemetry/telemetry.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { meter, type Metered } from './meter.js';

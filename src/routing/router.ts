@@ -1,12 +1,12 @@
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
-import { GatewayError, toGatewayError, type UpstreamFailureCondition } from '../core/errors.js';
+import { GatewayError, toGatewayError } from '../core/errors.js';
 import type { Usage } from '../generation/model.js';
 import type { Answer, AttemptTarget, ProviderCall } from '../generation/operation.js';
-import type { ProviderRegistry, WireOperation } from '../generation/provider.js';
+import type { ProviderRegistry } from '../generation/provider.js';
 import type { AttemptLogEntry } from '../core/attempts.js';
 import { HealthBoard, type DeploymentHealth, type DeploymentState } from './deployment-health.js';
-import { AttemptRun } from './attempt-run.js';
-import type { AttemptTelemetry, GenerationTelemetry, UpstreamRefusal } from '../telemetry/telemetry.js';
+import { AttemptRun, logAttempt } from './attempt-run.js';
+import type { GenerationTelemetry } from '../telemetry/telemetry.js';
 
 /** What the request's upstream time is added to (read by `Server-Timing` and the overhead metric). */
 export interface UpstreamTimer {
@@ -170,7 +170,7 @@ export class Router {
         observed.skipped(error.kind);
         return 'skipped';
       }
-      this.record(outcome, model, deployment, this.now(), null, observed, error.status, error.kind, 0, 0, undefined);
+      logAttempt(outcome, observed, { model, deployment, relayed: null, latencyMs: 0, status: error.status, errorKind: error.kind, promptTokens: 0, completionTokens: 0, upstreamRefusal: undefined });
       throw error;
     }
     if (call.kind === 'none') {
@@ -178,49 +178,23 @@ export class Router {
       outcome.deployment = undefined;
       return { answer: NO_ANSWER, target, end: () => Promise.resolve() };
     }
-    const health = this.healthOf(deployment);
-    const startedAt = this.now();
-    const observed = job.telemetry.attempt({ deployment, providerKind: provider.kind, origin: provider.origin });
-    const run = new AttemptRun(provider, deployment, health, outcome, startedAt, deadlineAt, job.model, this.now, observed.headers, job.timer);
-    const cancel = run.cancel;
-    if (job.signal.aborted) cancel();
-    else job.signal.addEventListener('abort', cancel, { once: true });
-    health.begin(startedAt);
-    const close = () => {
-      job.signal.removeEventListener('abort', cancel);
-      run.finish();
-      health.end();
-    };
-    const failed = async (thrown: unknown, usage: Usage | null): Promise<GatewayError> => {
-      const error = run.timeout ?? toGatewayError(thrown);
-      const gone = job.signal.aborted;
-      // The request's own deadline and the caller's leaving say nothing about the deployment.
-      if (!gone && !run.deadlinePassed && isDeploymentFault(error.upstreamFailure)) health.failed(this.now(), this.now() - startedAt, retryAfterMs(error.retryAfter, this.now()), deployment.routing);
-      else health.settledWithoutVerdict();
-      // A whole answer refused, or whose connection failed, was never worked on (one cut short because the caller left was).
-      if (!gone && !run.streamed && (typeof error.upstreamFailure === 'number' || error.upstreamFailure === 'connect_error')) outcome.accepted = false;
-      // What the write measured, else, once the upstream had the prompt, the prompt: whatever came of it, it was consumed.
-      const consumed = usage?.input ?? (outcome.accepted ? await job.promptTokens().catch(() => 0) : 0);
-      this.record(outcome, model, deployment, startedAt, run.relayed, observed, gone ? CLIENT_CLOSED_REQUEST : error.status, gone ? 'client_closed' : error.kind, consumed, usage?.output ?? 0, refusalOf(error));
-      return error;
-    };
+    const run = new AttemptRun({ job, provider, deployment, model, health: this.healthOf(deployment), outcome, deadlineAt, now: this.now });
     let answer: Answer;
     try {
       answer = await run.call(call, job.requestId);
     } catch (thrown) {
       try {
-        const error = run.timeout ?? toGatewayError(thrown);
+        const error = run.errorOf(thrown);
         if (!run.invoked && error.upstreamFailure === undefined && outcome.attempts.length > 0 && !job.signal.aborted) {
-          health.settledWithoutVerdict();
-          observed.skipped(error.kind);
+          run.skip(error.kind);
           return 'skipped';
         }
-        await failed(error, null);
+        await run.fail(error, null);
         const retryable = !job.signal.aborted && error.upstreamFailure !== undefined && deployment.routing.retryOn.has(error.upstreamFailure);
         if (!retryable) throw error;
         return error;
       } finally {
-        close();
+        run.close();
       }
     }
     return {
@@ -228,37 +202,13 @@ export class Router {
       target,
       end: async (written) => {
         try {
-          if (written.thrown !== undefined) {
-            await failed(written.thrown, written.usage);
-            return;
-          }
-          const failure = written.failure;
-          // A failure after content had flowed: its time to first content was already measured, so only the penalty counts.
-          if (failure !== undefined && isDeploymentFault(failure.upstreamFailure)) health.failed(this.now(), 0, undefined, deployment.routing);
-          this.record(outcome, model, deployment, startedAt, run.relayed, observed, failure?.status ?? 200, failure?.kind ?? null, written.usage?.input ?? 0, written.usage?.output ?? 0, undefined);
+          if (written.thrown === undefined) run.succeed(written.usage, written.failure);
+          else await run.fail(run.errorOf(written.thrown), written.usage);
         } finally {
-          close();
+          run.close();
         }
       },
     };
-  }
-
-  private record(
-    outcome: RouteOutcome,
-    model: CatalogueModel,
-    deployment: Deployment,
-    startedAt: number,
-    relayed: WireOperation | null,
-    observed: AttemptTelemetry,
-    status: number,
-    errorKind: string | null,
-    promptTokens: number,
-    completionTokens: number,
-    upstreamRefusal: UpstreamRefusal | undefined,
-  ): void {
-    const latencyMs = this.now() - startedAt;
-    outcome.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
-    observed.end({ relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
   }
 
   /** The model and its fallbacks the caller may use, each once. */
@@ -360,32 +310,6 @@ export class Router {
     }
     return best;
   }
-}
-
-/** Recorded when the client went away before the answer was complete (nginx's convention). */
-export const CLIENT_CLOSED_REQUEST = 499;
-
-/**
- * A failure that is the deployment's rather than the request's, which its circuit counts whatever
- * `retry_on` says: a connection that failed, a timeout, a refused credential, a rate limit, a 5xx.
- */
-/** What the upstream said when it answered an attempt with an HTTP error. */
-function refusalOf(error: GatewayError): UpstreamRefusal | undefined {
-  return error.upstreamBody === undefined || typeof error.upstreamFailure !== 'number' ? undefined : { status: error.upstreamFailure, body: error.upstreamBody };
-}
-
-function isDeploymentFault(failure: UpstreamFailureCondition | undefined): boolean {
-  if (failure === undefined) return false;
-  return typeof failure === 'string' || failure >= 500 || failure === 401 || failure === 403 || failure === 408 || failure === 429;
-}
-
-/** `Retry-After` in seconds or as an HTTP date, in ms from now. */
-function retryAfterMs(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** Waits, or less if the caller goes away meanwhile. */
