@@ -56,7 +56,13 @@ export interface AttemptTarget {
 
 /** What an attempt asks of its provider. */
 export type ProviderCall =
-  | { readonly kind: 'generate'; readonly subCalls: readonly SubCall[]; readonly stream: boolean }
+  | {
+      readonly kind: 'generate';
+      readonly subCalls: readonly SubCall[];
+      readonly stream: boolean;
+      /** Headers the caller's reply carries about the translation (what of the request it left out). */
+      readonly replyHeaders?: Readonly<Record<string, string>>;
+    }
   | {
       readonly kind: 'relay';
       readonly operation: WireOperation;
@@ -79,9 +85,9 @@ export type Answer =
   | { readonly kind: 'none' };
 
 /** What a dialect knows of the attempt that answered when it writes. */
-export interface AnswerContext {
-  readonly model: CatalogueModel;
-  readonly provider: Provider;
+export interface AnswerContext extends AttemptTarget {
+  /** What the attempt asked of its provider (the operation's plan). */
+  readonly call: ProviderCall;
   readonly sink: AnswerSink;
 }
 

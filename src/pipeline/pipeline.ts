@@ -144,7 +144,7 @@ export class Pipeline {
 /** The write stage: the answer in the caller's wire, written to the sink; whatever happens, what it saw comes back (the attempt is ended with it). */
 async function write<Request>(operation: Operation<Request>, request: Request, routed: Extract<Routed, { ok: true }>, sink: AnswerSink): Promise<Written> {
   try {
-    const reply = operation.answer(request, routed.answer, { ...routed.target, sink });
+    const reply = operation.answer(request, routed.answer, { ...routed.target, call: routed.call, sink });
     return await writeReply(reply, sink, (generated) => operation.countUsage(request, generated));
   } catch (thrown) {
     return { usage: null, counted: false, firstByteAt: null, failure: undefined, thrown: toGatewayError(thrown) };

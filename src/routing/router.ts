@@ -41,7 +41,7 @@ export interface RouteOutcome {
 
 /** Routing's result: an answer (its attempt still open while it is written), or the failure that ended the request. */
 export type Routed =
-  | { readonly ok: true; readonly answer: Answer; readonly target: AttemptTarget; readonly outcome: RouteOutcome; readonly answered: AnsweredAttempt }
+  | { readonly ok: true; readonly answer: Answer; readonly target: AttemptTarget; readonly call: ProviderCall; readonly outcome: RouteOutcome; readonly answered: AnsweredAttempt }
   | { readonly ok: false; readonly error: GatewayError; readonly outcome: RouteOutcome };
 
 /** The attempt that answered: in flight (and counted busy) until its answer is written, then ended with what the write saw. */
@@ -97,7 +97,7 @@ export class Router {
     const outcome: RouteOutcome = { deployment: undefined, served: undefined, attempts: [], accepted: false };
     try {
       const answered = await this.run(job, outcome);
-      return { ok: true, answer: answered.answer, target: answered.target, outcome, answered };
+      return { ok: true, answer: answered.answer, target: answered.target, call: answered.call, outcome, answered };
     } catch (thrown) {
       return { ok: false, error: toGatewayError(thrown), outcome };
     }
@@ -176,7 +176,7 @@ export class Router {
     if (call.kind === 'none') {
       // Sluice answers itself: no upstream call, so no attempt and no deployment.
       outcome.deployment = undefined;
-      return { answer: NO_ANSWER, target, end: () => Promise.resolve() };
+      return { answer: NO_ANSWER, target, call, end: () => Promise.resolve() };
     }
     const run = new AttemptRun({ job, provider, deployment, model, health: this.healthOf(deployment), outcome, deadlineAt, now: this.now });
     let answer: Answer;
@@ -200,6 +200,7 @@ export class Router {
     return {
       answer,
       target,
+      call,
       end: async (written) => {
         try {
           if (written.thrown === undefined) run.succeed(written.usage, written.failure);
@@ -328,6 +329,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 interface OpenAttempt extends AnsweredAttempt {
   readonly answer: Answer;
   readonly target: AttemptTarget;
+  readonly call: ProviderCall;
 }
 
 const NO_ANSWER: Answer = { kind: 'none' };

@@ -115,8 +115,9 @@ async function serve(subject: WriterSubject, variant: Variant, scenario: Scenari
   let written: Written | undefined;
   let thrown: unknown;
   try {
-    const answer = await answerOf(provider, operation.plan(parsed, { model, provider }), model, sink.signal);
-    const reply = operation.answer(parsed, answer, { model, provider, sink });
+    const call = operation.plan(parsed, { model, provider });
+    const answer = await answerOf(provider, call, model, sink.signal);
+    const reply = operation.answer(parsed, answer, { model, provider, call, sink });
     const request = parsed;
     written = await writeReply(reply, sink, (generated) => operation.countUsage(request, generated));
     thrown = written.thrown;

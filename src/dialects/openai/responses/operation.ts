@@ -2,7 +2,7 @@ import { bearerToken } from '../../../wire/key-carriers.js';
 import { checkSupported, type ModelledField } from '../../../generation/capabilities.js';
 import { splitChoices } from '../../../generation/fan-out.js';
 import { textOf, type Usage } from '../../../generation/model.js';
-import type { Operation } from '../../../generation/operation.js';
+import type { Operation, ProviderCall } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
 import { ResponsesReading } from '../../../wire/openai/reading.js';
 import { usageFromResponses } from '../../../wire/openai/usage.js';
@@ -52,12 +52,13 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
     },
     plan(request, { model, provider }) {
       if (provider.relays('openai.responses', model)) return { kind: 'relay', operation: 'openai.responses', body: nativeBody(request, request.turn!), stream: request.stream };
-      const { request: generation } = translation(request, model, provider.kind);
+      const { request: generation, droppedTools } = toGenerationRequest(request, conversationItems(request), model, provider.kind);
       const caps = provider.capabilities(model);
       checkSupported(generation, model, caps, responsesParam);
-      return { kind: 'generate', subCalls: splitChoices(generation, caps.maxChoicesPerCall), stream: request.stream };
+      const replyHeaders: Record<string, string> = droppedTools.length > 0 ? { 'x-sluice-dropped-tools': droppedTools.join(', ') } : {};
+      return { kind: 'generate', subCalls: splitChoices(generation, caps.maxChoicesPerCall), stream: request.stream, replyHeaders };
     },
-    answer(request, answer, { model, provider, sink }) {
+    answer(request, answer, { provider, call, sink }) {
       const keep = request.keep ?? (() => Promise.resolve());
       switch (answer.kind) {
         case 'relayed': {
@@ -74,7 +75,7 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
         case 'generated': {
           const choice = answer.result.choices[0];
           const content = choice?.content ?? [];
-          const headers = droppedToolsHeaders(request, model, provider.kind);
+          const headers = droppedToolsHeaders(call);
           return wholeReply(answer.result.usage, () => [textOf(content)], async (usage) => {
             const response = translatedResponse(newResponseHead(request.body), content, choice?.finish ?? { reason: 'stop', raw: undefined }, usage, provider.kind);
             await keep(response, usage);
@@ -82,7 +83,7 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
           });
         }
         case 'generating': {
-          const writer = new ResponsesStreamWriter(sink, newResponseHead(request.body), provider.kind, droppedToolsHeaders(request, model, provider.kind), keep);
+          const writer = new ResponsesStreamWriter(sink, newResponseHead(request.body), provider.kind, droppedToolsHeaders(call), keep);
           return translatedStream(answer.parts, writer, () => writer.begin(), (part) => writer.part(part));
         }
         case 'none':
@@ -97,14 +98,9 @@ function conversationItems(request: ContinuedRequest): readonly Item[] {
   return request.turn === undefined ? request.input : [...request.turn.history, ...request.turn.input];
 }
 
-/** The conversation in the generation model, and the hosted tools an upstream without them drops. */
-function translation(request: ContinuedRequest, model: Parameters<typeof toGenerationRequest>[2], providerKind: string) {
-  return toGenerationRequest(request, conversationItems(request), model, providerKind);
-}
-
-function droppedToolsHeaders(request: ContinuedRequest, model: Parameters<typeof toGenerationRequest>[2], providerKind: string): Readonly<Record<string, string>> {
-  const { droppedTools } = translation(request, model, providerKind);
-  return droppedTools.length > 0 ? { 'x-sluice-dropped-tools': droppedTools.join(', ') } : {};
+/** The hosted tools the translation left out, named for the caller. */
+function droppedToolsHeaders(call: ProviderCall): Readonly<Record<string, string>> {
+  return (call.kind === 'generate' ? call.replyHeaders : undefined) ?? {};
 }
 
 /**
