@@ -13,9 +13,12 @@ import { decodeParam } from './path-routes.js';
 import type { Session, Sessions } from './sessions.js';
 import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
 
+export type ConsoleStore = Pick<Store, 'accounts' | 'keys' | 'catalogue' | 'signInLinks' | 'usageDaily'>;
+
 /** What the console's pages need; built once by the gateway. */
 export interface ConsoleDeps {
-  readonly store: Store;
+  /** The repositories the pages read and change; sessions, the status history and stored responses are not theirs. */
+  readonly store: ConsoleStore;
   readonly hasher: SecretHasher;
   readonly catalogue: LiveCatalogue;
   readonly catalogueAdmin: CatalogueAdmin;
