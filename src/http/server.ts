@@ -6,15 +6,12 @@ import type { Authenticator } from '../auth/authenticator.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
 import { DIALECTS } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
-import type { UsageLedger } from '../usage/ledger.js';
 import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
-import type { Router } from '../routing/router.js';
-import type { Admission } from '../generation/admission.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
 import { operationRoute } from './routes/generation.js';
 import type { Operation } from '../generation/operation.js';
-import { Pipeline } from '../pipeline/pipeline.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
@@ -24,7 +21,6 @@ import { responsesOperation } from '../dialects/openai/responses/operation.js';
 import type { Conversations } from '../dialects/openai/responses/conversation.js';
 import { STORED_RESPONSES_PREFIX, storedResponsesRoute } from './routes/stored-responses.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
-import { type ProviderRegistry } from '../generation/provider.js';
 
 /** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
 export interface GatewayDeps {
@@ -32,13 +28,8 @@ export interface GatewayDeps {
   readonly authenticator: Authenticator;
   /** The current catalogue; a function so that a later change can swap the snapshot. */
   readonly catalogue: () => Catalogue;
-  /** The adapters by provider id; console-registered providers come and go while the gateway runs. */
-  readonly providers: ProviderRegistry;
-  /** The admit stage: limits and budgets. */
-  readonly admission: Admission;
-  /** The invoke stage's routing over each model's deployments, with their health. */
-  readonly router: Router;
-  readonly ledger: UsageLedger;
+  /** The stages every operation runs, from authentication to the ledger row. */
+  readonly pipeline: Pipeline;
   /** Stored Responses-API conversations. */
   readonly conversations: Conversations;
   readonly maxBodyBytes: number;
@@ -62,8 +53,7 @@ const UNMATCHED_ROUTE = 'unmatched';
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createServer(deps: GatewayDeps): GatewayServer {
-  const pipeline = new Pipeline(deps);
-  const served = <Request>(operation: Operation<Request>) => operationRoute(pipeline, deps.maxBodyBytes, operation);
+  const served = <Request>(operation: Operation<Request>) => operationRoute(deps.pipeline, deps.maxBodyBytes, operation);
   const exact = new Map<string, Handler>([
     ['GET /healthz', healthzRoute()],
     ['GET /v1/models', listModelsRoute(deps)],

@@ -37,6 +37,7 @@ import { Tracing } from '../telemetry/tracing.js';
 import { importOrphanedJournals, LedgerJournal } from '../usage/ledger-journal.js';
 import { listenFailure } from './start-checks.js';
 import { startGuidance } from './start-guidance.js';
+import { Pipeline } from '../pipeline/pipeline.js';
 
 export interface GatewayOptions {
   /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
@@ -220,10 +221,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     telemetry,
     authenticator,
     catalogue: () => catalogue.current(),
-    providers: adapters,
-    admission,
-    router,
-    ledger,
+    pipeline: new Pipeline({ authenticator, catalogue: () => catalogue.current(), admission, router, ledger, telemetry, providers: adapters }),
     conversations,
     maxBodyBytes: options.maxBodyBytes,
     pages: {
