@@ -15,6 +15,8 @@ export interface CountTokensSpec<Request> extends Pick<Operation<Request>, 'endp
   readonly headers: Readonly<Record<string, string>>;
 }
 
+const NOTHING_GENERATED = { maxTokens: 0, choices: 0 } as const;
+
 /**
  * A count generates nothing: it is admitted against the request limits (a spent budget refuses it
  * too) but reserves nothing, and its ledger row costs nothing.
@@ -23,8 +25,10 @@ export function countTokensOperation<Request>(spec: CountTokensSpec<Request>): O
   const { relayOperation, relayed, counted, headers, ...caller } = spec;
   return {
     ...caller,
+    generates: false,
     isStream: () => false,
-    outputBound: () => null,
+    // Nothing reserved: no output, and a prompt counted as nothing.
+    outputBound: () => NOTHING_GENERATED,
     countUsage: () => Promise.resolve(NO_USAGE),
     plan(request, { model, provider }) {
       if (!provider.relays(relayOperation, model)) return { kind: 'none' };

@@ -26,11 +26,5 @@ export interface Admission {
   admit(principal: Principal, model: CatalogueModel, demand: Demand): Promise<Admitted>;
 }
 
-/**
- * What a token count demands: it generates nothing, so it reserves no tokens and no spend. It still
- * takes a request of the rolling minute and a slot in flight, and a spent budget refuses it.
- */
-export const GENERATES_NOTHING: Demand = { promptTokens: () => Promise.resolve(0), maxOutputTokens: 0, choices: 0 };
-
 /** A request nothing limits. */
 export const UNLIMITED: Admitted = { headers: {}, settle: () => undefined };

@@ -25,8 +25,10 @@ export interface Operation<Request> {
   /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
   modelNamed?(wire: WireRequest): string | undefined;
   isStream(request: Request): boolean;
-  /** What the admit stage reserves: the output cap (undefined: the model's) and the number of choices; null for an operation that generates nothing. */
-  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number } | null;
+  /** False for an operation that generates nothing (a token count): it is not reported as a generation in metrics, traces or the access log. */
+  readonly generates?: false;
+  /** What the admit stage reserves: the output cap (undefined: the model's) and the number of choices. */
+  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number };
   /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */
   countUsage(request: Request, generated: readonly string[]): Promise<Usage>;
   /** State the request carries on from earlier ones (the Responses API's conversation), loaded once it is admitted. */

@@ -2,12 +2,12 @@ import type { Catalogue, CatalogueModel } from '../catalogue/catalogue.js';
 import { modelForOperation } from '../catalogue/access.js';
 import { CLIENT_CLOSED_REQUEST, toGatewayError, type GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import { GENERATES_NOTHING, type Admission, type Admitted } from '../generation/admission.js';
+import type { Admission, Admitted } from '../generation/admission.js';
 import type { Usage } from '../generation/model.js';
 import type { AnswerSink, Operation, WireRequest } from '../generation/operation.js';
 import type { ProviderRegistry } from '../generation/provider.js';
 import type { RouteOutcome, Routed, Router, UpstreamTimer } from '../routing/router.js';
-import type { GenerationRecord, GenerationTelemetry, Telemetry } from '../telemetry/telemetry.js';
+import { NO_TELEMETRY, type GenerationRecord, type GenerationTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import { meter, type Metered } from './meter.js';
 import { writeReply, type Written } from './write.js';
@@ -41,7 +41,8 @@ export interface Arrival {
 
 /** How a request ended: the meter stage's record, and the failure the caller is still owed an answer for. */
 export interface Finished {
-  readonly record: GenerationRecord;
+  /** Undefined for an operation that generates nothing. */
+  readonly record: GenerationRecord | undefined;
   /** To be written in the caller's dialect (nothing was written yet, and the caller is still there). */
   readonly error: GatewayError | undefined;
 }
@@ -83,8 +84,7 @@ export class Pipeline {
       let promptTokens: Promise<number> | undefined;
       const countPrompt = () => (promptTokens ??= operation.countUsage(parsed, []).then((usage) => usage.input));
       const bound = operation.outputBound(parsed);
-      const demand = bound === null ? GENERATES_NOTHING : { promptTokens: countPrompt, maxOutputTokens: bound.maxTokens, choices: bound.choices };
-      const admitted = await deps.admission.admit(principal, asked, demand);
+      const admitted = await deps.admission.admit(principal, asked, { promptTokens: countPrompt, maxOutputTokens: bound.maxTokens, choices: bound.choices });
       settle = admitted.settle;
       for (const [name, value] of Object.entries(admitted.headers)) sink.setHeader(name, value);
       entryId = deps.ledger.begin({ at: Date.now(), requestId: arrival.requestId, accountId: principal.accountId, keyId: principal.keyId, operation: operation.operation, model: asked.id, providerId: asked.providerId, stream: operation.isStream(parsed) });
@@ -124,11 +124,13 @@ export class Pipeline {
     const usage = leftUsage ?? written?.usage ?? null;
     const counted = leftUsage !== null || (written?.counted ?? false);
     const metered: Metered = { operation: operation.operation, modelAsked, model, status, errorKind, outcome, usage, counted, firstByteAt: written?.firstByteAt ?? null, stream, entryId, settle };
-    return { record: meter(deps, arrival, principal, metered, observed), error: failed };
+    const record = meter(deps, arrival, principal, metered, observed);
+    return { record: operation.generates === false ? undefined : record, error: failed };
   }
 
   private observe<Request>(operation: Operation<Request>, arrival: Arrival, model: string, stream: boolean): GenerationTelemetry {
-    return this.deps.telemetry.generation({ requestId: arrival.requestId, headers: arrival.wire.headers, route: arrival.route, operation: operation.operation, model, stream, startedAt: arrival.startedAt });
+    const telemetry = operation.generates === false ? NO_TELEMETRY : this.deps.telemetry;
+    return telemetry.generation({ requestId: arrival.requestId, headers: arrival.wire.headers, route: arrival.route, operation: operation.operation, model, stream, startedAt: arrival.startedAt });
   }
 
   /** A fallback the caller's key may use for this operation; one it may not is passed over. */

@@ -21,7 +21,7 @@ export function operationRoute<Request>(pipeline: Pipeline, maxBodyBytes: number
         sink,
         timer: ctx.res,
       });
-      ctx.generation = finished.record;
+      if (finished.record !== undefined) ctx.generation = finished.record;
       if (finished.error !== undefined) throw finished.error;
     } finally {
       sink.release();
