@@ -143,8 +143,6 @@ export interface StreamReply<Item> {
 export interface AnswerSink {
   /** Aborted when the caller goes away. */
   readonly signal: AbortSignal;
-  /** Whether the status line and headers went out. */
-  readonly started: boolean;
   /** Whether the reply was ended (what a relay sends after its last event is not the caller's). */
   readonly ended: boolean;
   setHeader(name: string, value: string): void;

@@ -16,10 +16,6 @@ export class ResponseSink {
     return this.controller.signal;
   }
 
-  get started(): boolean {
-    return this.res.headersSent;
-  }
-
   get ended(): boolean {
     return this.res.writableEnded;
   }

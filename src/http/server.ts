@@ -9,7 +9,7 @@ import { GatewayError, toGatewayError } from '../core/errors.js';
 import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
-import { operationRoute } from './routes/generation.js';
+import { operationRoute } from './routes/operation.js';
 import type { Operation } from '../generation/operation.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
