@@ -4,7 +4,7 @@
  * Each top-level folder of src/ may import its own folder and the folders listed for it below;
  * npm packages and node: modules are free unless a rule further down says otherwise. The list is
  * ordered: a folder only ever lists folders above it, so the allowed imports form no cycle.
- * Every folder's README.md says the same thing in words: change both together.
+ * Every folder's README.md says the same thing in words (test/unit/layers.test.ts holds them to it).
  */
 
 /** @typedef {{ folder: string, mayImport: string[], why: string }} Layer */

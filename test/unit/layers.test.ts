@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -125,5 +125,32 @@ describe('the layering check', () => {
     const { status, output } = runCheck(dir);
     assert.equal(status, 0, output);
     assert.match(output, /no dependency violations found/);
+  });
+});
+
+describe("each folder's README", () => {
+  test('says what the folder may import, as the layer rules do', async () => {
+    const { default: config } = (await import(join(root, '.dependency-cruiser.cjs'))) as { default: { forbidden: { name: string; to: { pathNot?: string } }[] } };
+    const layers = new Map<string, Set<string>>();
+    for (const rule of config.forbidden) {
+      const folder = /^layer-(?!unlisted-folder$)(.+)$/.exec(rule.name)?.[1];
+      const allowed = /^\^src\/\((.+)\)\[/.exec(rule.to.pathNot ?? '')?.[1];
+      if (folder !== undefined && allowed !== undefined) layers.set(folder, new Set(allowed.split('|').filter((name) => name !== folder)));
+    }
+    assert.ok(layers.size >= 20, `the layer rules as read: ${[...layers.keys()].join(', ')}`);
+    const all = [...layers.keys()];
+    for (const [folder, allowed] of layers) {
+      const text = readFileSync(join(root, 'src', folder, 'README.md'), 'utf8');
+      const said = /^May import: (.+?)(?: \(checked|$)/m.exec(text)?.[1];
+      assert.ok(said !== undefined, `src/${folder}/README.md has no "May import:" line`);
+      let listed: string[];
+      if (said.startsWith('nothing')) listed = [];
+      else if (said.startsWith('every folder of src/')) {
+        const but = /but (.+)$/.exec(said.replace(/, http's helpers included$/, ''))?.[1] ?? '';
+        const excluded = new Set(but.split(/, | and /).filter(Boolean));
+        listed = all.filter((name) => name !== folder && !excluded.has(name));
+      } else listed = said.split(', ');
+      assert.deepEqual(new Set(listed), allowed, `src/${folder}/README.md says "${said}"`);
+    }
   });
 });
