@@ -1,12 +1,12 @@
 import { NO_USAGE } from '../generation/model.js';
-import type { Operation } from '../generation/operation.js';
+import type { Operation, ParsedRequest } from '../generation/operation.js';
 import type { WireOperation } from '../generation/provider.js';
 import { rendered, wholeReply } from './reply.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
 /** A token count in one caller dialect: its keys and parsing, how an upstream of the same wire is asked, and Sluice's own answer. */
-export interface CountTokensSpec<Request> extends Pick<Operation<Request>, 'endpoint' | 'operation' | 'dialect' | 'credential' | 'parse' | 'modelOf' | 'modelNamed'> {
+export interface CountTokensSpec<Request extends ParsedRequest> extends Pick<Operation<Request>, 'endpoint' | 'operation' | 'dialect' | 'credential' | 'parse' | 'modelNamed'> {
   readonly relayOperation: WireOperation;
   /** The body (and the caller headers its API reads) for an upstream that counts in the caller's wire. */
   relayed(request: Request): { readonly body: Json; readonly headers?: Readonly<Record<string, string>> };
@@ -21,12 +21,11 @@ const NOTHING_GENERATED = { maxTokens: 0, choices: 0 } as const;
  * A count generates nothing: it is admitted against the request limits (a spent budget refuses it
  * too) but reserves nothing, and its ledger row costs nothing.
  */
-export function countTokensOperation<Request>(spec: CountTokensSpec<Request>): Operation<Request> {
+export function countTokensOperation<Request extends ParsedRequest>(spec: CountTokensSpec<Request>): Operation<Request> {
   const { relayOperation, relayed, counted, headers, ...caller } = spec;
   return {
     ...caller,
     generates: false,
-    isStream: () => false,
     // Nothing reserved: no output, and a prompt counted as nothing.
     outputBound: () => NOTHING_GENERATED,
     countUsage: () => Promise.resolve(NO_USAGE),

@@ -11,7 +11,13 @@ import type { Provider, WireOperation } from './provider.js';
  * each attempt asks the provider for, and how the answer is written. The stages around it
  * (authenticate, resolve, admit, invoke with routing, meter) are the pipeline's (src/pipeline).
  */
-export interface Operation<Request> {
+/** What every parsed request says of itself: the public model it names, and whether it asks for a stream. */
+export interface ParsedRequest {
+  readonly model: string;
+  readonly stream?: boolean;
+}
+
+export interface Operation<Request extends ParsedRequest> {
   /** The catalogue endpoint a model must serve; of several, any one (the first names the operation in errors). */
   readonly endpoint: Endpoint | readonly Endpoint[];
   /** The ledger's name for the caller's operation. */
@@ -21,10 +27,8 @@ export interface Operation<Request> {
   credential(wire: WireRequest): string | undefined;
   /** Validates the body (and what the path and headers say); throws a GatewayError naming the parameter at fault. */
   parse(body: unknown, wire: WireRequest): Request;
-  modelOf(request: Request): string;
   /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
   modelNamed?(wire: WireRequest): string | undefined;
-  isStream(request: Request): boolean;
   /** False for an operation that generates nothing (a token count): it is not reported as a generation in metrics, traces or the access log. */
   readonly generates?: false;
   /** What the admit stage reserves: the output cap (undefined: the model's) and the number of choices. */

@@ -10,7 +10,7 @@ import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
 import { operationRoute } from './routes/operation.js';
-import type { Operation } from '../generation/operation.js';
+import type { Operation, ParsedRequest } from '../generation/operation.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
@@ -53,7 +53,7 @@ const UNMATCHED_ROUTE = 'unmatched';
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createServer(deps: GatewayDeps): GatewayServer {
-  const served = <Request>(operation: Operation<Request>) => operationRoute(deps.pipeline, deps.maxBodyBytes, operation);
+  const served = <Request extends ParsedRequest>(operation: Operation<Request>) => operationRoute(deps.pipeline, deps.maxBodyBytes, operation);
   const exact = new Map<string, Handler>([
     ['GET /healthz', healthzRoute()],
     ['GET /v1/models', listModelsRoute(deps)],

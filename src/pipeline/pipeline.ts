@@ -4,7 +4,7 @@ import { CLIENT_CLOSED_REQUEST, toGatewayError, type GatewayError } from '../cor
 import type { Principal } from '../core/principal.js';
 import type { Admission, Admitted } from '../generation/admission.js';
 import type { Usage } from '../generation/model.js';
-import type { AnswerSink, Operation, WireRequest } from '../generation/operation.js';
+import type { AnswerSink, Operation, ParsedRequest, WireRequest } from '../generation/operation.js';
 import type { ProviderRegistry } from '../generation/provider.js';
 import type { RouteOutcome, Routed, Router, UpstreamTimer } from '../routing/router.js';
 import { NO_TELEMETRY, type GenerationRecord, type GenerationTelemetry, type Telemetry } from '../telemetry/telemetry.js';
@@ -57,7 +57,7 @@ export interface Finished {
 export class Pipeline {
   constructor(private readonly deps: PipelineDeps) {}
 
-  async run<Request>(operation: Operation<Request>, arrival: Arrival): Promise<Finished> {
+  async run<Request extends ParsedRequest>(operation: Operation<Request>, arrival: Arrival): Promise<Finished> {
     const { deps } = this;
     const { wire, sink } = arrival;
     const principal = await deps.authenticator.authenticate(operation.credential(wire));
@@ -78,8 +78,8 @@ export class Pipeline {
       modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
       let parsed = operation.parse(body, wire);
       request = parsed;
-      observed = this.observe(operation, arrival, modelAsked, operation.isStream(parsed));
-      const asked = modelForOperation(deps.catalogue(), operation.modelOf(parsed), principal, operation.endpoint);
+      observed = this.observe(operation, arrival, modelAsked, parsed.stream === true);
+      const asked = modelForOperation(deps.catalogue(), parsed.model, principal, operation.endpoint);
       model = asked;
       let promptTokens: Promise<number> | undefined;
       const countPrompt = () => (promptTokens ??= operation.countUsage(parsed, []).then((usage) => usage.input));
@@ -87,7 +87,7 @@ export class Pipeline {
       const admitted = await deps.admission.admit(principal, asked, { promptTokens: countPrompt, maxOutputTokens: bound.maxTokens, choices: bound.choices });
       settle = admitted.settle;
       for (const [name, value] of Object.entries(admitted.headers)) sink.setHeader(name, value);
-      entryId = deps.ledger.begin({ at: Date.now(), requestId: arrival.requestId, accountId: principal.accountId, keyId: principal.keyId, operation: operation.operation, model: asked.id, providerId: asked.providerId, stream: operation.isStream(parsed) });
+      entryId = deps.ledger.begin({ at: Date.now(), requestId: arrival.requestId, accountId: principal.accountId, keyId: principal.keyId, operation: operation.operation, model: asked.id, providerId: asked.providerId, stream: parsed.stream === true });
       if (operation.prepare !== undefined) request = parsed = await operation.prepare(parsed, principal);
       const routed = await deps.router.invoke({
         model: asked,
@@ -119,7 +119,7 @@ export class Pipeline {
       if (clientLeft && written?.usage == null && request !== undefined && outcome?.accepted === true) leftUsage = await operation.countUsage(request, []);
       if (!clientLeft) failed = error;
     }
-    const stream = request !== undefined && operation.isStream(request);
+    const stream = request?.stream === true;
     observed ??= this.observe(operation, arrival, modelAsked, stream);
     const usage = leftUsage ?? written?.usage ?? null;
     const counted = leftUsage !== null || (written?.counted ?? false);
@@ -128,13 +128,13 @@ export class Pipeline {
     return { record: operation.generates === false ? undefined : record, error: failed };
   }
 
-  private observe<Request>(operation: Operation<Request>, arrival: Arrival, model: string, stream: boolean): GenerationTelemetry {
+  private observe<Request extends ParsedRequest>(operation: Operation<Request>, arrival: Arrival, model: string, stream: boolean): GenerationTelemetry {
     const telemetry = operation.generates === false ? NO_TELEMETRY : this.deps.telemetry;
     return telemetry.generation({ requestId: arrival.requestId, headers: arrival.wire.headers, route: arrival.route, operation: operation.operation, model, stream, startedAt: arrival.startedAt });
   }
 
   /** A fallback the caller's key may use for this operation; one it may not is passed over. */
-  private usableFallback<Request>(id: string, principal: Principal, operation: Operation<Request>): CatalogueModel | undefined {
+  private usableFallback<Request extends ParsedRequest>(id: string, principal: Principal, operation: Operation<Request>): CatalogueModel | undefined {
     try {
       return modelForOperation(this.deps.catalogue(), id, principal, operation.endpoint);
     } catch {
@@ -144,7 +144,7 @@ export class Pipeline {
 }
 
 /** The write stage: the answer in the caller's wire, written to the sink; whatever happens, what it saw comes back (the attempt is ended with it). */
-async function write<Request>(operation: Operation<Request>, request: Request, routed: Extract<Routed, { ok: true }>, sink: AnswerSink): Promise<Written> {
+async function write<Request extends ParsedRequest>(operation: Operation<Request>, request: Request, routed: Extract<Routed, { ok: true }>, sink: AnswerSink): Promise<Written> {
   try {
     const reply = operation.answer(request, routed.answer, { ...routed.target, call: routed.call, sink });
     return await writeReply(reply, sink, (generated) => operation.countUsage(request, generated));

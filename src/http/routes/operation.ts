@@ -1,12 +1,12 @@
 import { DIALECTS } from '../../dialects/dialect.js';
-import type { Operation } from '../../generation/operation.js';
+import type { Operation, ParsedRequest } from '../../generation/operation.js';
 import type { Pipeline } from '../../pipeline/pipeline.js';
 import { readJsonBody } from '../body.js';
 import type { Handler } from '../handler.js';
 import { ResponseSink } from '../response-sink.js';
 
 /** An operation mounted on a route: the HTTP request handed to the pipeline, its failure written in the caller's dialect. */
-export function operationRoute<Request>(pipeline: Pipeline, maxBodyBytes: number, operation: Operation<Request>): Handler {
+export function operationRoute<Request extends ParsedRequest>(pipeline: Pipeline, maxBodyBytes: number, operation: Operation<Request>): Handler {
   const dialect = DIALECTS[operation.dialect];
   return async (ctx) => {
     ctx.dialect = dialect;

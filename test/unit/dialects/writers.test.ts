@@ -109,7 +109,7 @@ async function serve(subject: WriterSubject, variant: Variant, scenario: Scenari
     const s = scenario as Scenario;
     provider = new ScriptedProvider('anthropic', { kind: 'translated', result: resultOf(s), parts: s.parts, ...(s.failure === undefined ? {} : { failure: s.failure }) });
   }
-  const model = translatingModel(operation.modelOf(parsed), 'anthropic');
+  const model = translatingModel(parsed.model, 'anthropic');
   const startedAt = Math.floor(Date.now() / 1000);
   const sink = new MemorySink();
   let written: Written | undefined;

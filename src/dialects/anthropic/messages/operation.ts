@@ -28,8 +28,6 @@ export const anthropicMessages: Operation<MessagesRequest> = {
   dialect: 'anthropic',
   credential: (wire) => anthropicKey(wire.headers),
   parse: parseMessagesRequest,
-  modelOf: (request) => request.model,
-  isStream: (request) => request.stream,
   outputBound: (request) => ({ maxTokens: request.maxTokens, choices: 1 }),
   countUsage: (request, generated) => countUsage(inputTexts(request.body), generated),
   plan(request, { model, provider }) {
@@ -93,7 +91,6 @@ export const anthropicCountTokens = countTokensOperation<CountTokensRequest>({
     }
     return { body: parsed.data, model: parsed.data.model, headers: anthropicHeaders(wire) };
   },
-  modelOf: (request) => request.model,
   relayOperation: 'anthropic.count_tokens',
   relayed: (request) => ({ body: request.body, headers: request.headers }),
   counted: async (request) => ({ input_tokens: (await countUsage(inputTexts(request.body), [])).input }),

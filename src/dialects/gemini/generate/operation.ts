@@ -37,9 +37,7 @@ export const geminiGenerateContent: Operation<GenerateRequest> = {
   dialect: 'gemini',
   credential,
   parse: parseGenerateRequest,
-  modelOf: (request) => request.model,
   modelNamed,
-  isStream: (request) => request.stream,
   outputBound: (request) => ({ maxTokens: request.body.generationConfig?.maxOutputTokens, choices: request.body.generationConfig?.candidateCount ?? 1 }),
   countUsage: (request, generated) => countUsage(inputTexts(request.body), generated),
   plan(request, { model, provider }) {
@@ -111,7 +109,6 @@ export const geminiCountTokens = countTokensOperation<CountTokensRequest>({
   dialect: 'gemini',
   credential,
   parse: parseCountTokensRequest,
-  modelOf: (request) => request.model,
   modelNamed,
   relayOperation: 'gemini.countTokens',
   relayed: (request) => ({ body: countBodyForGoogle(request.raw) }),

@@ -20,8 +20,6 @@ export const chatCompletions: Operation<ChatRequest> = {
   operation: 'chat',
   credential: (wire) => bearerToken(wire.headers),
   parse: parseChatRequest,
-  modelOf: (request) => request.model,
-  isStream: (request) => request.stream,
   outputBound: (request) => ({ maxTokens: request.body.max_completion_tokens ?? request.body.max_tokens ?? undefined, choices: request.body.n ?? 1 }),
   countUsage: (request, generated) => countUsage(inputTexts(request), generated),
   plan(request, { model, provider }) {

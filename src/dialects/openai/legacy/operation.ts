@@ -37,8 +37,6 @@ export const legacyCompletions: Operation<CompletionRequest> = {
   operation: 'completions',
   credential: (wire) => bearerToken(wire.headers),
   parse: parseCompletionRequest,
-  modelOf: (request) => request.model,
-  isStream: (request) => request.stream,
   outputBound: (request) => ({ maxTokens: request.maxTokens ?? DEFAULT_MAX_TOKENS, choices: Math.max(request.n, request.bestOf ?? 1) }),
   countUsage: (request, generated) => countUsage(promptsOf(request), generated),
   plan(request, { model, provider }) {

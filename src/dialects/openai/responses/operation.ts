@@ -40,8 +40,6 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
     dialect: 'openai',
     credential: (wire) => bearerToken(wire.headers),
     parse: (body) => parseResponsesRequest(body),
-    modelOf: (request) => request.model,
-    isStream: (request) => request.stream,
     outputBound: (request) => ({ maxTokens: request.body.max_output_tokens ?? undefined, choices: 1 }),
     // Once the conversation is known, all of it was the upstream's input.
     countUsage: (request, generated) => countUsage(inputTexts(request.body.instructions, conversationItems(request)), generated),

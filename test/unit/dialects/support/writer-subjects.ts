@@ -5,7 +5,7 @@ import { chatCompletions } from '../../../../src/dialects/openai/chat/operation.
 import { legacyCompletions } from '../../../../src/dialects/openai/legacy/operation.js';
 import { Conversations } from '../../../../src/dialects/openai/responses/conversation.js';
 import { responsesOperation } from '../../../../src/dialects/openai/responses/operation.js';
-import type { Operation } from '../../../../src/generation/operation.js';
+import type { Operation, ParsedRequest } from '../../../../src/generation/operation.js';
 import type { WireOperation } from '../../../../src/generation/provider.js';
 import type { Framing } from './framing.js';
 import type { Scenario } from './scenarios.js';
@@ -33,7 +33,7 @@ export interface Variant {
 export interface WriterSubject {
   readonly name: WireOperation;
   readonly folder: string;
-  readonly operation: Operation<unknown>;
+  readonly operation: Operation<ParsedRequest>;
   /** What its callers can ask for beyond one plain answer. */
   readonly can: ReadonlySet<'choices' | 'logprobs'>;
   /** The kind of upstream that takes this operation's wire as it came (see relay.upstream.json). */
@@ -59,7 +59,7 @@ export const WRITER_SUBJECTS: readonly WriterSubject[] = [
     name: 'openai.completions',
     relayKind: 'openai',
     folder: 'openai-completions',
-    operation: legacyCompletions as Operation<unknown>,
+    operation: legacyCompletions as Operation<ParsedRequest>,
     can: new Set(['choices', 'logprobs']),
     request: (scenario, stream) => ({
       path: '/v1/completions',
@@ -85,7 +85,7 @@ export const WRITER_SUBJECTS: readonly WriterSubject[] = [
     name: 'openai.chat',
     relayKind: 'openai',
     folder: 'openai-chat',
-    operation: chatCompletions as Operation<unknown>,
+    operation: chatCompletions as Operation<ParsedRequest>,
     can: new Set(['choices', 'logprobs']),
     request: (scenario, stream) => ({
       path: '/v1/chat/completions',
@@ -109,7 +109,7 @@ export const WRITER_SUBJECTS: readonly WriterSubject[] = [
     name: 'openai.responses',
     relayKind: 'openai',
     folder: 'openai-responses',
-    operation: responsesOperation(new Conversations(NO_STORE, 30, pino({ level: 'silent' }))) as Operation<unknown>,
+    operation: responsesOperation(new Conversations(NO_STORE, 30, pino({ level: 'silent' }))) as Operation<ParsedRequest>,
     can: new Set(),
     request: (_scenario, stream) => ({
       path: '/v1/responses',
@@ -126,7 +126,7 @@ export const WRITER_SUBJECTS: readonly WriterSubject[] = [
     name: 'anthropic.messages',
     relayKind: 'anthropic',
     folder: 'anthropic-messages',
-    operation: anthropicMessages as Operation<unknown>,
+    operation: anthropicMessages as Operation<ParsedRequest>,
     can: new Set(),
     request: (_scenario, stream) => ({
       path: '/v1/messages',
@@ -143,7 +143,7 @@ export const WRITER_SUBJECTS: readonly WriterSubject[] = [
     name: 'gemini.generateContent',
     relayKind: 'gemini',
     folder: 'gemini-generate-content',
-    operation: geminiGenerateContent as Operation<unknown>,
+    operation: geminiGenerateContent as Operation<ParsedRequest>,
     can: new Set(['choices', 'logprobs']),
     request: (scenario, stream) => {
       const config: Record<string, unknown> = {};
