@@ -11,6 +11,12 @@ export const ENDPOINT_OPERATIONS: Readonly<Record<Endpoint, readonly string[]>> 
   completions: ['/v1/completions'],
   chat: ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/models/{model}:generateContent', '/v1beta/models/{model}:streamGenerateContent'],
   responses: ['/v1/responses'],
+  embeddings: ['/v1/embeddings', '/v1beta/models/{model}:embedContent', '/v1beta/models/{model}:batchEmbedContents'],
+  rerank: ['/v1/rerank', '/v2/rerank'],
+  images: ['/v1/images/generations', '/v1/images/edits'],
+  transcriptions: ['/v1/audio/transcriptions', '/v1/audio/translations'],
+  speech: ['/v1/audio/speech'],
+  moderations: ['/v1/moderations'],
 };
 
 /** Every caller operation a model serves, each once. */

@@ -6,9 +6,11 @@ import { UserError } from '../core/user-error.js';
 
 /**
  * Public operations a model can serve, named as in the configuration file. `responses`: OpenAI's
- * Responses API only (a `chat` model serves it too).
+ * Responses API only (a `chat` model serves it too). The rest generate no text: `embeddings`
+ * (OpenAI's and Google's embedding calls), `rerank`, `images` (generations and edits),
+ * `transcriptions` (transcriptions and translations of audio), `speech` and `moderations`.
  */
-export const ENDPOINTS = ['completions', 'chat', 'responses'] as const;
+export const ENDPOINTS = ['completions', 'chat', 'responses', 'embeddings', 'rerank', 'images', 'transcriptions', 'speech', 'moderations'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
 export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini'] as const;

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import { randomBase62 } from '../core/ids.js';
+import type { Embedding, EmbeddingRequest, EmbeddingResult } from './embedding.js';
 import { addUsage, type GeneratedChoice, type GenerationRequest, type GenerationResult, type StreamPart, type Usage } from './model.js';
 import type { GenerationCall, Provider } from './provider.js';
 
@@ -83,6 +84,36 @@ export async function generateAll(provider: Provider, subCalls: readonly SubCall
   });
   choices.sort((a, b) => a.index - b.index);
   return { id: results[0]!.id, created: results[0]!.created, choices, usage };
+}
+
+/** Every batch embedded, in parallel (bounded), vectors joined in input order; usage known only if every call reported it. */
+export async function embedAll(provider: Provider, batches: readonly EmbeddingRequest[], encoding: 'float' | 'base64', target: CallTarget): Promise<EmbeddingResult> {
+  const embedOne = (request: EmbeddingRequest, signal: AbortSignal) => provider.embed({ request, model: target.model, requestId: target.requestId, signal, encoding, traceHeaders: target.traceHeaders });
+  if (batches.length === 1) return embedOne(batches[0]!, target.signal);
+  const { controller, release } = linkedAbort(target.signal);
+  const results = new Array<EmbeddingResult>(batches.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length) {
+      const i = next++;
+      results[i] = await embedOne(batches[i]!, controller.signal);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL_CALLS, batches.length) }, worker));
+  } catch (error) {
+    controller.abort();
+    throw error;
+  } finally {
+    release();
+  }
+  const embeddings: Embedding[] = [];
+  let usage = results[0]!.usage;
+  results.forEach((result, i) => {
+    if (i > 0) usage = usage === null || result.usage === null ? null : addUsage(usage, result.usage);
+    embeddings.push(...result.embeddings);
+  });
+  return { embeddings, usage };
 }
 
 /**

@@ -144,6 +144,18 @@ export interface Usage {
   readonly cachedInput: number;
   readonly cacheWrite: number;
   readonly reasoning: number;
+  /** What an operation sold in other units than tokens consumed (images, audio, characters, calls). */
+  readonly units?: BilledUnits | undefined;
+}
+
+/** The units besides tokens that operations are priced in (pricing: per_image, per_audio_minute, per_mchar, per_request). */
+export interface BilledUnits {
+  readonly images?: number;
+  readonly audioSeconds?: number;
+  /** Input characters (speech). */
+  readonly characters?: number;
+  /** Calls billed per call (rerank, moderations). */
+  readonly requests?: number;
 }
 
 export function usageOf(input: number, output: number, more: Partial<Omit<Usage, 'input' | 'output'>> = {}): Usage {
@@ -160,7 +172,16 @@ export function addUsage(a: Usage, b: Usage): Usage {
     cachedInput: a.cachedInput + b.cachedInput,
     cacheWrite: a.cacheWrite + b.cacheWrite,
     reasoning: a.reasoning + b.reasoning,
+    ...(a.units === undefined && b.units === undefined ? {} : { units: addUnits(a.units ?? {}, b.units ?? {}) }),
   };
+}
+
+function addUnits(a: BilledUnits, b: BilledUnits): BilledUnits {
+  const sum: { -readonly [K in keyof BilledUnits]: number } = {};
+  for (const unit of ['images', 'audioSeconds', 'characters', 'requests'] as const) {
+    if (a[unit] !== undefined || b[unit] !== undefined) sum[unit] = (a[unit] ?? 0) + (b[unit] ?? 0);
+  }
+  return sum;
 }
 
 export interface GeneratedChoice {

@@ -2,9 +2,10 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Endpoint } from '../config/config-file.js';
 import type { GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
+import type { EmbeddingRequest, EmbeddingResult } from './embedding.js';
 import type { SubCall } from './fan-out.js';
 import type { GenerationResult, StreamPart, Usage } from './model.js';
-import type { Provider, WireOperation } from './provider.js';
+import type { OutgoingBody, Provider, TransferOperation, Transferred, WireOperation } from './provider.js';
 
 /**
  * What a caller dialect contributes to one operation: where its key is, how its body parses, what
@@ -25,6 +26,8 @@ export interface Operation<Request extends ParsedRequest> {
   /** Whose error bodies and listings the caller reads. */
   readonly dialect: CallerDialect;
   credential(wire: WireRequest): string | undefined;
+  /** How the body is read: a JSON object (the default), or a multipart form (an UploadForm, up to the gateway's upload cap). */
+  readonly body?: 'json' | 'multipart';
   /** Validates the body (and what the path and headers say); throws a GatewayError naming the parameter at fault. */
   parse(body: unknown, wire: WireRequest): Request;
   /** The model the caller named, for the ledger row of a request refused before it parsed; by default the body's `model`. */
@@ -77,6 +80,10 @@ export type ProviderCall =
       /** Caller headers the upstream's own API reads (Anthropic's `anthropic-beta`), passed on as they came. */
       readonly headers?: Readonly<Record<string, string>>;
     }
+  /** Vectors for the inputs, in as many calls as the upstream takes inputs (in order). */
+  | { readonly kind: 'embed'; readonly batches: readonly EmbeddingRequest[]; readonly encoding: 'float' | 'base64' }
+  /** The caller's request as bytes (an upload, or a call answered in audio), `model` already rewritten. */
+  | { readonly kind: 'transfer'; readonly operation: TransferOperation; readonly body: OutgoingBody; readonly stream: boolean }
   /** Sluice answers itself (a token count on an upstream that has none in the caller's wire). */
   | { readonly kind: 'none' };
 
@@ -88,6 +95,8 @@ export type Answer =
   | { readonly kind: 'generating'; readonly parts: AsyncIterable<StreamPart> }
   | { readonly kind: 'relayed'; readonly body: Json }
   | { readonly kind: 'relaying'; readonly events: AsyncIterable<Json> }
+  | { readonly kind: 'embedded'; readonly result: EmbeddingResult }
+  | { readonly kind: 'transferred'; readonly transferred: Transferred }
   | { readonly kind: 'none' };
 
 /** What a dialect knows of the attempt that answered when it writes. */
@@ -98,7 +107,7 @@ export interface AnswerContext extends AttemptTarget {
 }
 
 /** A reply is written whole or streamed; the pipeline's write stage runs either to its end. */
-export type Reply = WholeReply | StreamReply<StreamPart> | StreamReply<Json>;
+export type Reply = WholeReply | StreamReply<StreamPart> | StreamReply<Json> | StreamReply<Uint8Array>;
 
 /** An answer written at once. */
 export interface WholeReply {
@@ -152,6 +161,6 @@ export interface AnswerSink {
   setHeader(name: string, value: string): void;
   head(status: number, headers: Readonly<Record<string, string>>): void;
   /** Resolves once the caller can take more (the socket drained). */
-  write(chunk: string): Promise<void>;
-  end(chunk?: string): void;
+  write(chunk: string | Uint8Array): Promise<void>;
+  end(chunk?: string | Uint8Array): void;
 }

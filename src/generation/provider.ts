@@ -1,5 +1,6 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import type { EmbeddingRequest, EmbeddingResult } from './embedding.js';
 import type { GenerationRequest, GenerationResult, StreamPart } from './model.js';
 
 /** One upstream call. */
@@ -31,6 +32,8 @@ export interface Capabilities {
   readonly jsonWithoutSchema: boolean;
   /** Fields the caller sent that Sluice does not model: passed on (same family of servers) or each refused. */
   readonly forwardsExtensions: boolean;
+  /** Inputs one embedding call can take (Gemini's batchEmbedContents: 100); 0 when the upstream embeds nothing. */
+  readonly maxEmbeddingInputs: number;
 }
 
 /** The wire operations a caller can send that an upstream might take untouched. */
@@ -41,7 +44,52 @@ export type WireOperation =
   | 'anthropic.messages'
   | 'anthropic.count_tokens'
   | 'gemini.generateContent'
-  | 'gemini.countTokens';
+  | 'gemini.countTokens'
+  | 'openai.rerank'
+  | 'openai.moderations'
+  | 'openai.images.generations';
+
+/**
+ * The caller operations whose bodies or answers are not JSON (multipart uploads, binary audio): the
+ * caller's request goes upstream as bytes, and the answer comes back as bytes.
+ */
+export type TransferOperation = 'openai.images.edits' | 'openai.audio.transcriptions' | 'openai.audio.translations' | 'openai.audio.speech';
+
+/** One embedding call. */
+export interface EmbedCall {
+  readonly request: EmbeddingRequest;
+  readonly model: CatalogueModel;
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+  /** How the caller wants the vectors: an upstream that can answer so is asked to (saves a conversion). */
+  readonly encoding: 'float' | 'base64';
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
+}
+
+/** A request body ready for the wire: its bytes in order (an upload's file parts are the caller's own buffers, not copies). */
+export interface OutgoingBody {
+  readonly contentType: string;
+  readonly chunks: readonly Uint8Array[];
+  readonly length: number;
+}
+
+/** A caller's request relayed as bytes, its `model` already rewritten by the dialect. Resent whole on a retry. */
+export interface TransferCall {
+  readonly operation: TransferOperation;
+  readonly body: OutgoingBody;
+  readonly model: CatalogueModel;
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+  readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
+}
+
+/** A 2xx answer's bytes as they arrive (a failure is a thrown GatewayError, as for every call). */
+export interface Transferred {
+  readonly contentType: string;
+  /** Undefined when the upstream did not say. */
+  readonly contentLength: number | undefined;
+  readonly body: AsyncIterable<Uint8Array>;
+}
 
 /** A same-dialect request relayed as the caller sent it, `model` rewritten, usage always asked for. */
 export interface RelayCall {
@@ -90,8 +138,12 @@ export interface Provider {
    */
   stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
   /** Whether this upstream takes the caller's own wire body for `operation` on `model`. */
-  relays(operation: WireOperation, model: CatalogueModel): boolean;
+  relays(operation: WireOperation | TransferOperation, model: CatalogueModel): boolean;
   relay(call: RelayCall): Promise<RelayResponse>;
+  /** Vectors for one call's inputs (no more than the capabilities' `maxEmbeddingInputs`), in input order. */
+  embed(call: EmbedCall): Promise<EmbeddingResult>;
+  /** Resolves once the upstream answered 2xx; the body then arrives as the upstream sends it. */
+  transfer(call: TransferCall): Promise<Transferred>;
 }
 
 /** An adapter as the gateway keeps one: its calls, and what the operator's tools ask of the upstream and its pool. */

@@ -28,12 +28,12 @@ export class ResponseSink {
     this.res.writeHead(status, headers);
   }
 
-  async write(chunk: string): Promise<void> {
+  async write(chunk: string | Uint8Array): Promise<void> {
     if (this.res.destroyed) return;
     if (!this.res.write(chunk)) await once(this.res, 'drain', { signal: this.controller.signal });
   }
 
-  end(chunk?: string): void {
+  end(chunk?: string | Uint8Array): void {
     if (this.res.writableEnded) return;
     if (chunk === undefined) this.res.end();
     else this.res.end(chunk);

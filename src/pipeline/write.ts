@@ -26,7 +26,7 @@ type Count = (generated: readonly string[]) => Promise<Usage>;
  * until then is still metered.
  */
 export function writeReply(reply: Reply, sink: AnswerSink, count: Count): Promise<Written> {
-  return reply.kind === 'whole' ? writeWhole(reply, sink, count) : writeStream(reply, sink, count);
+  return reply.kind === 'whole' ? writeWhole(reply, sink, count) : writeStream<unknown>(reply as StreamReply<unknown>, sink, count);
 }
 
 async function writeWhole(reply: WholeReply, sink: AnswerSink, count: Count): Promise<Written> {

@@ -22,6 +22,8 @@ const CAPABILITIES: Capabilities = {
   topK: true,
   jsonWithoutSchema: true, // through a forced tool: see JSON_MODE_TOOL
   forwardsExtensions: false,
+  // Anthropic has no embedding API.
+  maxEmbeddingInputs: 0,
 };
 
 /** Extended-thinking budgets for OpenAI's effort levels; Anthropic wants at least 1024. */

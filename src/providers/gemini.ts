@@ -23,6 +23,8 @@ const CAPABILITIES: Capabilities = {
   topK: true,
   jsonWithoutSchema: true,
   forwardsExtensions: false,
+  // batchEmbedContents takes at most 100 requests.
+  maxEmbeddingInputs: 100,
 };
 
 /** thinkingBudget for OpenAI's effort levels. */

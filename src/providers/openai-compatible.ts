@@ -1,7 +1,8 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import type { EmbeddingResult } from '../generation/embedding.js';
+import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
@@ -22,6 +23,8 @@ const CAPABILITIES: Capabilities = {
   topK: true,
   jsonWithoutSchema: true,
   forwardsExtensions: true,
+  // OpenAI's own limit on `input`; a server that takes fewer says so with a 400.
+  maxEmbeddingInputs: 2048,
 };
 
 const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
@@ -151,7 +154,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
     });
   }
 
-  relays(operation: WireOperation, model: CatalogueModel): boolean {
+  relays(operation: WireOperation | TransferOperation, model: CatalogueModel): boolean {
     switch (operation) {
       case 'openai.chat':
         return true;
@@ -361,6 +364,14 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       }
     }
     if (usage !== null) yield { type: 'usage', usage };
+  }
+
+  embed(_call: EmbedCall): Promise<EmbeddingResult> {
+    return Promise.reject(new Error('embeddings: not yet'));
+  }
+
+  transfer(_call: TransferCall): Promise<Transferred> {
+    return Promise.reject(new Error('transfers: not yet'));
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,8 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { GenerationRequest, GenerationResult, StreamPart } from '../generation/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import type { EmbeddingResult } from '../generation/embedding.js';
+import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import type { UpstreamClient } from './upstream-client.js';
 
 /** Output tokens asked for when neither the caller nor the model's configuration says (Anthropic requires a number). */
@@ -45,12 +46,21 @@ export abstract class TranslatingProvider implements ProviderAdapter {
   abstract stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>>;
   abstract listModels(signal: AbortSignal): Promise<UpstreamModel[]>;
 
-  relays(_operation: WireOperation, _model: CatalogueModel): boolean {
+  relays(_operation: WireOperation | TransferOperation, _model: CatalogueModel): boolean {
     return false;
   }
 
   relay(_call: RelayCall): Promise<RelayResponse> {
     return Promise.reject(new Error(`provider ${this.id} relays no caller's wire format`));
+  }
+
+  /** Upstreams without an embedding API; the capabilities' `maxEmbeddingInputs` of 0 keeps calls from coming here. */
+  embed(_call: EmbedCall): Promise<EmbeddingResult> {
+    return Promise.reject(new Error(`provider ${this.id} embeds nothing`));
+  }
+
+  transfer(_call: TransferCall): Promise<Transferred> {
+    return Promise.reject(new Error(`provider ${this.id} takes no caller's bytes`));
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { CatalogueModel, Deployment } from '../catalogue/catalogue.js';
 import { CLIENT_CLOSED_REQUEST, GatewayError, toGatewayError, type UpstreamFailureCondition } from '../core/errors.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
-import { generateAll, streamAll, type CallTarget } from '../generation/fan-out.js';
+import { embedAll, generateAll, streamAll, type CallTarget } from '../generation/fan-out.js';
 import type { Usage } from '../generation/model.js';
 import type { Answer, ProviderCall } from '../generation/operation.js';
 import type { Provider, WireOperation } from '../generation/provider.js';
@@ -72,6 +72,19 @@ export class AttemptRun {
     const target: CallTarget = { model: this.s.deployment.model, requestId, signal: this.controller.signal, traceHeaders: this.observed.headers };
     if (call.kind === 'relay') return this.relay(call, target);
     this.invoked = true;
+    if (call.kind === 'embed') {
+      this.s.outcome.accepted = true;
+      const result = await embedAll(this.s.provider, call.batches, call.encoding, target);
+      this.answer();
+      return { kind: 'embedded', result };
+    }
+    if (call.kind === 'transfer') {
+      // The upstream has the request once it is sent; its answer counts as given once its headers came (a body streams on).
+      this.s.outcome.accepted = true;
+      const transferred = await this.s.provider.transfer({ operation: call.operation, body: call.body, model: target.model, requestId: target.requestId, signal: target.signal, traceHeaders: target.traceHeaders });
+      this.answer();
+      return { kind: 'transferred', transferred };
+    }
     if (!call.stream) {
       this.s.outcome.accepted = true;
       const result = await generateAll(this.s.provider, call.subCalls, target);

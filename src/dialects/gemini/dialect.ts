@@ -32,6 +32,12 @@ const METHODS: Record<Endpoint, readonly string[]> = {
   chat: ['generateContent', 'streamGenerateContent', 'countTokens'],
   completions: ['generateText'],
   responses: [],
+  embeddings: ['embedContent', 'batchEmbedContents'],
+  rerank: [],
+  images: [],
+  transcriptions: [],
+  speech: [],
+  moderations: [],
 };
 
 export function geminiModel(model: CatalogueModel) {

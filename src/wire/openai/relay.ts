@@ -35,6 +35,15 @@ export const OPENAI_COMPLETIONS: RelayFormat = {
   wholeProblem: (body) => (Array.isArray(body.choices) ? undefined : 'an answer without choices'),
 };
 
+/** A whole answer that lists its results in `field` (never streamed). */
+function listedIn(field: string, what: string): RelayFormat {
+  return { isContent: () => true, wholeProblem: (body) => (Array.isArray(body[field]) ? undefined : `an answer without ${what}`) };
+}
+
+export const OPENAI_RERANK = listedIn('results', 'results');
+export const OPENAI_MODERATIONS = listedIn('results', 'results');
+export const OPENAI_IMAGES = listedIn('data', 'data');
+
 export const OPENAI_RESPONSES: RelayFormat = {
   // `response.created`, `.in_progress` and an item's announcement come first; any delta, done or end is content.
   isContent: (event) => {

@@ -145,7 +145,7 @@ describe('a bad configuration', () => {
     ['an unknown provider', M('{ id: m, provider: ghost }'), "models[0] (id: m): field 'provider': no provider has the id 'ghost'"],
     ['upstream_model beside deployments', M('{ id: m, upstream_model: x, deployments: [{ provider: p }] }'), "models[0] (id: m): field 'upstream_model': belongs on each of 'deployments' when they are given"],
     ['no endpoints', M('{ id: m, provider: p, endpoints: [] }'), "models[0] (id: m): field 'endpoints': Too small: expected array to have >=1 items"],
-    ['an unknown endpoint', M('{ id: m, provider: p, endpoints: [embeddings] }'), 'models[0] (id: m): field \'endpoints.0\': Invalid option: expected one of "completions"|"chat"|"responses"'],
+    ['an unknown endpoint', M('{ id: m, provider: p, endpoints: [embedding] }'), 'models[0] (id: m): field \'endpoints.0\': Invalid option: expected one of "completions"|"chat"|"responses"|"embeddings"|"rerank"|"images"|"transcriptions"|"speech"|"moderations"'],
     ['a price written as a word', M('{ id: m, provider: p, pricing: { input_per_mtok: cheap, output_per_mtok: 1 } }'), "models[0] (id: m): field 'pricing.input_per_mtok': Invalid input: expected number, received string"],
     ['a negative priority', M('{ id: m, deployments: [{ provider: p, priority: -1 }] }'), "models[0] (id: m): field 'deployments.0.priority': Too small: expected number to be >=0"],
     ['a duplicate model', `${OPENAI}models:\n  - { id: m, provider: p }\n  - { id: m, provider: p }\n`, "models[1] (id: m): field 'id': duplicate model id 'm'"],

@@ -214,7 +214,9 @@ export class RouterHarness {
         }
         break;
       case 'none':
-        throw new Error('every attempt of the harness calls its upstream');
+      case 'embedded':
+      case 'transferred':
+        throw new Error(`the harness answers no ${answer.kind} call`);
     }
     await answered.end(written);
     return written;

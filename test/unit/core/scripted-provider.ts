@@ -1,3 +1,4 @@
+import type { EmbeddingResult } from '../../../src/generation/embedding.js';
 /**
  * An upstream adapter whose answers a test scripts call by call, standing in for a provider at the
  * `Provider` seam (the contract every real adapter implements). Its failures are made by the same
@@ -7,7 +8,7 @@
 import type { CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import type { GatewayError } from '../../../src/core/errors.js';
 import { usageOf, type GenerationResult, type StreamPart, type Usage } from '../../../src/generation/model.js';
-import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse } from '../../../src/generation/provider.js';
+import type { Capabilities, GenerationCall, Provider, RelayCall, RelayResponse, Transferred } from '../../../src/generation/provider.js';
 import type { UpstreamModel } from '../../../src/catalogue/upstream-model.js';
 import { upstreamHttpError, upstreamTransportError } from '../../../src/core/upstream-errors.js';
 
@@ -47,6 +48,7 @@ const CAPABILITIES: Capabilities = {
   topK: true,
   jsonWithoutSchema: true,
   forwardsExtensions: false,
+  maxEmbeddingInputs: 0,
 };
 
 export class ScriptedProvider implements Provider {
@@ -115,6 +117,14 @@ export class ScriptedProvider implements Provider {
     const steps = 'stream' in step ? step.stream : textStream(step.answer, call.choices, step.usage === undefined ? usageOf(10, 5 * call.choices) : step.usage);
     if ('answer' in step) await this.wait(step.after ?? 0, call.signal);
     return this.play(steps, call.signal);
+  }
+
+  embed(): Promise<EmbeddingResult> {
+    return Promise.reject(new Error('this scripted upstream embeds nothing'));
+  }
+
+  transfer(): Promise<Transferred> {
+    return Promise.reject(new Error('this scripted upstream takes no bytes'));
   }
 
   relays(): boolean {

@@ -29,7 +29,7 @@ const chunk = (choice: Record<string, unknown>): Event => ({ id: 'chatcmpl-1', o
 const completion = (choice: Record<string, unknown>): Event => ({ id: 'cmpl-1', object: 'text_completion', created: 1, model: 'm', choices: [{ index: 0, logprobs: null, finish_reason: null, ...choice }] });
 const candidate = (c: Record<string, unknown>): Event => ({ candidates: [{ index: 0, ...c }], modelVersion: 'gemini-2.5-flash' });
 
-const TABLE: Readonly<Record<Exclude<WireOperation, 'anthropic.count_tokens' | 'gemini.countTokens'>, readonly Row[]>> = {
+const TABLE: Readonly<Record<Exclude<WireOperation, 'anthropic.count_tokens' | 'gemini.countTokens' | 'openai.rerank' | 'openai.moderations' | 'openai.images.generations'>, readonly Row[]>> = {
   'openai.chat': [
     { event: chunk({ delta: { role: 'assistant', content: '' } }), content: false, why: 'the role alone, with empty content (the first chunk OpenAI sends)' },
     { event: chunk({ delta: { role: 'assistant', content: null } }), content: false, why: 'the role, content null' },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { GatewayError, type UpstreamFailureCondition } from '../../../src/core/errors.js';
-import { generateAll, streamAll } from '../../../src/generation/fan-out.js';
+import { embedAll, generateAll, streamAll } from '../../../src/generation/fan-out.js';
 import type { Usage } from '../../../src/generation/model.js';
 import type { Answer, ProviderCall } from '../../../src/generation/operation.js';
 import type { Provider } from '../../../src/generation/provider.js';
@@ -148,6 +148,10 @@ async function answerOf(provider: Provider, call: ProviderCall, model: Catalogue
       const relayed = await provider.relay({ ...call, ...target });
       return relayed.stream ? { kind: 'relaying', events: relayed.events } : { kind: 'relayed', body: relayed.body };
     }
+    case 'embed':
+      return { kind: 'embedded', result: await embedAll(provider, call.batches, call.encoding, target) };
+    case 'transfer':
+      return { kind: 'transferred', transferred: await provider.transfer({ ...call, ...target }) };
   }
 }
 

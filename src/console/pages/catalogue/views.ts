@@ -244,6 +244,12 @@ const ENDPOINT_LABELS: Readonly<Record<(typeof ENDPOINTS)[number], string>> = {
   completions: 'Legacy completions (/v1/completions)',
   chat: 'Chat (/v1/chat/completions, /v1/messages, /v1/responses, Gemini generateContent)',
   responses: 'Responses only (/v1/responses)',
+  embeddings: 'Embeddings (/v1/embeddings, Gemini embedContent)',
+  rerank: 'Rerank (/v1/rerank, /v2/rerank)',
+  images: 'Images (/v1/images/generations, /v1/images/edits)',
+  transcriptions: 'Transcriptions (/v1/audio/transcriptions, /v1/audio/translations)',
+  speech: 'Speech (/v1/audio/speech)',
+  moderations: 'Moderations (/v1/moderations)',
 };
 
 /** The model form; `providerIds` are the providers a deployment can name. */

@@ -60,6 +60,8 @@ export const anthropicMessages: Operation<MessagesRequest> = {
         return translatedStream(answer.parts, writer, open, (part) => writer.part(part));
       }
       case 'none':
+      case 'embedded':
+      case 'transferred':
         throw new Error('a message always calls its upstream');
     }
   },

@@ -76,6 +76,8 @@ export const geminiGenerateContent: Operation<GenerateRequest> = {
         return translatedStream(answer.parts, writer, () => writer.openEmpty(), (part) => writer.part(part));
       }
       case 'none':
+      case 'embedded':
+      case 'transferred':
         throw new Error('generateContent always calls its upstream');
     }
   },

@@ -53,6 +53,8 @@ export const chatCompletions: Operation<ChatRequest> = {
         return translatedStream(answer.parts, writer, () => writer.open(newGenerationId('chatcmpl-'), Math.floor(Date.now() / 1000)), (part) => writer.part(part));
       }
       case 'none':
+      case 'embedded':
+      case 'transferred':
         throw new Error('a chat completion always calls its upstream');
     }
   },

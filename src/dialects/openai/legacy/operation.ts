@@ -68,6 +68,8 @@ export const legacyCompletions: Operation<CompletionRequest> = {
       case 'generating':
         return translatedCompletionStream(request, answer.parts, new OpenAICompletionStreamWriter(sink, request.model, request.includeUsage));
       case 'none':
+      case 'embedded':
+      case 'transferred':
         throw new Error('a completion always calls its upstream');
     }
   },

@@ -85,6 +85,8 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
           return translatedStream(answer.parts, writer, () => writer.begin(), (part) => writer.part(part));
         }
         case 'none':
+      case 'embedded':
+      case 'transferred':
           throw new Error('a response always calls its upstream');
       }
     },

@@ -1,7 +1,8 @@
+import type { EmbeddingResult } from '../../../../src/generation/embedding.js';
 import type { CatalogueModel } from '../../../../src/catalogue/catalogue.js';
 import type { GatewayError } from '../../../../src/core/errors.js';
 import type { GenerationResult, StreamPart } from '../../../../src/generation/model.js';
-import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, WireOperation } from '../../../../src/generation/provider.js';
+import type { Capabilities, ConnectionUse, GenerationCall, Provider, RelayCall, RelayResponse, Transferred, WireOperation } from '../../../../src/generation/provider.js';
 import type { UpstreamModel } from '../../../../src/catalogue/upstream-model.js';
 
 type Json = Readonly<Record<string, unknown>>;
@@ -40,6 +41,7 @@ export class ScriptedProvider implements Provider {
       topK: true,
       jsonWithoutSchema: true,
       forwardsExtensions: true,
+      maxEmbeddingInputs: 0,
     };
   }
 
@@ -57,6 +59,14 @@ export class ScriptedProvider implements Provider {
       yield* script.parts;
       if (script.failure !== undefined) throw script.failure;
     })();
+  }
+
+  embed(): Promise<EmbeddingResult> {
+    return Promise.reject(new Error('this scripted upstream embeds nothing'));
+  }
+
+  transfer(): Promise<Transferred> {
+    return Promise.reject(new Error('this scripted upstream takes no bytes'));
   }
 
   relays(operation: WireOperation, _model: CatalogueModel): boolean {
