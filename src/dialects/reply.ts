@@ -1,5 +1,5 @@
 import type { GatewayError } from '../core/errors.js';
-import type { StreamPart, Usage } from '../generation/model.js';
+import type { BilledUnits, StreamPart, Usage } from '../generation/model.js';
 import type { AnswerSink, Rendered, StreamReply, WholeReply } from '../generation/operation.js';
 import { TextsByChoice, type EventReading } from '../wire/relay-format.js';
 
@@ -54,8 +54,13 @@ export abstract class ChunkedWriter {
 }
 
 /** A whole answer. */
-export function wholeReply(reported: Usage | null, generated: () => readonly string[], render: (usage: Usage, counted: boolean) => Rendered | Promise<Rendered>): WholeReply {
-  return { kind: 'whole', reported, generated, render };
+export function wholeReply(
+  reported: Usage | null,
+  generated: () => readonly string[],
+  render: (usage: Usage, counted: boolean) => Rendered | Promise<Rendered>,
+  units?: BilledUnits,
+): WholeReply {
+  return units === undefined ? { kind: 'whole', reported, generated, render } : { kind: 'whole', reported, generated, render, units };
 }
 
 export function rendered(body: string, headers: Readonly<Record<string, string>> = JSON_HEADERS): Rendered {

@@ -4,7 +4,7 @@ import type { GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { EmbeddingRequest, EmbeddingResult } from './embedding.js';
 import type { SubCall } from './fan-out.js';
-import type { GenerationResult, StreamPart, Usage } from './model.js';
+import type { BilledUnits, GenerationResult, StreamPart, Usage } from './model.js';
 import type { OutgoingBody, Provider, TransferOperation, Transferred, WireOperation } from './provider.js';
 
 /**
@@ -114,6 +114,11 @@ export interface WholeReply {
   readonly kind: 'whole';
   /** The upstream's usage; null when it reported none (Sluice then counts `generated`). */
   readonly reported: Usage | null;
+  /**
+   * What the answer says was sold besides tokens (the images in it, a rerank's search units), set
+   * on the usage that stands whether the upstream reported its tokens or Sluice counted them.
+   */
+  readonly units?: BilledUnits;
   /** What was generated, for Sluice's own count. */
   generated(): readonly string[];
   /** The caller's body and headers, given the usage that stands (`counted`: Sluice's own). */

@@ -21,6 +21,9 @@ import { responsesOperation } from '../dialects/openai/responses/operation.js';
 import type { Conversations } from '../dialects/openai/responses/conversation.js';
 import { STORED_RESPONSES_PREFIX, storedResponsesRoute } from './routes/stored-responses.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
+import { rerank } from '../dialects/openai/rerank/operation.js';
+import { moderations } from '../dialects/openai/moderations/operation.js';
+import { imageGenerations } from '../dialects/openai/images/operation.js';
 
 /** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
 export interface GatewayDeps {
@@ -63,6 +66,10 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['POST /v1/messages', served(anthropicMessages)],
     ['POST /v1/messages/count_tokens', served(anthropicCountTokens)],
     ['POST /v1/responses', served(responsesOperation(deps.conversations))],
+    ['POST /v1/rerank', served(rerank)],
+    ['POST /v2/rerank', served(rerank)],
+    ['POST /v1/moderations', served(moderations)],
+    ['POST /v1/images/generations', served(imageGenerations)],
   ]);
   const storedResponses = storedResponsesRoute(deps);
   // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).

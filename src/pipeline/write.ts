@@ -32,7 +32,8 @@ export function writeReply(reply: Reply, sink: AnswerSink, count: Count): Promis
 async function writeWhole(reply: WholeReply, sink: AnswerSink, count: Count): Promise<Written> {
   try {
     const counted = reply.reported === null;
-    const usage = reply.reported ?? (await count(reply.generated()));
+    const standing = reply.reported ?? (await count(reply.generated()));
+    const usage = reply.units === undefined ? standing : { ...standing, units: reply.units };
     const rendered = await reply.render(usage, counted);
     sink.head(200, rendered.headers);
     sink.end(rendered.body);

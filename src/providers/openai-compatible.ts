@@ -31,6 +31,10 @@ const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
   'openai.completions': '/completions',
   'openai.chat': '/chat/completions',
   'openai.responses': '/responses',
+  // JSON operations other than generation, on servers that serve them (vLLM's /rerank; OpenAI's moderations and images).
+  'openai.rerank': '/rerank',
+  'openai.moderations': '/moderations',
+  'openai.images.generations': '/images/generations',
 };
 
 function finishOf(reason: unknown): Finish | undefined {
@@ -162,6 +166,11 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
         return model.upstreamApi === 'completions';
       case 'openai.responses':
         return model.upstreamApi === 'responses';
+      case 'openai.rerank':
+      case 'openai.moderations':
+      case 'openai.images.generations':
+        // Relayed whatever the model's upstream_api: the catalogue's `endpoints` say whether the model serves them.
+        return true;
       default:
         return false;
     }

@@ -11,16 +11,30 @@ export function serverOperationName(operation: string): string {
       return 'text_completion';
     case 'generate_content':
       return 'generate_content';
+    case 'rerank':
+    case 'moderations':
+    case 'images.generations':
+      // The conventions name none of these: Sluice's own operation names.
+      return operation;
     default:
       // Chat completions, Anthropic's messages and OpenAI's responses are all chat.
       return 'chat';
   }
 }
 
+/** Relayed operations the conventions name none of, under Sluice's own (the ledger's) names. */
+const OWN_RELAYED_NAMES: Readonly<Record<string, string>> = {
+  'openai.rerank': 'rerank',
+  'openai.moderations': 'moderations',
+  'openai.images.generations': 'images.generations',
+};
+
 /** What Sluice asked of an upstream: the caller's own wire when relayed, else what the adapter speaks. */
 export function clientOperationName(providerKind: string, upstreamApi: string, relayed: string | null): string {
   if (relayed !== null) {
     if (relayed === 'openai.completions') return 'text_completion';
+    const own = OWN_RELAYED_NAMES[relayed];
+    if (own !== undefined) return own;
     if (relayed.startsWith('gemini.')) return 'generate_content';
     return 'chat';
   }

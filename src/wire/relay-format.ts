@@ -3,7 +3,8 @@ import type { Usage } from '../generation/model.js';
 import type { WireOperation } from '../generation/provider.js';
 import { ANTHROPIC_COUNT_TOKENS, ANTHROPIC_MESSAGES } from './anthropic/relay.js';
 import { GEMINI_COUNT_TOKENS, GEMINI_GENERATE_CONTENT } from './gemini/relay.js';
-import { OPENAI_CHAT, OPENAI_COMPLETIONS, OPENAI_IMAGES, OPENAI_MODERATIONS, OPENAI_RERANK, OPENAI_RESPONSES } from './openai/relay.js';
+import { OPENAI_CHAT, OPENAI_COMPLETIONS, OPENAI_IMAGES, OPENAI_MODERATIONS, OPENAI_RESPONSES } from './openai/relay.js';
+import { RERANK } from './rerank/relay.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -27,7 +28,8 @@ const FORMATS: Readonly<Record<WireOperation, RelayFormat>> = {
   'anthropic.count_tokens': ANTHROPIC_COUNT_TOKENS,
   'gemini.generateContent': GEMINI_GENERATE_CONTENT,
   'gemini.countTokens': GEMINI_COUNT_TOKENS,
-  'openai.rerank': OPENAI_RERANK,
+  // Cohere's shape, relayed to any server that reranks (its caller's path is OpenAI-style: /v1/rerank).
+  'openai.rerank': RERANK,
   'openai.moderations': OPENAI_MODERATIONS,
   'openai.images.generations': OPENAI_IMAGES,
 };

@@ -35,14 +35,23 @@ export const OPENAI_COMPLETIONS: RelayFormat = {
   wholeProblem: (body) => (Array.isArray(body.choices) ? undefined : 'an answer without choices'),
 };
 
-/** A whole answer that lists its results in `field` (never streamed). */
-function listedIn(field: string, what: string): RelayFormat {
-  return { isContent: () => true, wholeProblem: (body) => (Array.isArray(body[field]) ? undefined : `an answer without ${what}`) };
-}
+/** A moderation: whole, never streamed, one result per input. */
+export const OPENAI_MODERATIONS: RelayFormat = {
+  isContent: () => true,
+  wholeProblem: (body) => (Array.isArray(body.results) ? undefined : 'a moderation without results'),
+};
 
-export const OPENAI_RERANK = listedIn('results', 'results');
-export const OPENAI_MODERATIONS = listedIn('results', 'results');
-export const OPENAI_IMAGES = listedIn('data', 'data');
+/** Images made, whole (a stream of partial images is not relayed): each item of `data` is a `b64_json` or a `url`. */
+export const OPENAI_IMAGES: RelayFormat = {
+  isContent: () => true,
+  wholeProblem: (body) => {
+    if (!Array.isArray(body.data)) return 'an image answer without data';
+    for (const item of body.data as unknown[]) {
+      if (!isObject(item) || (typeof item.b64_json !== 'string' && typeof item.url !== 'string')) return 'an image without b64_json or url';
+    }
+    return undefined;
+  },
+};
 
 export const OPENAI_RESPONSES: RelayFormat = {
   // `response.created`, `.in_progress` and an item's announcement come first; any delta, done or end is content.
