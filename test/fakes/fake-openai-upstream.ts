@@ -4,6 +4,7 @@ import { countWords, fakeLogprob, generate, type Generation } from './generation
 import { endStream, json, startFakeServer, writeEvent, type Behaviour, type FakeUpstream } from './fake-server.js';
 import { openAIModelList, type ListedModel, type OpenAIListFlavour } from './model-lists.js';
 import { fakeResponses } from './fake-openai-responses.js';
+import { fakeRelays, RELAY_PATHS } from './fake-openai-relays.js';
 
 export { WORDS } from './generation.js';
 export type { FakeUpstream } from './fake-server.js';
@@ -66,6 +67,7 @@ export async function startFakeOpenAI(
     }
     const path = request.path;
     if (request.method === 'GET' && path === '/v1/models') return openAIModelList(res, listed, options.listFlavour ?? 'vllm');
+    if (request.method === 'POST' && RELAY_PATHS.has(path)) return fakeRelays(request, res, models);
     if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);
     if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) {
       return vllmError(res, 404, 'NotFoundError', 'Not Found', null);
