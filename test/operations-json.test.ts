@@ -139,44 +139,46 @@ function metricSum(text: string, metric: string, labels: readonly string[]): num
 }
 
 describe('rerank over raw HTTP', () => {
-  test("Jina's and vLLM's shape on /v1/rerank: documents as strings and {text}, top_n, the answer passed back with the public model; tokens as the upstream counted them", async () => {
-    const before = a.requests.length;
-    const documents = ['Paris is the capital of France', 'Berlin is in Germany', { text: 'France is a country in Europe' }];
-    const answered = await post('/v1/rerank', { model: 'reranker', query: 'capital of France', documents, top_n: 2, return_documents: true, truncate_prompt_tokens: 128 });
-    assert.equal(answered.status, 200, JSON.stringify(answered.body));
-    assert.equal(answered.body.model, 'reranker', 'the public id, not the upstream model');
-    assert.deepEqual(answered.body.results.map((r: any) => r.index), [0, 2], 'best first, cut to top_n');
-    assert.equal(answered.body.results[0].document.text, 'Paris is the capital of France');
-    assert.equal(answered.body.results[0].relevance_score, 1);
-    const sent = a.requests.slice(before).find((r) => r.path === '/v1/rerank');
-    assert.ok(sent, 'relayed to {base_url}/rerank');
-    assert.equal(sent.body.model, 'm-rerank', 'model rewritten to the upstream one');
-    assert.deepEqual(sent.body.documents, documents, 'the documents as the caller sent them');
-    assert.equal(sent.body.truncate_prompt_tokens, 128, 'an unknown field passed on');
+  for (const path of ['/v1/rerank', '/v2/rerank']) {
+    test(`Jina's and vLLM's shape on ${path}: documents as strings and {text}, top_n, the answer passed back with the public model; tokens as the upstream counted them`, async () => {
+      const before = a.requests.length;
+      const documents = ['Paris is the capital of France', 'Berlin is in Germany', { text: 'France is a country in Europe' }];
+      const answered = await post(path, { model: 'reranker', query: 'capital of France', documents, top_n: 2, return_documents: true, truncate_prompt_tokens: 128 });
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.equal(answered.body.model, 'reranker', 'the public id, not the upstream model');
+      assert.deepEqual(answered.body.results.map((r: any) => r.index), [0, 2], 'best first, cut to top_n');
+      assert.equal(answered.body.results[0].document.text, 'Paris is the capital of France');
+      assert.equal(answered.body.results[0].relevance_score, 1);
+      const sent = a.requests.slice(before).find((r) => r.path === '/v1/rerank');
+      assert.ok(sent, 'relayed to {base_url}/rerank');
+      assert.equal(sent.body.model, 'm-rerank', 'model rewritten to the upstream one');
+      assert.deepEqual(sent.body.documents, documents, 'the documents as the caller sent them');
+      assert.equal(sent.body.truncate_prompt_tokens, 128, 'an unknown field passed on');
 
-    const row = await rowOf(answered.requestId);
-    assert.equal(row.operation, 'rerank');
-    assert.equal(row.model, 'reranker');
-    assert.equal(row.status, 200);
-    assert.equal(row.prompt_tokens, answered.body.usage.total_tokens, "the upstream's usage.total_tokens are the input tokens");
-    assert.equal(row.completion_tokens, 0);
-    assert.equal(row.tokens_counted, 0, "the upstream's count");
-    assert.ok(Math.abs(row.cost_usd - (answered.body.usage.total_tokens * RERANK_PRICE) / 1e6) < 1e-12, `cost at the input price (${row.cost_usd})`);
-  });
+      const row = await rowOf(answered.requestId);
+      assert.equal(row.operation, 'rerank');
+      assert.equal(row.model, 'reranker');
+      assert.equal(row.status, 200);
+      assert.equal(row.prompt_tokens, answered.body.usage.total_tokens, "the upstream's usage.total_tokens are the input tokens");
+      assert.equal(row.completion_tokens, 0);
+      assert.equal(row.tokens_counted, 0, "the upstream's count");
+      assert.ok(Math.abs(row.cost_usd - (answered.body.usage.total_tokens * RERANK_PRICE) / 1e6) < 1e-12, `cost at the input price (${row.cost_usd})`);
+    });
 
-  test("Cohere's shape on /v2/rerank: results without documents and billed search units; Sluice counts the tokens the upstream did not", async () => {
-    const answered = await post('/v2/rerank', { model: 'cohere-reranker', query: 'What is the capital of the United States?', documents: ['Carson City is the capital city of the American state of Nevada.', 'Washington, D.C. is the capital of the United States.'], top_n: 1 });
-    assert.equal(answered.status, 200, JSON.stringify(answered.body));
-    assert.deepEqual(answered.body.results.map((r: any) => Object.keys(r).sort()), [['index', 'relevance_score']], "Cohere's results");
-    assert.equal(answered.body.results[0].index, 1);
-    assert.equal(answered.body.meta.billed_units.search_units, 1, "Cohere's meta passed back");
-    assert.equal('model' in answered.body, false, 'no model added where the upstream gave none');
-    const row = await rowOf(answered.requestId);
-    assert.equal(row.operation, 'rerank');
-    assert.equal(row.tokens_counted, 1, "Sluice's own count");
-    assert.ok(row.prompt_tokens >= 20 && row.prompt_tokens <= 40, `the query's and the documents' tokens (${row.prompt_tokens})`);
-    assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * RERANK_PRICE) / 1e6) < 1e-12, 'cost at the input price');
-  });
+    test(`Cohere's shape on ${path}: results without documents and billed search units; Sluice counts the tokens the upstream did not`, async () => {
+      const answered = await post(path, { model: 'cohere-reranker', query: 'What is the capital of the United States?', documents: ['Carson City is the capital city of the American state of Nevada.', 'Washington, D.C. is the capital of the United States.'], top_n: 1 });
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.deepEqual(answered.body.results.map((r: any) => Object.keys(r).sort()), [['index', 'relevance_score']], "Cohere's results");
+      assert.equal(answered.body.results[0].index, 1);
+      assert.equal(answered.body.meta.billed_units.search_units, 1, "Cohere's meta passed back");
+      assert.equal('model' in answered.body, false, 'no model added where the upstream gave none');
+      const row = await rowOf(answered.requestId);
+      assert.equal(row.operation, 'rerank');
+      assert.equal(row.tokens_counted, 1, "Sluice's own count");
+      assert.ok(row.prompt_tokens >= 20 && row.prompt_tokens <= 40, `the query's and the documents' tokens (${row.prompt_tokens})`);
+      assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * RERANK_PRICE) / 1e6) < 1e-12, 'cost at the input price');
+    });
+  }
 
   test("top_n 0 (vLLM's \"all\", an error to Cohere) is refused by name before any upstream", async () => {
     const before = upstreamCalls();
