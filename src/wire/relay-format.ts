@@ -1,5 +1,5 @@
 import type { GatewayError } from '../core/errors.js';
-import type { Usage } from '../generation/model.js';
+import type { BilledUnits, Usage } from '../generation/model.js';
 import type { WireOperation } from '../generation/provider.js';
 import { ANTHROPIC_COUNT_TOKENS, ANTHROPIC_MESSAGES } from './anthropic/relay.js';
 import { GEMINI_COUNT_TOKENS, GEMINI_GENERATE_CONTENT } from './gemini/relay.js';
@@ -36,6 +36,12 @@ const FORMATS: Readonly<Record<WireOperation, RelayFormat>> = {
 
 export function relayFormat(operation: WireOperation): RelayFormat {
   return FORMATS[operation];
+}
+
+/** What a relayed whole answer says it consumed: tokens where the upstream counted them (else null), and what it sold besides. */
+export interface Consumption {
+  readonly usage: Usage | null;
+  readonly units: BilledUnits;
 }
 
 /** What a relayed stream's events say of usage and of the text generated, read event by event. */

@@ -1,9 +1,9 @@
 import { GatewayError } from '../../core/errors.js';
-import type { BilledUnits, Usage } from '../../generation/model.js';
 import type { Operation } from '../../generation/operation.js';
 import type { WireOperation } from '../../generation/provider.js';
 import { countUsage } from '../../generation/token-counter.js';
 import { bearerToken } from '../../wire/key-carriers.js';
+import type { Consumption } from '../../wire/relay-format.js';
 import { rendered, wholeReply } from '../reply.js';
 import { invalid, validationError, withoutProtoKey } from './validation.js';
 import type { z } from 'zod';
@@ -15,12 +15,6 @@ export interface RelayedJsonRequest {
   readonly model: string;
   readonly stream: false;
   readonly body: Json;
-}
-
-/** What the answer says it consumed: tokens where the upstream counted them, and what it sold besides. */
-export interface Consumption {
-  readonly usage: Usage | null;
-  readonly units: BilledUnits;
 }
 
 /** One of the JSON operations only an upstream of the same wire can answer (rerank, moderations, images). */

@@ -1,20 +1,14 @@
-import type { BilledUnits, Usage } from '../../generation/model.js';
 import { usageOf } from '../../generation/model.js';
 import { isObject } from '../json.js';
+import type { Consumption } from '../relay-format.js';
 
 /**
  * What a rerank answer says it consumed. Two ways are in use: a token count (`usage.total_tokens`,
  * as vLLM and Jina report it; the tokens of the query and the documents, all input) and Cohere's
- * billed search units (`meta.billed_units.search_units`: one per query of up to 100 documents).
+ * billed search units (`meta.billed_units.search_units`: one per query of up to 100 documents),
+ * billed as requests; an answer without them is one request.
  */
-export interface RerankConsumption {
-  /** Input tokens, where the upstream counted them; null otherwise (Sluice then counts). */
-  readonly usage: Usage | null;
-  /** Search units where the upstream billed in them, else the one call. */
-  readonly units: BilledUnits;
-}
-
-export function rerankConsumption(body: Readonly<Record<string, unknown>>): RerankConsumption {
+export function rerankConsumption(body: Readonly<Record<string, unknown>>): Consumption {
   const reported = isObject(body.usage) ? body.usage : {};
   const tokens = countOf(reported.total_tokens) ?? countOf(reported.prompt_tokens);
   const meta = isObject(body.meta) ? body.meta : {};

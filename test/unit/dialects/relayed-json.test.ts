@@ -13,7 +13,7 @@ import { usageOf } from '../../../src/generation/model.js';
 import { writeReply } from '../../../src/pipeline/write.js';
 import { createProvider } from '../../../src/providers/registry.js';
 import { clientOperationName, serverOperationName } from '../../../src/telemetry/gen-ai.js';
-import { imagesMade, imagesUsage } from '../../../src/wire/openai/images.js';
+import { imagesConsumption } from '../../../src/wire/openai/images.js';
 import { relayFormat } from '../../../src/wire/relay-format.js';
 import { rerankConsumption } from '../../../src/wire/rerank/usage.js';
 import { MemorySink } from '../support/memory-sink.js';
@@ -213,11 +213,11 @@ describe('the wire of the answers', () => {
     assert.deepEqual(rerankConsumption({ usage: { total_tokens: -1 }, results: [] }), { usage: null, units: { requests: 1 } }, 'a nonsense count is none');
   });
 
-  test('images: made and usage', () => {
-    assert.equal(imagesMade({ data: [{ url: 'u' }, { url: 'v' }] }), 2);
-    assert.equal(imagesMade({}), 0);
-    assert.deepEqual(imagesUsage({ usage: { input_tokens: 3, output_tokens: 272, total_tokens: 275, input_tokens_details: { text_tokens: 3, image_tokens: 0 } } }), usageOf(3, 272));
-    assert.equal(imagesUsage({ data: [] }), null);
+  test("images: the images in data, and gpt-image's tokens", () => {
+    assert.deepEqual(imagesConsumption({ data: [{ url: 'u' }, { url: 'v' }] }), { usage: null, units: { images: 2 } });
+    assert.deepEqual(imagesConsumption({}), { usage: null, units: { images: 0 } });
+    const reported = { input_tokens: 3, output_tokens: 272, total_tokens: 275, input_tokens_details: { text_tokens: 3, image_tokens: 0 } };
+    assert.deepEqual(imagesConsumption({ data: [{ b64_json: 'AA==' }], usage: reported }), { usage: usageOf(3, 272), units: { images: 1 } });
   });
 
   test('readable answers: results and data as their APIs shape them; anything else is the upstream’s 502', () => {

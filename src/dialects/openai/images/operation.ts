@@ -1,4 +1,4 @@
-import { imagesMade, imagesUsage } from '../../../wire/openai/images.js';
+import { imagesConsumption } from '../../../wire/openai/images.js';
 import { relayedJsonOperation } from '../relayed-json.js';
 import { imagesRequest, imagesSchema } from './request.js';
 
@@ -17,5 +17,5 @@ export const imageGenerations = relayedJsonOperation({
   request: imagesRequest,
   inputs: (request) => [request.prompt],
   items: (request) => request.n,
-  consumption: (body) => ({ usage: imagesUsage(body), units: { images: imagesMade(body) } }),
+  consumption: imagesConsumption,
 });
