@@ -12,6 +12,7 @@ export class MemorySink implements AnswerSink {
   private readonly chunks: string[] = [];
   private statusCode: number | undefined;
   private isEnded = false;
+  private wasCut = false;
 
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -67,6 +68,16 @@ export class MemorySink implements AnswerSink {
     // As an HTTP response ended without a head: a bare 200.
     this.statusCode ??= 200;
     if (chunk !== undefined) this.chunks.push(chunk);
+    this.isEnded = true;
+  }
+
+  /** Whether the answer was cut (a byte stream's failure). */
+  get cutShort(): boolean {
+    return this.wasCut;
+  }
+
+  cut(): void {
+    this.wasCut = true;
     this.isEnded = true;
   }
 
