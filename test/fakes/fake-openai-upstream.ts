@@ -4,6 +4,7 @@ import { countWords, fakeLogprob, generate, type Generation } from './generation
 import { endStream, json, startFakeServer, writeEvent, type Behaviour, type FakeUpstream } from './fake-server.js';
 import { openAIModelList, type ListedModel, type OpenAIListFlavour } from './model-lists.js';
 import { fakeResponses } from './fake-openai-responses.js';
+import { fakeOpenAIMedia } from './fake-openai-media.js';
 
 export { WORDS } from './generation.js';
 export type { FakeUpstream } from './fake-server.js';
@@ -65,6 +66,7 @@ export async function startFakeOpenAI(
       return json(res, 401, { error: 'Unauthorized' });
     }
     const path = request.path;
+    if (await fakeOpenAIMedia(request, res, behaviour, models)) return;
     if (request.method === 'GET' && path === '/v1/models') return openAIModelList(res, listed, options.listFlavour ?? 'vllm');
     if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);
     if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) {
