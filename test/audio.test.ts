@@ -1,6 +1,6 @@
 // postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -28,6 +28,7 @@ let anthropic: FakeUpstream;
 let sluice: RunningSluice;
 let key: string;
 let openai: OpenAI;
+let config: string;
 
 /** A PCM WAV as a recorder writes one: RIFF header, fmt chunk, data chunk of 16-bit mono samples (a 440 Hz tone). */
 function wav(seconds: number, rate = 16_000): Buffer {
@@ -77,9 +78,7 @@ before(async () => {
     startFakeOpenAI({ apiKey: 'b-credential', models: UPSTREAM_MODELS }),
     startFakeAnthropic({ apiKey: 'anthropic-credential' }),
   ]);
-  sluice = await startSluice({
-    args: ['--workers', '1'],
-    config: `
+  config = `
 routing:
   backoff_ms: { initial: 10, max: 50 }
 providers:
@@ -108,8 +107,8 @@ models:
     deployments:
       - { provider: a, upstream_model: image-retry }
       - { provider: b, upstream_model: image-retry, priority: 1 }
-`,
-  });
+`;
+  sluice = await startSluice({ args: ['--workers', '1'], config });
   key = (await createKey(sluice.dataDir, 'acme')).key;
   openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
 });
@@ -510,6 +509,35 @@ describe('bad uploads', () => {
     const good = await fetch(`${sluice.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=AAA' }, body: whole });
     assert.equal(good.status, 200);
     assert.equal(a.requests.length, 1);
+  });
+
+  test('max_upload_bytes from the configuration file, applied on reload to the next upload', async () => {
+    reset();
+    const file = join(sluice.dataDir, 'sluice.yaml');
+    // Replaced whole, as an editor saves: the gateway never reads a half-written file.
+    const save = (text: string) => {
+      writeFileSync(`${file}.new`, text);
+      renameSync(`${file}.new`, file);
+    };
+    save(`max_upload_bytes: 10000\n${config}`);
+    try {
+      const refused = await eventually(async () => {
+        const error = await openai.audio.transcriptions.create({ file: await toFile(WAV, 'a.wav'), model: 'whisper' }).catch((e: unknown) => e);
+        return error instanceof OpenAI.APIError && error.status === 413 ? error : undefined;
+      }, 5000, 'the smaller cap in force');
+      assert.match(refused.message, /larger than the 10000 bytes/);
+      a.requests.length = 0;
+      const again = await openai.audio.transcriptions.create({ file: await toFile(WAV, 'a.wav'), model: 'whisper' }).catch((e: unknown) => e);
+      assert.ok(again instanceof OpenAI.APIError && again.status === 413, String(again));
+      assert.equal(a.requests.length, 0, 'nothing reached the upstream');
+    } finally {
+      save(config);
+      const text = await eventually(async () => {
+        const answer = await openai.audio.transcriptions.create({ file: await toFile(WAV, 'a.wav'), model: 'whisper' }).catch(() => undefined);
+        return answer?.text;
+      }, 5000, 'the default cap back');
+      assert.equal(text, TRANSCRIPT);
+    }
   });
 
   test('more parts than any operation has: a 400, read in linear time', async () => {

@@ -18,18 +18,20 @@ export const MULTIPART_LIMITS = {
 } as const;
 
 /**
- * A body refused for its size is read on and thrown away up to this many times the cap before the
- * refusal is written: a client that writes its whole body before reading (the `openai` SDK, whose
- * `model` field can come after the file) then reads the 413 instead of a reset. Past it the
- * connection is closed and the client may see a reset; nothing of it is kept either way.
+ * A body refused for its size is read on and thrown away up to this many times the cap (and at
+ * least DISCARD_MIN_BYTES) before the refusal is written: a client that writes its whole body before
+ * reading (the `openai` SDK, whose `model` field can come after the file) then reads the 413 instead
+ * of a reset. Past it the connection is closed and the client may see a reset; nothing of it is
+ * kept either way.
  */
 export const DISCARD_FACTOR = 4;
+export const DISCARD_MIN_BYTES = 64 * 1024 * 1024;
 
 /**
  * Reads a multipart/form-data body into an UploadForm with a streaming parser: each file's bytes
  * stay the buffers the parser handed over (views of what the socket read), never joined; the whole
  * body is refused past `limit` bytes with a 413 that tells the client to close (`connection:
- * close`), sent once the client has finished sending (up to DISCARD_FACTOR × `limit`). A body that
+ * close`), sent once the client has finished sending (up to DISCARD_FACTOR × `limit`, at least DISCARD_MIN_BYTES). A body that
  * is not multipart, names no boundary, has no part delimited by it or ends early is a 400.
  */
 export function readMultipartBody(req: IncomingMessage, limit: number): Promise<UploadForm> {
@@ -39,7 +41,7 @@ export function readMultipartBody(req: IncomingMessage, limit: number): Promise<
       if (settled) return;
       settled = true;
       req.unpipe();
-      discard(req, limit * DISCARD_FACTOR).then(() => reject(error), reject);
+      discard(req, Math.max(limit * DISCARD_FACTOR, DISCARD_MIN_BYTES)).then(() => reject(error), reject);
     };
     const declared = Number(req.headers['content-length']);
     if (declared > limit) return refuse(tooLarge(limit));
@@ -76,9 +78,11 @@ export function readMultipartBody(req: IncomingMessage, limit: number): Promise<
       size += chunk.length;
       if (size > limit) refuse(tooLarge(limit));
     });
-    req.once('error', (error) => {
+    // `on`, not `once`, for every error below: a second error event with no listener would crash the process.
+    req.on('error', () => {
+      if (settled) return;
       settled = true;
-      reject(error);
+      reject(new GatewayError('invalid_request', 'The upload was cut off before its end.'));
     });
     parser.on('field', (name, value, nameTruncated, valueTruncated) => {
       if (nameTruncated) return refuse(invalidForm(`A field's name is longer than ${MULTIPART_LIMITS.fieldNameBytes} bytes.`));
@@ -93,7 +97,7 @@ export function readMultipartBody(req: IncomingMessage, limit: number): Promise<
         chunks.push(chunk);
         bytes += chunk.length;
       });
-      stream.once('error', () => refuse(truncated()));
+      stream.on('error', () => refuse(truncated()));
       stream.once('end', () => {
         open--;
         parts.push({ kind: 'file', name, filename, contentType: mimeType, chunks, size: bytes });
@@ -103,7 +107,7 @@ export function readMultipartBody(req: IncomingMessage, limit: number): Promise<
     for (const event of ['partsLimit', 'filesLimit'] as const) {
       parser.once(event, () => refuse(invalidForm(`The form has more than ${event === 'partsLimit' ? `${MULTIPART_LIMITS.parts} parts` : `${MULTIPART_LIMITS.files} files`}.`)));
     }
-    parser.once('error', () => refuse(truncated()));
+    parser.on('error', () => refuse(truncated()));
     parser.once('finish', () => {
       finished = true;
       done();
