@@ -221,7 +221,7 @@ describe('transcriptions', () => {
       if (file !== null) form.append('file', new Blob([new Uint8Array(file)], { type: 'audio/wav' }), 'a.wav');
       for (const [name, value] of Object.entries(fields)) form.append(name, value);
       const response = await fetch(`${sluice.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-      return { status: response.status, body: (await response.json()) as { error: { message: string; param: string | null; type: string } } };
+      return { status: response.status, requestId: response.headers.get('x-request-id')!, body: (await response.json()) as { error: { message: string; param: string | null; type: string } } };
     };
     const cases: [Record<string, string>, Buffer | null, string][] = [
       [{ model: 'whisper' }, null, 'file'],
@@ -231,13 +231,18 @@ describe('transcriptions', () => {
       [{ model: 'whisper', temperature: '3' }, WAV, 'temperature'],
       [{ model: 'whisper', file: 'not a file' }, null, 'file'],
     ];
+    let lastId = '';
     for (const [fields, file, param] of cases) {
-      const { status, body } = await send(fields, file);
+      const { status, body, requestId } = await send(fields, file);
       assert.equal(status, 400, JSON.stringify(fields));
       assert.equal(body.error.param, param, body.error.message);
       assert.equal(body.error.type, 'invalid_request_error');
+      lastId = requestId;
     }
     assert.equal(a.requests.length, 0);
+    // A form refused before it parsed still names its model in the ledger (read from the form's `model` field).
+    const row = await rowFor(lastId);
+    assert.deepEqual([row.operation, row.model, row.status, row.error_kind], ['audio.transcriptions', 'whisper', 400, 'invalid_request']);
   });
 
   test('the model: unknown 404, another operation 400, an Anthropic model 400 naming the model and the operation', async () => {

@@ -112,3 +112,16 @@ test('an image edit: the images counted, the public model where the answer names
   assert.equal(w.usage?.input, 9);
   assert.deepEqual(w.usage?.units, { images: 2 });
 });
+
+test("a streamed image edit's events pass on; each completed image counted, with its tokens", async () => {
+  const request = { ...parseImageEditForm({ parts: [{ kind: 'file', name: 'image[]', filename: 'a.png', contentType: 'image/png', chunks: [Buffer.from('png')], size: 3 }, { kind: 'field', name: 'prompt', value: 'a hat' }, { kind: 'field', name: 'model', value: 'editor' }, { kind: 'field', name: 'stream', value: 'true' }] }) };
+  assert.equal(request.stream, true);
+  const events = [
+    'event: image_edit.partial_image\ndata: {"type":"image_edit.partial_image","b64_json":"AA","partial_image_index":0}\n\n',
+    'event: image_edit.completed\ndata: {"type":"image_edit.completed","b64_json":"AB","usage":{"input_tokens":12,"output_tokens":272,"total_tokens":284}}\n\n',
+  ];
+  const { sink, written: w } = await written(imageEdits, request, transferred('text/event-stream; charset=utf-8', events));
+  assert.equal(sink.body, events.join(''));
+  assert.equal(w.usage?.input, 12);
+  assert.deepEqual(w.usage?.units, { images: 1 });
+});
