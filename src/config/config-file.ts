@@ -283,12 +283,17 @@ const limitsSectionSchema = z.strictObject({
   default_max_output_tokens: z.number().int().positive().default(LIMITS_DEFAULTS.default_max_output_tokens),
 });
 
+/** OpenAI's own limit on an uploaded file (25 MiB): the default `max_upload_bytes`. */
+export const DEFAULT_MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+
 const configSchema = z.strictObject({
   providers: z.array(providerSchema).default([]),
   models: z.array(modelSchema).default([]),
   responses: responsesSchema.default({ retention_days: RESPONSES_DEFAULTS.retention_days }),
   routing: routingSchema.optional(),
   limits: limitsSectionSchema.default(LIMITS_DEFAULTS),
+  /** The largest multipart request body (file uploads: image edits, audio) the gateway reads; held in memory up to this. */
+  max_upload_bytes: z.number().int().positive().default(DEFAULT_MAX_UPLOAD_BYTES),
 });
 
 /** A provider entry with its base URL settled (explicit, or the kind's default). */
@@ -304,6 +309,8 @@ export interface GatewayConfig {
   readonly routing: RoutingBlock | undefined;
   /** How per-key and per-account limits are counted. */
   readonly limits: { readonly leaseMs: number; readonly defaultMaxOutputTokens: number };
+  /** The largest multipart request body read (`max_upload_bytes`). */
+  readonly maxUploadBytes: number;
 }
 
 const limitsOf = (section: { lease_ms: number; default_max_output_tokens: number }) => ({ leaseMs: section.lease_ms, defaultMaxOutputTokens: section.default_max_output_tokens });
@@ -314,7 +321,7 @@ export class ConfigError extends UserError {
 
 /** An empty configuration, for a gateway started without a file. */
 export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
-  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS) };
+  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS), maxUploadBytes: DEFAULT_MAX_UPLOAD_BYTES };
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -349,7 +356,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
     ...provider,
     base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
   }));
-  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits) };
+  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits), maxUploadBytes: config.max_upload_bytes };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {

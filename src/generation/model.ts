@@ -159,7 +159,7 @@ export interface BilledUnits {
 }
 
 export function usageOf(input: number, output: number, more: Partial<Omit<Usage, 'input' | 'output'>> = {}): Usage {
-  return { input, output, cachedInput: more.cachedInput ?? 0, cacheWrite: more.cacheWrite ?? 0, reasoning: more.reasoning ?? 0 };
+  return { input, output, cachedInput: more.cachedInput ?? 0, cacheWrite: more.cacheWrite ?? 0, reasoning: more.reasoning ?? 0, ...(more.units === undefined ? {} : { units: more.units }) };
 }
 
 /** What an operation that generates nothing (a token count) consumes, as billed. */

@@ -168,4 +168,6 @@ export interface AnswerSink {
   /** Resolves once the caller can take more (the socket drained). */
   write(chunk: string | Uint8Array): Promise<void>;
   end(chunk?: string | Uint8Array): void;
+  /** Ends the answer as broken (the connection cut): what a byte stream, which has no error event, does on a failure once it has begun. */
+  cut(): void;
 }

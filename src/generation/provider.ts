@@ -77,6 +77,8 @@ export interface OutgoingBody {
 export interface TransferCall {
   readonly operation: TransferOperation;
   readonly body: OutgoingBody;
+  /** The answer streams on to the caller as it comes (speech, a streamed transcript); else it is read whole, and capped as a whole answer is (max_response_bytes). */
+  readonly stream: boolean;
   readonly model: CatalogueModel;
   readonly requestId: string;
   readonly signal: AbortSignal;

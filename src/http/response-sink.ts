@@ -34,9 +34,13 @@ export class ResponseSink {
   }
 
   end(chunk?: string | Uint8Array): void {
-    if (this.res.writableEnded) return;
+    if (this.res.writableEnded || this.res.destroyed) return;
     if (chunk === undefined) this.res.end();
     else this.res.end(chunk);
+  }
+
+  cut(): void {
+    this.res.destroy();
   }
 
   /** Stops listening once the pipeline is done with the response. */

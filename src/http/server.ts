@@ -19,6 +19,9 @@ import { TimedResponse } from './timed-response.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { responsesOperation } from '../dialects/openai/responses/operation.js';
 import type { Conversations } from '../dialects/openai/responses/conversation.js';
+import { audioTranscriptions, audioTranslations } from '../dialects/openai/audio/transcriptions.js';
+import { audioSpeech } from '../dialects/openai/audio/speech.js';
+import { imageEdits } from '../dialects/openai/images/edits.js';
 import { STORED_RESPONSES_PREFIX, storedResponsesRoute } from './routes/stored-responses.js';
 import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './routes/models.js';
 import { rerank } from '../dialects/openai/rerank/operation.js';
@@ -36,6 +39,8 @@ export interface GatewayDeps {
   /** Stored Responses-API conversations. */
   readonly conversations: Conversations;
   readonly maxBodyBytes: number;
+  /** The largest multipart body (`max_upload_bytes`); a function so that a configuration reload applies to the next request. */
+  readonly maxUploadBytes: () => number;
   /** Further routes (the web console, the public /models and /status pages, /metrics), mounted by the wiring. */
   readonly pages: MountedRoutes;
   /** The meter stage's readers: metrics, traces, the access log. */
@@ -56,7 +61,7 @@ const UNMATCHED_ROUTE = 'unmatched';
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createServer(deps: GatewayDeps): GatewayServer {
-  const served = <Request extends ParsedRequest>(operation: Operation<Request>) => operationRoute(deps.pipeline, deps.maxBodyBytes, operation);
+  const served = <Request extends ParsedRequest>(operation: Operation<Request>) => operationRoute(deps.pipeline, { maxBodyBytes: deps.maxBodyBytes, maxUploadBytes: deps.maxUploadBytes }, operation);
   const exact = new Map<string, Handler>([
     ['GET /healthz', healthzRoute()],
     ['GET /v1/models', listModelsRoute(deps)],
@@ -70,6 +75,10 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['POST /v2/rerank', served(rerank)],
     ['POST /v1/moderations', served(moderations)],
     ['POST /v1/images/generations', served(imageGenerations)],
+    ['POST /v1/images/edits', served(imageEdits)],
+    ['POST /v1/audio/transcriptions', served(audioTranscriptions)],
+    ['POST /v1/audio/translations', served(audioTranslations)],
+    ['POST /v1/audio/speech', served(audioSpeech)],
   ]);
   const storedResponses = storedResponsesRoute(deps);
   // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).

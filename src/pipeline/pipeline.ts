@@ -4,6 +4,7 @@ import { CLIENT_CLOSED_REQUEST, toGatewayError, type GatewayError } from '../cor
 import type { Principal } from '../core/principal.js';
 import type { Admission, Admitted } from '../generation/admission.js';
 import type { Usage } from '../generation/model.js';
+import { formField, type UploadForm } from '../generation/upload.js';
 import type { AnswerSink, Operation, ParsedRequest, WireRequest } from '../generation/operation.js';
 import type { ProviderRegistry } from '../generation/provider.js';
 import type { RouteOutcome, Routed, Router, UpstreamTimer } from '../routing/router.js';
@@ -75,7 +76,7 @@ export class Pipeline {
     let failed: GatewayError | undefined;
     try {
       const body = await arrival.readBody();
-      modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(body);
+      modelAsked = operation.modelNamed?.(wire) ?? modelNameOf(operation.body === 'multipart' ? formField(body as UploadForm, 'model') : (body as { model?: unknown } | null)?.model);
       let parsed = operation.parse(body, wire);
       request = parsed;
       observed = this.observe(operation, arrival, modelAsked, parsed.stream === true);
@@ -153,7 +154,6 @@ async function write<Request extends ParsedRequest>(operation: Operation<Request
   }
 }
 
-function modelNameOf(body: unknown): string {
-  const model = (body as { model?: unknown } | null)?.model;
+function modelNameOf(model: unknown): string {
   return typeof model === 'string' ? model.slice(0, 200) : '';
 }

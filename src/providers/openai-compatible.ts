@@ -27,6 +27,14 @@ const CAPABILITIES: Capabilities = {
   maxEmbeddingInputs: 2048,
 };
 
+/** Where each caller's bytes go on an OpenAI-compatible server, under its base URL. */
+const TRANSFER_PATHS: Readonly<Record<TransferOperation, string>> = {
+  'openai.images.edits': '/images/edits',
+  'openai.audio.transcriptions': '/audio/transcriptions',
+  'openai.audio.translations': '/audio/translations',
+  'openai.audio.speech': '/audio/speech',
+};
+
 const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
   'openai.completions': '/completions',
   'openai.chat': '/chat/completions',
@@ -166,6 +174,10 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
         return model.upstreamApi === 'completions';
       case 'openai.responses':
         return model.upstreamApi === 'responses';
+      case 'openai.images.edits':
+      case 'openai.audio.transcriptions':
+      case 'openai.audio.translations':
+      case 'openai.audio.speech':
       case 'openai.rerank':
       case 'openai.moderations':
       case 'openai.images.generations':
@@ -379,8 +391,9 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
     return Promise.reject(new Error('embeddings: not yet'));
   }
 
-  transfer(_call: TransferCall): Promise<Transferred> {
-    return Promise.reject(new Error('transfers: not yet'));
+  /** The caller's bytes posted as they are (uploads, speech); the answer's bytes come back as they arrive, a streamed one uncapped. */
+  transfer(call: TransferCall): Promise<Transferred> {
+    return this.client.postBytes(TRANSFER_PATHS[call.operation], call.body, call, !call.stream);
   }
 
   async close(): Promise<void> {

@@ -8,6 +8,8 @@ export interface StreamedAnswer {
   readonly retryAfter: string | undefined;
   /** The declared length, NaN when none was declared. */
   readonly contentLength: number;
+  /** The declared type of the body, when there was one. */
+  readonly contentType: string | undefined;
   readonly body: AsyncIterable<Buffer>;
 }
 
@@ -66,7 +68,8 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
     if (statusCode < 200) return; // 1xx: the answer is still to come
     this.headersIn = true;
     const { contentLength, retryAfter } = readAnswerHeaders(headers);
-    this.answered({ statusCode, retryAfter, contentLength, body: this });
+    const contentType = headers['content-type'];
+    this.answered({ statusCode, retryAfter, contentLength, contentType: Array.isArray(contentType) ? contentType[0] : contentType, body: this });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

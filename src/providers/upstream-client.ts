@@ -2,7 +2,7 @@ import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
-import type { ConnectionUse } from '../generation/provider.js';
+import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from '../core/upstream-errors.js';
 import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';
@@ -88,6 +88,42 @@ export class UpstreamClient {
     return this.request('POST', path, JSON.stringify(body), call);
   }
 
+  /**
+   * POSTs bytes (a multipart upload, or a request answered in bytes) and resolves with a 2xx answer
+   * as its bytes arrive; rejects with a GatewayError otherwise, as `post`. The body's chunks are
+   * written as they are (an upload's are the caller's buffers). `whole`: the caller reads the answer
+   * whole, so it is cut past max_response_bytes as a whole JSON answer is; else it streams uncapped.
+   */
+  async postBytes(path: string, body: OutgoingBody, call: UpstreamCall, whole: boolean): Promise<Transferred> {
+    const headers = { 'content-type': body.contentType, 'content-length': String(body.length) };
+    const response = await this.request('POST', path, body.chunks, call, headers);
+    if (whole && response.contentLength > this.maxResponseBytes) {
+      await response.body[Symbol.asyncIterator]().return?.();
+      throw this.tooLarge();
+    }
+    const contentLength = Number.isNaN(response.contentLength) ? undefined : response.contentLength;
+    return { contentType: response.contentType ?? 'application/octet-stream', contentLength, body: whole ? this.capped(response.body) : this.transportFailures(response.body) };
+  }
+
+  /** A whole answer's bytes as they arrive, failing once more than max_response_bytes came (leaving the loop cuts the body). */
+  private async *capped(body: ResponseBody): AsyncGenerator<Buffer> {
+    let size = 0;
+    for await (const chunk of this.transportFailures(body)) {
+      size += chunk.length;
+      if (size > this.maxResponseBytes) throw this.tooLarge();
+      yield chunk;
+    }
+  }
+
+  /** A body's chunks, a broken connection becoming a GatewayError. */
+  private async *transportFailures(body: ResponseBody): AsyncGenerator<Buffer> {
+    try {
+      yield* body;
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+  }
+
   /** GETs a JSON object (a model list); `path` may carry a query. */
   getJson(path: string, call: UpstreamCall): Promise<Json> {
     return this.requestJson('GET', path, undefined, call);
@@ -117,10 +153,10 @@ export class UpstreamClient {
     throw unreadableUpstream(this.providerId, 'an answer that is not a JSON object');
   }
 
-  private async request(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<StreamedAnswer> {
+  private async request(method: 'GET' | 'POST', path: string, body: string | readonly Uint8Array[] | undefined, call: UpstreamCall, bodyHeaders?: Readonly<Record<string, string>>): Promise<StreamedAnswer> {
     let response: StreamedAnswer;
     try {
-      response = await fetchStreamed(this.pool ?? (await this.dispatcher()), this.dispatchOptions(method, path, json, call), call.signal);
+      response = await fetchStreamed(this.pool ?? (await this.dispatcher()), this.dispatchOptions(method, path, body, call, bodyHeaders), call.signal);
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
@@ -137,15 +173,17 @@ export class UpstreamClient {
     return this.pool;
   }
 
-  private dispatchOptions(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Dispatcher.DispatchOptions {
+  /** `bodyHeaders`: the type (and length) of a body that is not JSON. */
+  private dispatchOptions(method: 'GET' | 'POST', path: string, body: string | readonly Uint8Array[] | undefined, call: UpstreamCall, bodyHeaders?: Readonly<Record<string, string>>): Dispatcher.DispatchOptions {
     return {
       method,
       path: this.basePath + path,
       headers:
-        call.headers === undefined && call.traceHeaders === undefined
+        call.headers === undefined && call.traceHeaders === undefined && bodyHeaders === undefined
           ? { ...this.headers, 'x-request-id': call.requestId }
-          : { ...this.headers, ...call.headers, ...call.traceHeaders, 'x-request-id': call.requestId },
-      body: json,
+          : { ...this.headers, ...call.headers, ...call.traceHeaders, ...bodyHeaders, 'x-request-id': call.requestId },
+      // undici writes an iterable of buffers chunk by chunk; an array can be written again on a retry.
+      body: body as Dispatcher.DispatchOptions['body'],
     };
   }
 

@@ -81,7 +81,7 @@ export class AttemptRun {
     if (call.kind === 'transfer') {
       // The upstream has the request once it is sent; its answer counts as given once its headers came (a body streams on).
       this.s.outcome.accepted = true;
-      const transferred = await this.s.provider.transfer({ operation: call.operation, body: call.body, model: target.model, requestId: target.requestId, signal: target.signal, traceHeaders: target.traceHeaders });
+      const transferred = await this.s.provider.transfer({ operation: call.operation, body: call.body, stream: call.stream, model: target.model, requestId: target.requestId, signal: target.signal, traceHeaders: target.traceHeaders });
       this.answer();
       return { kind: 'transferred', transferred };
     }

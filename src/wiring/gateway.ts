@@ -121,8 +121,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     await catalogue.replaceConfig(next);
     admission.reconfigure(next.limits);
     conversations.setRetentionDays(next.responses.retentionDays);
+    maxUploadBytes = next.maxUploadBytes;
   }, logger);
   const config = configReload.load();
+  let maxUploadBytes = config.maxUploadBytes;
   // The secrets first: a mistake in their settings stops start-up before the store is touched.
   const hasher = SecretHasher.forDataDir(options.dataDir);
   const cipher = CredentialCipher.forDataDir(options.dataDir);
@@ -224,6 +226,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     pipeline: new Pipeline({ authenticator, catalogue: () => catalogue.current(), admission, router, ledger, telemetry, providers: adapters }),
     conversations,
     maxBodyBytes: options.maxBodyBytes,
+    maxUploadBytes: () => maxUploadBytes,
     pages: {
       exact: options.metricsToken === undefined ? consolePages.exact : [...consolePages.exact, ['GET /metrics', metricsRoute(options.metricsToken, scrape, METRICS_CONTENT_TYPE)]],
       prefixes: consolePages.prefixes,

@@ -5,6 +5,7 @@ import { endStream, json, startFakeServer, writeEvent, type Behaviour, type Fake
 import { openAIModelList, type ListedModel, type OpenAIListFlavour } from './model-lists.js';
 import { fakeResponses } from './fake-openai-responses.js';
 import { fakeRelays, RELAY_PATHS } from './fake-openai-relays.js';
+import { fakeOpenAIMedia } from './fake-openai-media.js';
 
 export { WORDS } from './generation.js';
 export type { FakeUpstream } from './fake-server.js';
@@ -66,6 +67,7 @@ export async function startFakeOpenAI(
       return json(res, 401, { error: 'Unauthorized' });
     }
     const path = request.path;
+    if (await fakeOpenAIMedia(request, res, behaviour, models)) return;
     if (request.method === 'GET' && path === '/v1/models') return openAIModelList(res, listed, options.listFlavour ?? 'vllm');
     if (request.method === 'POST' && RELAY_PATHS.has(path)) return fakeRelays(request, res, models);
     if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);

@@ -7,6 +7,8 @@ export interface RecordedRequest {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: any;
+  /** The bytes of a body that is not JSON (a multipart upload), kept as they came. */
+  readonly rawBody?: Buffer;
 }
 
 export interface Behaviour {
@@ -93,7 +95,8 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
     } catch {
       body = undefined;
     }
-    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
+    const multipart = req.headers['content-type']?.startsWith('multipart/') === true;
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, ...(multipart ? { rawBody: Buffer.concat(chunks) } : {}) };
     requests.push(record);
     res.on('close', () => {
       if (!res.writableFinished) aborted.push(record);

@@ -183,3 +183,9 @@ describe('a bad configuration', () => {
 test('the example configuration is where this test reads it', () => {
   assert.match(readFileSync(new URL('../../../sluice.example.yaml', import.meta.url), 'utf8'), /^# Sluice configuration/);
 });
+
+test('max_upload_bytes: 25 MiB unless set; a positive whole number', () => {
+  assert.equal(parseConfig('', 'sluice.yaml').maxUploadBytes, 25 * 1024 * 1024);
+  assert.equal(parseConfig('max_upload_bytes: 1048576\n', 'sluice.yaml').maxUploadBytes, 1_048_576);
+  for (const bad of ['0', '-5', '1.5', 'lots']) assert.throws(() => parseConfig(`max_upload_bytes: ${bad}\n`, 'sluice.yaml'), (error: unknown) => error instanceof ConfigError && /max_upload_bytes/.test(error.message));
+});

@@ -9,9 +9,10 @@ import type { AnswerSink } from '../../../src/generation/operation.js';
 export class MemorySink implements AnswerSink {
   private readonly controller = new AbortController();
   private readonly headerValues = new Map<string, string>();
-  private readonly chunks: string[] = [];
+  private readonly chunks: (string | Uint8Array)[] = [];
   private statusCode: number | undefined;
   private isEnded = false;
+  private wasCut = false;
 
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -32,7 +33,17 @@ export class MemorySink implements AnswerSink {
 
   /** Every chunk written, the end's included. */
   get body(): string {
-    return this.chunks.join('');
+    return this.bytes.toString('utf8');
+  }
+
+  /** Every byte written, the end's included (a binary answer's). */
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk)));
+  }
+
+  /** How many writes the body took (the end's included, if it had a chunk). */
+  get writes(): number {
+    return this.chunks.length;
   }
 
   /** A header as the caller would read it; undefined when it was not set. */
@@ -56,17 +67,27 @@ export class MemorySink implements AnswerSink {
     for (const [name, value] of Object.entries(headers)) this.headerValues.set(name.toLowerCase(), value);
   }
 
-  async write(chunk: string): Promise<void> {
+  async write(chunk: string | Uint8Array): Promise<void> {
     if (!this.started) throw new Error('a chunk was written before the head');
     if (this.isEnded) throw new Error('a chunk was written after the end');
     this.chunks.push(chunk);
   }
 
-  end(chunk?: string): void {
+  end(chunk?: string | Uint8Array): void {
     if (this.isEnded) return;
     // As an HTTP response ended without a head: a bare 200.
     this.statusCode ??= 200;
     if (chunk !== undefined) this.chunks.push(chunk);
+    this.isEnded = true;
+  }
+
+  /** Whether the answer was cut (a byte stream's failure). */
+  get cutShort(): boolean {
+    return this.wasCut;
+  }
+
+  cut(): void {
+    this.wasCut = true;
     this.isEnded = true;
   }
 
