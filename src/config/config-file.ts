@@ -241,7 +241,7 @@ export const PRICE_UNITS = Object.keys(PRICING_FIELDS) as PriceUnit[];
  */
 export function checkPricing(pricing: Partial<Record<PriceUnit, number | undefined>>, ctx: z.core.$RefinementCtx, path: PropertyKey[] = []): void {
   if (PRICE_UNITS.every((unit) => pricing[unit] === undefined)) {
-    ctx.addIssue({ code: 'custom', path, message: `states no price: give at least one of ${PRICE_UNITS.join(', ')} (or leave pricing out)` });
+    ctx.addIssue({ code: 'custom', path, message: `gives no price: state at least one of ${PRICE_UNITS.join(', ')}` });
   }
   for (const unit of ['cached_input_per_mtok', 'cache_write_per_mtok'] as const) {
     if (pricing[unit] !== undefined && pricing.input_per_mtok === undefined) ctx.addIssue({ code: 'custom', path: [...path, unit], message: 'needs input_per_mtok beside it' });
