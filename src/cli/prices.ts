@@ -41,7 +41,7 @@ export function addPricesCommands(program: SluiceCommand): void {
           }),
         );
       }
-      console.log(`In force: the ${inForce.origin} price list as of ${inForce.list.asOf} (${models.length} models; token prices in USD per million tokens).`);
+      console.log(`In force: the ${inForce.origin} price list as of ${inForce.list.asOf} (${models.length} models).`);
       console.log(`Shipped with Sluice: as of ${shipped.asOf}. Imported: ${imported === undefined ? 'none' : `as of ${imported.list.asOf}, on ${new Date(imported.importedAt).toISOString()}`}.`);
       const usd = (n: number | undefined) => (n === undefined ? '-' : String(n));
       // Prices besides tokens, by their field name: `per_image=0.04`.
