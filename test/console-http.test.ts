@@ -653,7 +653,7 @@ describe('catalogue: deployments and fallbacks in the console', () => {
 
     const embedder = await client.post('/app/catalogue/models/new', { csrf, id: 'console-embedder', provider: 'route-a', upstream_model: 'bge-m3', endpoints: 'embeddings', input_per_mtok: '0.01' });
     assert.equal(embedder.status, 303, embedder.text);
-    const painter = await client.post('/app/catalogue/models/new', { csrf, id: 'console-painter', provider: 'route-b', endpoints: ['images'], per_image: '0.04', per_request: '0.001' });
+    const painter = await client.post('/app/catalogue/models/new', { csrf, id: 'console-painter', provider: 'route-a', endpoints: ['images'], per_image: '0.04', per_request: '0.001' });
     assert.equal(painter.status, 303, painter.text);
     assert.deepEqual(JSON.parse((await storedModel('console-painter'))[0]!.config).pricing, { per_image: 0.04, per_request: 0.001 });
     const listed = await eventually(async () => {
@@ -687,6 +687,7 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     const text = await client.post('/app/catalogue/models/new', { csrf, id: 'refused-priced', provider: 'route-a', endpoints: 'images', per_image: 'cheap' });
     assert.equal(fieldError(text.text, 'per_image'), 'must be a number');
     assert.equal((await storedModel('refused-priced')).length, 0, 'nothing saved');
+    for (const id of ['console-embedder', 'console-painter']) assert.equal((await client.post(`/app/catalogue/models/${id}/delete`, { csrf })).status, 303);
   });
 
   test('a provider that only a second deployment uses cannot be removed, and the page says which model holds it', async () => {
