@@ -21,10 +21,11 @@ const SHIPPED = JSON.parse(readFileSync(SHIPPED_FILE, 'utf8')) as { as_of: strin
 const shippedEntry = (family: string, model: string) => SHIPPED.models.find((entry) => entry.family === family && entry.model === model)!;
 
 /** A newer list with other prices for Claude Sonnet 4.5 and GPT-4o mini, and nothing for Gemini. */
+const NEWER_SONNET = { family: 'anthropic', model: 'claude-sonnet-4-5', input_per_mtok: 4, output_per_mtok: 20, cached_input_per_mtok: 0.4, cache_write_per_mtok: 5 };
 const NEWER = {
   as_of: '2099-01-01',
   models: [
-    { family: 'anthropic', model: 'claude-sonnet-4-5', input_per_mtok: 4, output_per_mtok: 20, cached_input_per_mtok: 0.4, cache_write_per_mtok: 5 },
+    NEWER_SONNET,
     { family: 'openai', model: 'gpt-4o-mini', input_per_mtok: 0.2, output_per_mtok: 0.8 },
     // Sold by the image and by the call, without token prices.
     { family: 'openai', model: 'image-maker', per_image: 0.04, per_request: 0.001 },
@@ -312,7 +313,7 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
     assert.match(/<tr data-model="own-price">[\s\S]*?<\/tr>/.exec(admin)![0], /price-source">its own pricing</);
 
     await chat(sluice, key, 'sonnet');
-    assertCost((await ledgerRows(sluice, 'sonnet', 1))[0]!, NEWER.models[0]!, 'sonnet at the imported price');
+    assertCost((await ledgerRows(sluice, 'sonnet', 1))[0]!, NEWER_SONNET, 'sonnet at the imported price');
 
     const status = await show();
     assert.deepEqual(status.in_force, { origin: 'imported', as_of: '2099-01-01' });
