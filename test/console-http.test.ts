@@ -668,7 +668,8 @@ describe('catalogue: deployments and fallbacks in the console', () => {
 
     const catalogue = (await client.get('/app/catalogue')).text;
     const row = /<tr data-model="console-painter">[\s\S]*?<\/tr>/.exec(catalogue)![0];
-    assert.match(row, /<td>images<\/td><td class="num">—<\/td><td class="num">—<\/td><td>\$0\.04 per image, \$0\.001 per request<\/td>/);
+    assert.match(row, /<td>images<\/td><td class="prices">\$0\.04 per image<br>\$0\.001 per request<\/td>/);
+    assert.match(/<tr data-model="console-embedder">[\s\S]*?<\/tr>/.exec(catalogue)![0], /<td class="prices">\$0\.01 per 1M input tokens<\/td>/);
 
     // Editing fills the prices and the operations back; saving unchanged keeps them.
     const action = '/app/catalogue/models/console-painter/edit';

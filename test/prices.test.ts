@@ -209,9 +209,10 @@ describe('list prices in a gateway', () => {
     assert.match(row('sonnet'), new RegExp(`price-source">Sluice price list of ${SHIPPED.as_of}<`));
     assert.match(row('own-price'), /price-source">its own pricing</);
     assert.match(row('selfhosted'), /price-source"><span class="muted">—/);
-    assert.match(row('painter'), /price-in"><span class="muted">—<\/span>[\s\S]*price-units">\$0\.04 per image</);
-    assert.match(row('voice'), /price-units">\$0\.006 per minute of audio, \$15\.00 per million characters</);
-    assert.match(row('embed-small'), /price-in">\$0\.02<[\s\S]*price-out"><span class="muted">—<\/span>[\s\S]*price-units"><span class="muted">—/);
+    assert.match(row('painter'), /price-units small">\$0\.04 per image<[\s\S]*price-in"><span class="muted">—<\/span>/);
+    assert.match(row('voice'), /price-units small">\$0\.006 per minute of audio, \$15\.00 per million characters</);
+    assert.match(row('embed-small'), /price-in">\$0\.02<[\s\S]*price-out"><span class="muted">—<\/span>/);
+    assert.doesNotMatch(row('embed-small'), /price-units/, 'no other units: nothing more under the model');
     const painter = await (await fetch(`${sluice.url}/models/painter`)).text();
     assert.match(painter, /<dt>Input price<\/dt><dd>not sold by the token<\/dd>/);
     assert.match(painter, /<dt>Other prices<\/dt><dd class="price-units">\$0\.04 per image<\/dd>/);

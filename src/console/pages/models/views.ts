@@ -39,10 +39,14 @@ export function unitPrices(pricing: Pricing | undefined): string[] {
   return UNIT_PRICES.flatMap(([unit, label]) => (pricing[unit] === undefined ? [] : [`${formatPrice(pricing[unit])} ${label}`]));
 }
 
-/** A list cell of the prices besides tokens; a dash when there are none. */
-export function unitPricesCell(pricing: Pricing | undefined): Html {
-  const prices = unitPrices(pricing);
-  return prices.length === 0 ? html`<span class="muted">—</span>` : html`${prices.join(', ')}`;
+/** Every price of a model, one a line ("$0.20 per 1M input tokens", "$0.04 per image"); a dash when unpriced. */
+export function priceLines(pricing: Pricing | undefined): Html {
+  const tokens = [
+    ['inputPerMtok', 'input'],
+    ['outputPerMtok', 'output'],
+  ] as const;
+  const lines = [...tokens.flatMap(([unit, label]) => (pricing?.[unit] === undefined ? [] : [`${formatPrice(pricing[unit])} per 1M ${label} tokens`])), ...unitPrices(pricing)];
+  return lines.length === 0 ? html`<span class="muted">—</span>` : html`${lines.map((line, i) => html`${i > 0 ? html`<br>` : ''}${line}`)}`;
 }
 
 /** A token price on a model's page: "not priced" without pricing, and for a model not sold by the token. */
@@ -88,27 +92,26 @@ export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, he
   ${list.limit === PAGE_SIZE.default ? '' : html`<input type="hidden" name="limit" value="${list.limit}">`}
   <button type="submit" class="btn btn-small">Apply</button>
 </form>
-<p class="muted small" role="status">${q.trim() === '' ? `${all} model${all === 1 ? '' : 's'}` : `${list.total} of ${all} models match “${q}”`}. Token prices in USD per million tokens.</p>
+<p class="muted small" role="status">${q.trim() === '' ? `${all} model${all === 1 ? '' : 's'}` : `${list.total} of ${all} models match “${q}”`}. Token prices in USD per million tokens; other units under the model.</p>
 <div class="table-scroll" role="region" aria-label="Models" tabindex="0">
 <table class="data wide" id="models-table">
   <thead><tr>
     ${header('id', 'Model')}${header('owner', 'Owner')}${header('context', 'Context', true)}${header('output', 'Max output', true)}
-    ${header('input_price', 'Input / 1M', true)}${header('output_price', 'Output / 1M', true)}<th scope="col">Other prices</th><th scope="col">Price from</th>
+    ${header('input_price', 'Input / 1M', true)}${header('output_price', 'Output / 1M', true)}<th scope="col">Price from</th>
     <th scope="col">Operations</th><th scope="col">Health</th>
   </tr></thead>
   <tbody>
   ${
     models.length === 0
-      ? html`<tr><td colspan="10" class="empty">${list.page > list.pages ? html`No models on this page: <a href="${pageHref('/models', query, 1)}">back to the first</a>.` : 'No model matches.'}</td></tr>`
+      ? html`<tr><td colspan="9" class="empty">${list.page > list.pages ? html`No models on this page: <a href="${pageHref('/models', query, 1)}">back to the first</a>.` : 'No model matches.'}</td></tr>`
       : models.map(
           (m) => html`<tr data-model="${m.id}">
-    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th>
+    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}${unitPrices(m.pricing).length > 0 ? html`<br><span class="price-units small">${unitPrices(m.pricing).join(', ')}</span>` : ''}</th>
     <td>${m.ownedBy}</td>
     <td class="num">${m.contextWindow === undefined ? html`<span class="muted">—</span>` : formatInt(m.contextWindow)}</td>
     <td class="num">${m.maxOutputTokens === undefined ? html`<span class="muted">—</span>` : formatInt(m.maxOutputTokens)}</td>
     <td class="num price-in">${price(m.pricing?.inputPerMtok)}</td>
     <td class="num price-out">${price(m.pricing?.outputPerMtok)}</td>
-    <td class="price-units">${unitPricesCell(m.pricing)}</td>
     <td class="price-source">${priceSource(m)}</td>
     <td>${operationsOf(m).map((path, i) => html`${i > 0 ? ' ' : ''}<code>${path}</code>`)}</td>
     <td>${healthPill(healthOf(m))}</td>
