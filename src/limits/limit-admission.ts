@@ -137,7 +137,7 @@ export class LimitAdmission implements Admission {
   }
 
   /**
-   * The request's reservation (its prompt plus its output cap × its choices, and their cost), and what
+   * The request's reservation (its prompt plus its output cap × its choices, and their cost with that of the units it asks for), and what
    * it costs beyond an ordinary request's: what the same prompt would reserve asking for one answer
    * and setting no output cap (the model's `max_output_tokens`, else `limits.default_max_output_tokens`).
    */
@@ -149,8 +149,9 @@ export class LimitAdmission implements Admission {
     const perChoice = Math.min(cap, model.maxOutputTokens ?? cap);
     const output = perChoice * demand.choices;
     const input = await demand.promptTokens();
-    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0 });
-    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0 });
+    // Units besides tokens (images asked for, characters to speak) are part of an ordinary request: they reserve, they do not count as beyond it.
+    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, units: demand.units });
+    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0, units: demand.units });
     return { reservation: { lease, tokens: input + output, costUsd: cost }, beyondOrdinary: { usd: Math.max(0, cost - ordinary), ordinaryCap } };
   }
 

@@ -307,6 +307,17 @@ describe('the admit stage for operations that generate no tokens (embeddings, im
     assert.equal(error.type, 'tokens', 'inputs beyond what is left of the minute are refused');
   });
 
+  test('what the request says it will use besides tokens is reserved against the budget at the model’s prices, and settled to the real cost', async () => {
+    const { admission, counter } = setup();
+    const key = principal({ budgetUsd: 1, budgetPeriod: 'total' });
+    const scopes: ScopeLimits[] = [{ scope: 'key:k1', rpm: 0, tpm: 0, concurrency: 0, budget: { usd: 1, periodStart: 0, periodEnd: Infinity } }];
+    const admitted = await admission.admit(key, PAINTER, { ...demand(0), units: { images: 4 } });
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 0.16) < 1e-12, 'four images at $0.04 held while they are made');
+    admitted.settle({ tokens: 0, costUsd: 0.08 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 0.08) < 1e-12, 'two were made');
+  });
+
   test('a spent budget refuses them too, whatever unit they are priced in; one with budget left is admitted at its real cost later', async () => {
     const { admission, ledger, counter } = setup();
     const key = principal({ budgetUsd: 1, budgetPeriod: 'total' });
