@@ -40,9 +40,10 @@ export function withinCap<T extends { readonly id: string }>(models: readonly T[
 
 /**
  * The catalogue entry an upstream model makes, as the configuration file would write it, checked
- * by the same schema; undefined when it cannot be one (a name no model id may have). An embedding
- * or reranking model, as its upstream's list or its name tells, serves `embeddings` or `rerank`
- * instead of the provider's `discover.endpoints` (which are what its generation models serve).
+ * by the same schema; undefined when it cannot be one (a name no model id may have). A model its
+ * upstream's list or its name tells is no generation model (an embedding, reranking, moderation,
+ * audio or image model) serves that operation instead of the provider's `discover.endpoints`
+ * (which are what its generation models serve).
  */
 export function entryFor(provider: ProviderConfig, model: UpstreamModel): ModelConfig | undefined {
   const settings = provider.discover ?? IMPORT_DEFAULTS;

@@ -37,8 +37,24 @@ describe('a model told by its name', () => {
     }
   });
 
+  test("OpenAI's own moderation, audio and image models, and self-hosted Whisper", () => {
+    const expected: [string, string][] = [
+      ['omni-moderation-latest', 'moderations'],
+      ['text-moderation-stable', 'moderations'],
+      ['whisper-1', 'transcriptions'],
+      ['openai/whisper-large-v3', 'transcriptions'],
+      ['gpt-4o-transcribe', 'transcriptions'],
+      ['tts-1', 'speech'],
+      ['tts-1-hd', 'speech'],
+      ['gpt-4o-mini-tts', 'speech'],
+      ['dall-e-3', 'images'],
+      ['gpt-image-1', 'images'],
+    ];
+    for (const [name, endpoint] of expected) assert.deepEqual(endpointsByName(name), [endpoint], name);
+  });
+
   test('generation models are left to the defaults, even when a word merely looks alike', () => {
-    const generators = ['gpt-4o', 'meta-llama/Llama-3.1-8B-Instruct', 'Qwen/Qwen3-8B', 'gemini-2.5-flash', 'claude-sonnet-4-5', 'llama3.2:latest', 'gemma-3-27b-it', 'deepseek-r1', 'mistral-7b-e5x', 'org/abge-1', 'gtex-7b'];
+    const generators = ['gpt-4o', 'meta-llama/Llama-3.1-8B-Instruct', 'Qwen/Qwen3-8B', 'gemini-2.5-flash', 'claude-sonnet-4-5', 'llama3.2:latest', 'gemma-3-27b-it', 'deepseek-r1', 'mistral-7b-e5x', 'org/abge-1', 'gtex-7b', 'gpt-4o-audio-preview', 'gpt-4o-realtime-preview', 'shorttstory-7b', 'attsy'];
     for (const name of generators) assert.equal(endpointsByName(name), undefined, name);
   });
 });
