@@ -239,12 +239,12 @@ export const PRICE_UNITS = Object.keys(PRICING_FIELDS) as PriceUnit[];
  * Only the units a model is sold in need be given, but at least one: "unpriced" is no `pricing` at
  * all, never an empty one. A cache price is a share of input, so it needs the input price.
  */
-export function checkPricing(pricing: Partial<Record<PriceUnit, number | undefined>>, ctx: z.core.$RefinementCtx, path: PropertyKey[] = []): void {
+export function checkPricing(pricing: Partial<Record<PriceUnit, number | undefined>>, ctx: z.core.$RefinementCtx): void {
   if (PRICE_UNITS.every((unit) => pricing[unit] === undefined)) {
-    ctx.addIssue({ code: 'custom', path, message: `gives no price: state at least one of ${PRICE_UNITS.join(', ')}` });
+    ctx.addIssue({ code: 'custom', message: `gives no price: state at least one of ${PRICE_UNITS.join(', ')}` });
   }
   for (const unit of ['cached_input_per_mtok', 'cache_write_per_mtok'] as const) {
-    if (pricing[unit] !== undefined && pricing.input_per_mtok === undefined) ctx.addIssue({ code: 'custom', path: [...path, unit], message: 'needs input_per_mtok beside it' });
+    if (pricing[unit] !== undefined && pricing.input_per_mtok === undefined) ctx.addIssue({ code: 'custom', path: [unit], message: 'needs input_per_mtok beside it' });
   }
 }
 

@@ -1,5 +1,5 @@
 // The public model pages as HTML: the searchable, sortable list and one model's page, and the
-// health and price-source labels the status and catalogue pages share.
+// health, price and price-source labels the status and catalogue pages share.
 import { operationsOf } from '../../../catalogue/access.js';
 import type { CatalogueModel, PricingSource } from '../../../catalogue/catalogue.js';
 import type { Pricing } from '../../../pricing/cost.js';
