@@ -642,6 +642,55 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     assert.deepEqual(JSON.parse((await storedModel('routed-70b'))[0]!.config), before);
   });
 
+  test('the model form offers every operation and prices in every unit: an embedding model priced by its input, an image model by the image', async () => {
+    const form = (await client.get('/app/catalogue/models/new')).text;
+    for (const endpoint of ['completions', 'chat', 'responses', 'embeddings', 'rerank', 'images', 'transcriptions', 'speech', 'moderations']) {
+      assert.match(form, new RegExp(`<input type="checkbox" name="endpoints" value="${endpoint}"( checked)?> `), endpoint);
+    }
+    for (const unit of ['input_per_mtok', 'output_per_mtok', 'cached_input_per_mtok', 'cache_write_per_mtok', 'per_image', 'per_audio_minute', 'per_mchar', 'per_request']) {
+      assert.match(form, new RegExp(`<input id="f-${unit}" name="${unit}" type="number"`), unit);
+    }
+
+    const embedder = await client.post('/app/catalogue/models/new', { csrf, id: 'console-embedder', provider: 'route-a', upstream_model: 'bge-m3', endpoints: 'embeddings', input_per_mtok: '0.01' });
+    assert.equal(embedder.status, 303, embedder.text);
+    const painter = await client.post('/app/catalogue/models/new', { csrf, id: 'console-painter', provider: 'route-a', endpoints: ['images'], per_image: '0.04', per_request: '0.001' });
+    assert.equal(painter.status, 303, painter.text);
+    assert.deepEqual(JSON.parse((await storedModel('console-painter'))[0]!.config).pricing, { per_image: 0.04, per_request: 0.001 });
+    const listed = await eventually(async () => {
+      const data = ((await (await fetch(`${gateway.url}/models.json`)).json()) as any).data as any[];
+      return data.some((m) => m.id === 'console-painter') ? data : undefined;
+    }, 2000, 'the console models listed');
+    const byId = new Map(listed.map((m) => [m.id, m]));
+    assert.deepEqual(byId.get('console-embedder').pricing, { input_per_mtok: 0.01, currency: 'USD' });
+    assert.deepEqual(byId.get('console-embedder').operations, ['/v1/embeddings', '/v1beta/models/{model}:embedContent', '/v1beta/models/{model}:batchEmbedContents']);
+    assert.deepEqual(byId.get('console-painter').pricing, { per_image: 0.04, per_request: 0.001, currency: 'USD' });
+    assert.deepEqual(byId.get('console-painter').operations, ['/v1/images/generations', '/v1/images/edits']);
+
+    const catalogue = (await client.get('/app/catalogue')).text;
+    const row = /<tr data-model="console-painter">[\s\S]*?<\/tr>/.exec(catalogue)![0];
+    assert.match(row, /<td>images<\/td><td class="prices">\$0\.04 per image<br>\$0\.001 per request<\/td>/);
+    assert.match(/<tr data-model="console-embedder">[\s\S]*?<\/tr>/.exec(catalogue)![0], /<td class="prices">\$0\.01 per 1M input tokens<\/td>/);
+
+    // Editing fills the prices and the operations back; saving unchanged keeps them.
+    const action = '/app/catalogue/models/console-painter/edit';
+    const fields = ConsoleClient.formFields((await client.get(action)).text, action);
+    assert.deepEqual([fields.endpoints, fields.per_image, fields.per_request, fields.input_per_mtok], ['images', '0.04', '0.001', '']);
+    assert.equal((await client.post(action, fields)).status, 303);
+    assert.deepEqual(JSON.parse((await storedModel('console-painter'))[0]!.config).pricing, { per_image: 0.04, per_request: 0.001 });
+
+    // A bad price is refused on its own field, a cache price without the input price on its own, and nothing is saved.
+    const negative = await client.post('/app/catalogue/models/new', { csrf, id: 'refused-priced', provider: 'route-a', endpoints: 'images', per_image: '-1' });
+    assert.equal(negative.status, 400);
+    assert.match(fieldError(negative.text, 'per_image') ?? '(no error on the field)', /&gt;=0/);
+    const cacheOnly = await client.post('/app/catalogue/models/new', { csrf, id: 'refused-priced', provider: 'route-a', endpoints: 'chat', cached_input_per_mtok: '0.1' });
+    assert.equal(cacheOnly.status, 400);
+    assert.equal(fieldError(cacheOnly.text, 'cached_input_per_mtok'), 'needs input_per_mtok beside it');
+    const text = await client.post('/app/catalogue/models/new', { csrf, id: 'refused-priced', provider: 'route-a', endpoints: 'images', per_image: 'cheap' });
+    assert.equal(fieldError(text.text, 'per_image'), 'must be a number');
+    assert.equal((await storedModel('refused-priced')).length, 0, 'nothing saved');
+    for (const id of ['console-embedder', 'console-painter']) assert.equal((await client.post(`/app/catalogue/models/${id}/delete`, { csrf })).status, 303);
+  });
+
   test('a provider that only a second deployment uses cannot be removed, and the page says which model holds it', async () => {
     const confirm = await client.get('/app/catalogue/providers/route-b/delete');
     assert.equal(confirm.status, 200);

@@ -21,6 +21,10 @@ const vllmListed: ListedModel[] = [
   { id: 'qwen-7b' },
   { id: 'shared-model' },
   { id: 'text-embedding-3' },
+  // Retrieval models, told by their names (vLLM's /v1/models says nothing of a model's task), or by the weights an alias was loaded from.
+  { id: 'BAAI/bge-m3', contextLength: 8192 },
+  { id: 'BAAI/bge-reranker-v2-m3' },
+  { id: 'my-retriever', root: 'intfloat/e5-mistral-7b-instruct' },
 ];
 const secondListed: ListedModel[] = [{ id: 'shared-model' }, { id: 'second-only' }];
 const anthropicListed: ListedModel[] = [
@@ -102,8 +106,8 @@ describe('discovery', () => {
   test('models of vLLM, Ollama, llama.cpp, Anthropic (paged) and Gemini (paged) reach /v1/models, after the operator’s own', async () => {
     const ids = await until(['qwen-coder', 'shared-model', 'second-only', 'ollama/llama3.2:latest', 'gguf-model', 'claude-a', 'claude-b', 'claude-c', 'gemini-x', 'gemini-y', 'rarely-listed']);
     assert.deepEqual(ids.slice(0, 2), ['llama-8b', 'qwen-7b']);
-    // Excluded by pattern, not generateContent, or already served by the operator's llama-8b.
-    for (const absent of ['text-embedding-3', 'text-embedding-004', 'meta-llama/Llama-3.1-8B-Instruct']) assert.ok(!ids.includes(absent), absent);
+    // Excluded by pattern, or already served by the operator's llama-8b.
+    for (const absent of ['text-embedding-3', 'meta-llama/Llama-3.1-8B-Instruct']) assert.ok(!ids.includes(absent), absent);
     assert.equal(ids.filter((id) => id === 'qwen-7b').length, 1);
     assert.equal(ids.filter((id) => id === 'shared-model').length, 1);
     // The listing carried the credential each upstream checks (the fakes answer 401 otherwise).
@@ -134,6 +138,35 @@ describe('discovery', () => {
     const x = seen.find((m) => m.name === 'models/gemini-x');
     assert.equal(x?.inputTokenLimit, 1_048_576);
     assert.equal(x?.outputTokenLimit, 65_536);
+  });
+
+  test('embedding and reranking models are registered for embeddings and rerank, not chat: by name, by an alias’s root, by Gemini’s methods', async () => {
+    await until(['BAAI/bge-m3', 'BAAI/bge-reranker-v2-m3', 'my-retriever', 'text-embedding-004']);
+    const byId = new Map((await modelsJson()).map((m) => [m.id, m]));
+    const embeddings = ['/v1/embeddings', '/v1beta/models/{model}:embedContent', '/v1beta/models/{model}:batchEmbedContents'];
+    assert.deepEqual(byId.get('BAAI/bge-m3').operations, embeddings);
+    assert.equal(byId.get('BAAI/bge-m3').context_window, 8192);
+    assert.deepEqual(byId.get('my-retriever').operations, embeddings, 'a vLLM alias of e5-mistral');
+    assert.deepEqual(byId.get('BAAI/bge-reranker-v2-m3').operations, ['/v1/rerank', '/v2/rerank']);
+    const gecko = byId.get('text-embedding-004');
+    assert.deepEqual(gecko.operations, embeddings, 'Gemini lists it with embedContent only');
+    assert.equal(gecko.max_output_tokens, null, 'an embedding model has no output limit');
+    // Generation models keep the provider's discover.endpoints.
+    assert.ok(byId.get('qwen-coder').operations.includes('/v1/chat/completions'));
+    assert.ok(byId.get('gemini-x').operations.includes('/v1beta/models/{model}:generateContent'));
+
+    // Google's listing gives the embedding model its embedding methods only.
+    const seen = [];
+    for await (const model of await new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: sluice.url } }).models.list()) seen.push(model);
+    assert.deepEqual(seen.find((m) => m.name === 'models/text-embedding-004')?.supportedActions, ['embedContent', 'batchEmbedContents']);
+
+    // A chat request for a retrieval model is refused naming the model and the operation, and reaches no upstream.
+    const posts = vllm.requests.filter((r) => r.method === 'POST').length;
+    await assert.rejects(
+      openai().chat.completions.create({ model: 'BAAI/bge-reranker-v2-m3', messages: [{ role: 'user', content: 'hi' }] }),
+      (error: any) => error.status === 400 && /`BAAI\/bge-reranker-v2-m3` does not serve \/v1\/chat\/completions; it serves \/v1\/rerank/.test(error.message),
+    );
+    assert.equal(vllm.requests.filter((r) => r.method === 'POST').length, posts);
   });
 
   test('a discovered model serves requests; an id two providers list goes to the first', async () => {

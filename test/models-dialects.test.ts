@@ -278,3 +278,67 @@ describe('a model-table failure is a 500 in every dialect, with nothing internal
     assert.equal(gem.body.error.status, 'INTERNAL');
   });
 });
+
+describe('models of the operations that generate no text, in every vendor’s listing', () => {
+  let gateway: RunningSluice;
+  let key: string;
+  const OPERATIONS: [id: string, endpoints: string][] = [
+    ['writer', '[chat]'],
+    ['embedder', '[embeddings]'],
+    ['reranker', '[rerank]'],
+    ['painter', '[images]'],
+    ['listener', '[transcriptions, speech]'],
+    ['moderator', '[moderations]'],
+  ];
+
+  before(async () => {
+    const models = OPERATIONS.map(([id, endpoints]) => `  - { id: ${id}, provider: p, created: 1700000000, endpoints: ${endpoints} }`);
+    gateway = await startSluice({ config: `providers:\n  - { id: p, kind: openai, base_url: 'http://127.0.0.1:9/v1' }\nmodels:\n${models.join('\n')}\n` });
+    key = (await createKey(gateway.dataDir, 'acme')).key;
+  });
+  after(async () => {
+    assert.equal(await gateway.stop(), 0);
+  });
+
+  test("OpenAI's and Anthropic's lists name every model, as OpenAI's own lists its embedding, image and audio models", async () => {
+    const ids = OPERATIONS.map(([id]) => id);
+    const openai = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json() as Promise<any>);
+    assert.deepEqual(openai.data.map((m: any) => [m.id, m.object, m.owned_by]), ids.map((id) => [id, 'model', 'p']));
+    const seen = [];
+    for await (const model of new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0 }).models.list()) seen.push(model.id);
+    assert.deepEqual(seen, ids);
+  });
+
+  test("Google's list gives each model the methods it serves: embedContent and batchEmbedContents for an embedding model, none for what Google has no method for", async () => {
+    const pager = await new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gateway.url } }).models.list();
+    const actions = new Map<string, unknown>();
+    for await (const model of pager) actions.set(model.name!, model.supportedActions);
+    assert.deepEqual(Object.fromEntries(actions), {
+      'models/writer': ['generateContent', 'streamGenerateContent', 'countTokens'],
+      'models/embedder': ['embedContent', 'batchEmbedContents'],
+      'models/reranker': [],
+      'models/painter': [],
+      'models/listener': [],
+      'models/moderator': [],
+    });
+    const embedder = (await fetch(`${gateway.url}/v1beta/models/embedder`, { headers: { 'x-goog-api-key': key } }).then((r) => r.json())) as any;
+    assert.deepEqual(embedder.supportedGenerationMethods, ['embedContent', 'batchEmbedContents']);
+  });
+
+  test('/models.json and /models name the operations each serves', async () => {
+    const listed = ((await fetch(`${gateway.url}/models.json`).then((r) => r.json())) as any).data as any[];
+    assert.deepEqual(Object.fromEntries(listed.map((m) => [m.id, m.operations])), {
+      writer: ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/models/{model}:generateContent', '/v1beta/models/{model}:streamGenerateContent'],
+      embedder: ['/v1/embeddings', '/v1beta/models/{model}:embedContent', '/v1beta/models/{model}:batchEmbedContents'],
+      reranker: ['/v1/rerank', '/v2/rerank'],
+      painter: ['/v1/images/generations', '/v1/images/edits'],
+      listener: ['/v1/audio/transcriptions', '/v1/audio/translations', '/v1/audio/speech'],
+      moderator: ['/v1/moderations'],
+    });
+    const page = await (await fetch(`${gateway.url}/models`)).text();
+    assert.match(/<tr data-model="reranker">[\s\S]*?<\/tr>/.exec(page)![0], /<code>\/v1\/rerank<\/code> <code>\/v2\/rerank<\/code>/);
+    const detail = await (await fetch(`${gateway.url}/models/listener`)).text();
+    assert.match(detail, /<code>POST \/v1\/audio\/transcriptions<\/code>, <code>POST \/v1\/audio\/translations<\/code>, <code>POST \/v1\/audio\/speech<\/code>/);
+    assert.match(detail, /curl -s \$SLUICE_URL\/v1\/audio\/speech[\s\S]*-o speech\.mp3/, 'its Try it example asks for what it serves');
+  });
+});

@@ -21,11 +21,14 @@ const SHIPPED = JSON.parse(readFileSync(SHIPPED_FILE, 'utf8')) as { as_of: strin
 const shippedEntry = (family: string, model: string) => SHIPPED.models.find((entry) => entry.family === family && entry.model === model)!;
 
 /** A newer list with other prices for Claude Sonnet 4.5 and GPT-4o mini, and nothing for Gemini. */
+const NEWER_SONNET = { family: 'anthropic', model: 'claude-sonnet-4-5', input_per_mtok: 4, output_per_mtok: 20, cached_input_per_mtok: 0.4, cache_write_per_mtok: 5 };
 const NEWER = {
   as_of: '2099-01-01',
   models: [
-    { family: 'anthropic', model: 'claude-sonnet-4-5', input_per_mtok: 4, output_per_mtok: 20, cached_input_per_mtok: 0.4, cache_write_per_mtok: 5 },
+    NEWER_SONNET,
     { family: 'openai', model: 'gpt-4o-mini', input_per_mtok: 0.2, output_per_mtok: 0.8 },
+    // Sold by the image and by the call, without token prices.
+    { family: 'openai', model: 'image-maker', per_image: 0.04, per_request: 0.001 },
   ],
 };
 
@@ -55,6 +58,18 @@ models:
     endpoints: [chat]
     pricing: { input_per_mtok: 1, output_per_mtok: 2 }
   - { id: selfhosted, provider: openai, upstream_model: llama-3.1-8b, endpoints: [chat] }
+  - { id: embed-small, provider: openai, upstream_model: text-embedding-3-small, endpoints: [embeddings] }
+  - { id: gecko, provider: google, upstream_model: gemini-embedding-001, endpoints: [embeddings] }
+  - id: painter
+    provider: openai
+    upstream_model: image-maker
+    endpoints: [images]
+    pricing: { per_image: 0.04 }
+  - id: voice
+    provider: openai
+    upstream_model: tts-maker
+    endpoints: [speech, transcriptions]
+    pricing: { per_mchar: 15, per_audio_minute: 0.006 }
 `;
 });
 after(async () => {
@@ -178,6 +193,13 @@ describe('list prices in a gateway', () => {
     const own = listed.find((m) => m.id === 'own-price');
     assert.deepEqual(own.pricing, { input_per_mtok: 1, output_per_mtok: 2, currency: 'USD' }, "an entry's own pricing wins");
     assert.deepEqual(own.pricing_source, { kind: 'entry' });
+    // Embedding models are priced by their input tokens only.
+    assert.deepEqual(listed.find((m) => m.id === 'embed-small').pricing, { input_per_mtok: 0.02, currency: 'USD' });
+    assert.deepEqual(listed.find((m) => m.id === 'gecko').pricing, { input_per_mtok: 0.15, currency: 'USD' });
+    assert.deepEqual(listed.find((m) => m.id === 'embed-small').pricing_source, shipped);
+    // A model sold in other units lists those, and no token price.
+    assert.deepEqual(listed.find((m) => m.id === 'painter').pricing, { per_image: 0.04, currency: 'USD' });
+    assert.deepEqual(listed.find((m) => m.id === 'voice').pricing, { per_audio_minute: 0.006, per_mchar: 15, currency: 'USD' });
     const selfhosted = listed.find((m) => m.id === 'selfhosted');
     assert.equal(selfhosted.pricing, null, 'a model the list does not know stays unpriced');
     assert.equal(selfhosted.pricing_source, null);
@@ -187,6 +209,17 @@ describe('list prices in a gateway', () => {
     assert.match(row('sonnet'), new RegExp(`price-source">Sluice price list of ${SHIPPED.as_of}<`));
     assert.match(row('own-price'), /price-source">its own pricing</);
     assert.match(row('selfhosted'), /price-source"><span class="muted">—/);
+    assert.match(row('painter'), /price-units small">\$0\.04 per image<[\s\S]*price-in"><span class="muted">—<\/span>/);
+    assert.match(row('voice'), /price-units small">\$0\.006 per minute of audio, \$15\.00 per million characters</);
+    assert.match(row('embed-small'), /price-in">\$0\.02<[\s\S]*price-out"><span class="muted">—<\/span>/);
+    assert.doesNotMatch(row('embed-small'), /price-units/, 'no other units: nothing more under the model');
+    const painter = await (await fetch(`${sluice.url}/models/painter`)).text();
+    assert.match(painter, /<dt>Input price<\/dt><dd>not sold by the token<\/dd>/);
+    assert.match(painter, /<dt>Other prices<\/dt><dd class="price-units">\$0\.04 per image<\/dd>/);
+    assert.match(painter, /\/v1\/images\/generations/, 'its Try it example calls what it serves');
+    const embedder = await (await fetch(`${sluice.url}/models/embed-small`)).text();
+    assert.match(embedder, /<dt>Input price<\/dt><dd>\$0\.02 per million tokens<\/dd>/);
+    assert.match(embedder, /curl -s \$SLUICE_URL\/v1\/embeddings/);
     const detail = await (await fetch(`${sluice.url}/models/sonnet`)).text();
     assert.match(detail, new RegExp(`<dt>Price from</dt><dd class="price-source">Sluice price list of ${SHIPPED.as_of}</dd>`));
     assert.match(detail, /<dt>Cached input price<\/dt><dd>\$0\.30 per million tokens/);
@@ -229,11 +262,12 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
 
   test('a bad file is refused with a one-line message naming the entry and field, and changes nothing', async () => {
     const version = await catalogueVersion();
-    const missing = { as_of: '2099-01-01', models: [{ family: 'anthropic', model: 'claude-sonnet-4-5', input_per_mtok: 4 }] };
+    const missing = { as_of: '2099-01-01', models: [{ family: 'anthropic', model: 'claude-sonnet-4-5' }] };
     const negative = { as_of: '2099-01-01', models: [{ family: 'openai', model: 'gpt-4o', input_per_mtok: 1, output_per_mtok: -1 }] };
     const twice = { as_of: '2099-01-01', models: [NEWER.models[1], { ...NEWER.models[1], input_per_mtok: 9 }] };
     const cases: [string, unknown, RegExp][] = [
-      ['missing.json', missing, /models\[0\] \(model: claude-sonnet-4-5\): field 'output_per_mtok': is required/],
+      ['missing.json', missing, /models\[0\] \(model: claude-sonnet-4-5\): gives no price: state at least one of input_per_mtok, output_per_mtok, .*per_request/],
+      ['empty-unit.json', { as_of: '2099-01-01', models: [{ family: 'openai', model: 'image-maker', per_image: -1 }] }, /models\[0\] \(model: image-maker\): field 'per_image': /],
       ['negative.json', negative, /models\[0\] \(model: gpt-4o\): field 'output_per_mtok': /],
       ['family.json', { as_of: '2099-01-01', models: [{ ...NEWER.models[1], family: 'mistral' }] }, /models\[0\] \(model: gpt-4o-mini\): field 'family': /],
       ['date.json', { ...NEWER, as_of: '2099-02-30' }, /field 'as_of': is not a calendar date/],
@@ -259,7 +293,7 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
     const pid = sluice.child.pid;
     const imported = await cli(['prices', 'import', writeList(dir, 'newer.json', NEWER), '--data', sluice.dataDir]);
     assert.equal(imported.code, 0, imported.stderr);
-    assert.match(imported.stdout, /Imported the price list as of 2099-01-01 \(2 models\)/);
+    assert.match(imported.stdout, /Imported the price list as of 2099-01-01 \(3 models\)/);
 
     await everyWorkerSees(sluice, (m) => m.pricing?.input_per_mtok === 4, 'sonnet', 'the imported price of sonnet in every worker');
     const source = { kind: 'price_list', origin: 'imported', as_of: '2099-01-01' };
@@ -280,7 +314,7 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
     assert.match(/<tr data-model="own-price">[\s\S]*?<\/tr>/.exec(admin)![0], /price-source">its own pricing</);
 
     await chat(sluice, key, 'sonnet');
-    assertCost((await ledgerRows(sluice, 'sonnet', 1))[0]!, NEWER.models[0]!, 'sonnet at the imported price');
+    assertCost((await ledgerRows(sluice, 'sonnet', 1))[0]!, NEWER_SONNET, 'sonnet at the imported price');
 
     const status = await show();
     assert.deepEqual(status.in_force, { origin: 'imported', as_of: '2099-01-01' });
@@ -288,8 +322,10 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
     assert.equal(status.imported.as_of, '2099-01-01');
     assert.deepEqual(status.models, NEWER.models);
     const text = await cli(['prices', 'show', '--data', sluice.dataDir]);
-    assert.match(text.stdout, /In force: the imported price list as of 2099-01-01 \(2 models\)/);
-    assert.match(text.stdout, /anthropic\s+claude-sonnet-4-5\s+4\s+20\s+0\.4\s+5/);
+    assert.match(text.stdout, /In force: the imported price list as of 2099-01-01 \(3 models\)/);
+    assert.match(text.stdout, /anthropic\s+claude-sonnet-4-5\s+4\s+20\s+0\.4\s+5\s+-\n/);
+    assert.match(text.stdout, /openai\s+image-maker\s+-\s+-\s+-\s+-\s+per_image=0\.04 per_request=0\.001\n/);
+    assert.match(text.stdout, /OTHER\n/);
 
     const reset = await cli(['prices', 'reset', '--data', sluice.dataDir]);
     assert.equal(reset.code, 0, reset.stderr);

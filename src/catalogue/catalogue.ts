@@ -1,4 +1,4 @@
-import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 import type { Pricing } from '../pricing/cost.js';
 import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
 
@@ -70,14 +70,27 @@ export type PricingSource = { readonly kind: 'entry' } | { readonly kind: 'price
 
 const ENTRY_PRICING: PricingSource = { kind: 'entry' };
 
-/** Prices as written in an entry or a price list; unset cache prices are the input price. */
-function pricingOf(written: NonNullable<ModelConfig['pricing']> | PriceEntry): Pricing {
-  return {
-    inputPerMtok: written.input_per_mtok,
-    outputPerMtok: written.output_per_mtok,
-    cachedInputPerMtok: written.cached_input_per_mtok ?? written.input_per_mtok,
-    cacheWritePerMtok: written.cache_write_per_mtok ?? written.input_per_mtok,
-  };
+/** Each price unit as written (configuration, price lists, JSON) and as the catalogue's Pricing names it. */
+export const PRICE_UNIT_FIELDS = {
+  input_per_mtok: 'inputPerMtok',
+  output_per_mtok: 'outputPerMtok',
+  cached_input_per_mtok: 'cachedInputPerMtok',
+  cache_write_per_mtok: 'cacheWritePerMtok',
+  per_image: 'perImage',
+  per_audio_minute: 'perAudioMinute',
+  per_mchar: 'perMchar',
+  per_request: 'perRequest',
+} as const satisfies Record<PriceUnit, keyof Pricing>;
+
+/** Prices as written in an entry or a price list, in the units given; unset cache prices are the input price. */
+export function pricingOf(written: PricingConfig | PriceEntry): Pricing {
+  const pricing: { -readonly [K in keyof Pricing]: Pricing[K] } = {};
+  for (const unit of PRICE_UNITS) if (written[unit] !== undefined) pricing[PRICE_UNIT_FIELDS[unit]] = written[unit];
+  if (written.input_per_mtok !== undefined) {
+    pricing.cachedInputPerMtok ??= written.input_per_mtok;
+    pricing.cacheWritePerMtok ??= written.input_per_mtok;
+  }
+  return pricing;
 }
 
 /**

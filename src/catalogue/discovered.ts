@@ -1,6 +1,7 @@
 import { DISCOVER_DEFAULTS, modelSchema, type DiscoverConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueModel, RoutingBlocks } from './catalogue.js';
 import { modelFromConfig } from './catalogue.js';
+import { endpointsByName } from './model-kind.js';
 import { readUpstreamModels, type UpstreamModel } from './upstream-model.js';
 
 /** What a provider without a `discover:` block imports with (the console's import action). */
@@ -39,7 +40,10 @@ export function withinCap<T extends { readonly id: string }>(models: readonly T[
 
 /**
  * The catalogue entry an upstream model makes, as the configuration file would write it, checked
- * by the same schema; undefined when it cannot be one (a name no model id may have).
+ * by the same schema; undefined when it cannot be one (a name no model id may have). A model its
+ * upstream's list or its name tells is no generation model (an embedding, reranking, moderation,
+ * audio or image model) serves that operation instead of the provider's `discover.endpoints`
+ * (which are what its generation models serve).
  */
 export function entryFor(provider: ProviderConfig, model: UpstreamModel): ModelConfig | undefined {
   const settings = provider.discover ?? IMPORT_DEFAULTS;
@@ -47,7 +51,7 @@ export function entryFor(provider: ProviderConfig, model: UpstreamModel): ModelC
     id: `${settings.id_prefix ?? ''}${model.id}`,
     provider: provider.id,
     upstream_model: model.id,
-    endpoints: settings.endpoints,
+    endpoints: model.endpoints ?? endpointsByName(model.id) ?? settings.endpoints,
     ...(settings.upstream_api === undefined ? {} : { upstream_api: settings.upstream_api }),
     ...(model.ownedBy === undefined ? {} : { owned_by: model.ownedBy }),
     ...(model.created === undefined ? {} : { created: model.created }),

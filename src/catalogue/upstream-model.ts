@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENDPOINTS, type Endpoint } from '../config/config-file.js';
 
 /**
  * A model as an upstream's own list names it, whatever its dialect (OpenAI-compatible servers,
@@ -14,6 +15,12 @@ export interface UpstreamModel {
   readonly ownedBy?: string;
   /** Unix seconds. */
   readonly created?: number;
+  /**
+   * What the upstream's list says the model serves, where it says more than "generates text"
+   * (Gemini's `supportedGenerationMethods` of an embedding model, a vLLM alias's `root` name);
+   * undefined leaves it to the model's name and the provider's `discover.endpoints`.
+   */
+  readonly endpoints?: readonly Endpoint[];
 }
 
 const positive = z.number().int().positive();
@@ -27,6 +34,8 @@ const upstreamModelSchema = z.object({
   maxOutputTokens: positive.optional(),
   ownedBy: z.string().min(1).optional(),
   created: z.number().int().nonnegative().optional(),
+  // An operation this version does not know (written by a newer one) leaves the model's endpoints to its name.
+  endpoints: z.array(z.enum(ENDPOINTS)).min(1).optional().catch(undefined),
 });
 
 /** The entries of a stored list that still read as models; anything else is dropped. */

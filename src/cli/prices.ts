@@ -4,6 +4,9 @@ import type { JsonFlag, RedisFlags, SluiceCommand, StoreFlags } from './options.
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
 
+/** The units besides tokens, which `prices show` puts in one column. */
+const OTHER_UNITS = ['per_image', 'per_audio_minute', 'per_mchar', 'per_request'] as const;
+
 export function addPricesCommands(program: SluiceCommand): void {
   const prices = program.command('prices').description('the price list that prices catalogue entries without their own pricing');
 
@@ -41,10 +44,12 @@ export function addPricesCommands(program: SluiceCommand): void {
       console.log(`In force: the ${inForce.origin} price list as of ${inForce.list.asOf} (${models.length} models).`);
       console.log(`Shipped with Sluice: as of ${shipped.asOf}. Imported: ${imported === undefined ? 'none' : `as of ${imported.list.asOf}, on ${new Date(imported.importedAt).toISOString()}`}.`);
       const usd = (n: number | undefined) => (n === undefined ? '-' : String(n));
+      // Prices besides tokens, by their field name: `per_image=0.04`.
+      const others = (m: (typeof models)[number]) => OTHER_UNITS.filter((unit) => m[unit] !== undefined).map((unit) => `${unit}=${m[unit]}`).join(' ') || '-';
       printTable(
-        ['FAMILY', 'MODEL', 'INPUT', 'OUTPUT', 'CACHED INPUT', 'CACHE WRITE'],
-        models.map((m) => [m.family, [m.model, ...(m.aliases ?? [])].join(', '), usd(m.input_per_mtok), usd(m.output_per_mtok), usd(m.cached_input_per_mtok), usd(m.cache_write_per_mtok)]),
-        4,
+        ['FAMILY', 'MODEL', 'INPUT', 'OUTPUT', 'CACHED INPUT', 'CACHE WRITE', 'OTHER'],
+        models.map((m) => [m.family, [m.model, ...(m.aliases ?? [])].join(', '), usd(m.input_per_mtok), usd(m.output_per_mtok), usd(m.cached_input_per_mtok), usd(m.cache_write_per_mtok), others(m)]),
+        5,
       );
     });
 

@@ -210,15 +210,46 @@ export const providerSchema = z.strictObject({
   }
 });
 
-/** USD per million tokens; also the shape of a price list's entries (pricing/price-list.ts). */
-export const pricingSchema = z.strictObject({
-  input_per_mtok: z.number().nonnegative(),
-  output_per_mtok: z.number().nonnegative(),
+const price = z.number().nonnegative();
+
+/** A model's prices, each in the unit it is sold in; also the fields of a price list's entries (pricing/price-list.ts). */
+export const PRICING_FIELDS = {
+  /** USD per million input tokens. */
+  input_per_mtok: price.optional(),
+  /** USD per million output tokens. */
+  output_per_mtok: price.optional(),
   /** Input read from the upstream's prompt cache; default: the input price. */
-  cached_input_per_mtok: z.number().nonnegative().optional(),
+  cached_input_per_mtok: price.optional(),
   /** Input written to the upstream's prompt cache; default: the input price. */
-  cache_write_per_mtok: z.number().nonnegative().optional(),
-});
+  cache_write_per_mtok: price.optional(),
+  /** USD per image made (images: `n` of them). */
+  per_image: price.optional(),
+  /** USD per minute of input audio (transcriptions, translations). */
+  per_audio_minute: price.optional(),
+  /** USD per million input characters (speech). */
+  per_mchar: price.optional(),
+  /** USD per call (rerank, moderations, where a vendor sells them so). */
+  per_request: price.optional(),
+} as const;
+
+export type PriceUnit = keyof typeof PRICING_FIELDS;
+export const PRICE_UNITS = Object.keys(PRICING_FIELDS) as PriceUnit[];
+
+/**
+ * Only the units a model is sold in need be given, but at least one: "unpriced" is no `pricing` at
+ * all, never an empty one. A cache price is a share of input, so it needs the input price.
+ */
+export function checkPricing(pricing: Partial<Record<PriceUnit, number | undefined>>, ctx: z.core.$RefinementCtx): void {
+  if (PRICE_UNITS.every((unit) => pricing[unit] === undefined)) {
+    ctx.addIssue({ code: 'custom', message: `gives no price: state at least one of ${PRICE_UNITS.join(', ')}` });
+  }
+  for (const unit of ['cached_input_per_mtok', 'cache_write_per_mtok'] as const) {
+    if (pricing[unit] !== undefined && pricing.input_per_mtok === undefined) ctx.addIssue({ code: 'custom', path: [unit], message: 'needs input_per_mtok beside it' });
+  }
+}
+
+export const pricingSchema = z.strictObject(PRICING_FIELDS).superRefine((pricing, ctx) => checkPricing(pricing, ctx));
+export type PricingConfig = z.output<typeof pricingSchema>;
 
 export const modelSchema = z.strictObject({
   id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),

@@ -1,5 +1,6 @@
 import type { Principal } from '../core/principal.js';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
+import type { BilledUnits } from './model.js';
 
 /** What a request may consume, as the admit stage reserves it. */
 export interface Demand {
@@ -8,6 +9,8 @@ export interface Demand {
   /** The request's output cap, or undefined for the model's. */
   readonly maxOutputTokens: number | undefined;
   readonly choices: number;
+  /** What it will be billed for besides tokens, as far as the request tells (images asked for, characters to speak). */
+  readonly units?: BilledUnits | undefined;
 }
 
 /** An admitted request: headers for its answer, and the call that ends its reservation. */

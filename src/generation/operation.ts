@@ -34,8 +34,16 @@ export interface Operation<Request extends ParsedRequest> {
   modelNamed?(wire: WireRequest): string | undefined;
   /** False for an operation that generates nothing (a token count): it is not reported as a generation in metrics, traces or the access log. */
   readonly generates?: false;
-  /** What the admit stage reserves: the output cap (undefined: the model's) and the number of choices. */
-  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number };
+  /**
+   * What the admit stage reserves against `tpm` and budgets, besides the input `countUsage` counts:
+   * the output cap (undefined: the model's `max_output_tokens`, else `limits.default_max_output_tokens`)
+   * and the number of choices. An operation that generates no tokens (embeddings, rerank, images,
+   * audio, moderations) says `maxTokens: 0`, or it would reserve a chat answer's worth of output.
+   * `units`: what it will be billed for besides tokens as far as the request tells (images: `n`;
+   * speech: the input's characters; rerank and moderations: one request), reserved against budgets
+   * at the model's prices until the meter settles the real cost.
+   */
+  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number; readonly units?: BilledUnits };
   /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */
   countUsage(request: Request, generated: readonly string[]): Promise<Usage>;
   /** State the request carries on from earlier ones (the Responses API's conversation), loaded once it is admitted. */

@@ -90,7 +90,7 @@ export class LimitAdmission implements Admission {
       await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
       result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
     }
-    if (!result.admitted) throw this.refused(result, beyondOrdinary);
+    if (!result.admitted) throw this.refused(result, beyondOrdinary, demand.maxOutputTokens === 0);
     if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
     let settled = false;
     return {
@@ -130,14 +130,14 @@ export class LimitAdmission implements Admission {
   }
 
   /** Counted in the refusal metric, then the caller's error. */
-  private refused(result: Refusal, beyondOrdinary: BeyondOrdinary): GatewayError {
+  private refused(result: Refusal, beyondOrdinary: BeyondOrdinary, inputOnly = false): GatewayError {
     const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
     this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
-    return refusal(result, beyondOrdinary);
+    return refusal(result, beyondOrdinary, inputOnly);
   }
 
   /**
-   * The request's reservation (its prompt plus its output cap × its choices, and their cost), and what
+   * The request's reservation (its prompt plus its output cap × its choices, and their cost with that of the units it asks for), and what
    * it costs beyond an ordinary request's: what the same prompt would reserve asking for one answer
    * and setting no output cap (the model's `max_output_tokens`, else `limits.default_max_output_tokens`).
    */
@@ -149,8 +149,9 @@ export class LimitAdmission implements Admission {
     const perChoice = Math.min(cap, model.maxOutputTokens ?? cap);
     const output = perChoice * demand.choices;
     const input = await demand.promptTokens();
-    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0 });
-    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0 });
+    // Units besides tokens (images asked for, characters to speak) are part of an ordinary request: they reserve, they do not count as beyond it.
+    const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, units: demand.units });
+    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0, units: demand.units });
     return { reservation: { lease, tokens: input + output, costUsd: cost }, beyondOrdinary: { usd: Math.max(0, cost - ordinary), ordinaryCap } };
   }
 
@@ -215,7 +216,8 @@ const REFUSALS = {
 
 type Refusal = Extract<AdmitResult, { reason: unknown }>;
 
-function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary): GatewayError {
+/** `inputOnly`: the request reserves no output (an embedding's, an image's), so only less input would fit a tokens-per-minute limit. */
+function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary, inputOnly: boolean): GatewayError {
   const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
   const headers = rateLimitHeaders(result.requests, result.tokens);
   const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
@@ -233,7 +235,9 @@ function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary): GatewayError 
   }
   const never = result.reason === 'tpm' && result.retryAfterMs === null;
   const message = never
-    ? `${owner}'s tokens-per-minute limit is smaller than this request's reservation (its prompt plus its output cap); lower max_tokens.`
+    ? inputOnly
+      ? `${owner}'s tokens-per-minute limit is smaller than this request's input; send less input in one request.`
+      : `${owner}'s tokens-per-minute limit is smaller than this request's reservation (its prompt plus its output cap); lower max_tokens.`
     : `Rate limit reached: ${owner.charAt(0).toLowerCase()}${owner.slice(1)} is limited in ${REFUSALS[result.reason]}.${retryAfter === undefined ? '' : ` Try again in ${retryAfter} s.`}`;
   return new GatewayError('rate_limited', message, {
     headers,

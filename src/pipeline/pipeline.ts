@@ -85,7 +85,7 @@ export class Pipeline {
       let promptTokens: Promise<number> | undefined;
       const countPrompt = () => (promptTokens ??= operation.countUsage(parsed, []).then((usage) => usage.input));
       const bound = operation.outputBound(parsed);
-      const admitted = await deps.admission.admit(principal, asked, { promptTokens: countPrompt, maxOutputTokens: bound.maxTokens, choices: bound.choices });
+      const admitted = await deps.admission.admit(principal, asked, { promptTokens: countPrompt, maxOutputTokens: bound.maxTokens, choices: bound.choices, units: bound.units });
       settle = admitted.settle;
       for (const [name, value] of Object.entries(admitted.headers)) sink.setHeader(name, value);
       entryId = deps.ledger.begin({ at: Date.now(), requestId: arrival.requestId, accountId: principal.accountId, keyId: principal.keyId, operation: operation.operation, model: asked.id, providerId: asked.providerId, stream: parsed.stream === true });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { describeIssue, pricingSchema, type ProviderKind } from '../config/config-file.js';
+import { checkPricing, describeIssue, PRICING_FIELDS, type ProviderKind } from '../config/config-file.js';
 import { UserError } from '../core/user-error.js';
 
 /**
@@ -21,13 +21,17 @@ const isoDay = z
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date written YYYY-MM-DD')
   .refine((day) => !Number.isNaN(Date.parse(`${day}T00:00:00Z`)) && new Date(`${day}T00:00:00Z`).toISOString().startsWith(day), 'is not a calendar date');
 
-const entrySchema = pricingSchema.extend({
-  family: z.enum(PRICE_FAMILIES),
-  /** The model as its vendor's API names it. */
-  model: z.string().min(1),
-  /** Other names of the same model at the same price (a `-latest` alias, a snapshot priced alike). */
-  aliases: z.array(z.string().min(1)).optional(),
-});
+/** A model's prices as a catalogue entry's `pricing` states them (in the units it is sold in), with whose model it is. */
+const entrySchema = z
+  .strictObject({
+    family: z.enum(PRICE_FAMILIES),
+    /** The model as its vendor's API names it. */
+    model: z.string().min(1),
+    /** Other names of the same model at the same price (a `-latest` alias, a snapshot priced alike). */
+    aliases: z.array(z.string().min(1)).optional(),
+    ...PRICING_FIELDS,
+  })
+  .superRefine((entry, ctx) => checkPricing(entry, ctx));
 
 export const priceListSchema = z
   .strictObject({ as_of: isoDay, models: z.array(entrySchema) })

@@ -153,8 +153,22 @@ export class GeminiProvider extends TranslatingProvider {
       const models = listField(this.client, page, 'models').flatMap((item) => {
         const name = optionalString(item.name)?.replace(/^models\//, '');
         const methods = Array.isArray(item.supportedGenerationMethods) ? item.supportedGenerationMethods : [];
-        if (name === undefined || name === '' || !methods.includes('generateContent')) return [];
-        return [upstreamModel({ id: name, displayName: optionalString(item.displayName), description: optionalString(item.description), contextWindow: optionalCount(item.inputTokenLimit), maxOutputTokens: optionalCount(item.outputTokenLimit), ownedBy: undefined, created: undefined })];
+        if (name === undefined || name === '') return [];
+        // Generation models, and embedding models (whose methods are embedContent, not generateContent); the rest (AQA, Imagen's predict) are not served.
+        const generates = methods.includes('generateContent');
+        if (!generates && !methods.includes('embedContent')) return [];
+        return [
+          upstreamModel({
+            id: name,
+            displayName: optionalString(item.displayName),
+            description: optionalString(item.description),
+            contextWindow: optionalCount(item.inputTokenLimit),
+            maxOutputTokens: generates ? optionalCount(item.outputTokenLimit) : undefined,
+            ownedBy: undefined,
+            created: undefined,
+            endpoints: generates ? undefined : ['embeddings'],
+          }),
+        ];
       });
       return { models, next: optionalString(page.nextPageToken) };
     });

@@ -7,6 +7,7 @@ import { outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
+import { endpointsByName } from '../catalogue/model-kind.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { isObject } from '../wire/json.js';
 import { usageFromOpenAI } from '../wire/openai/usage.js';
@@ -160,7 +161,10 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
         const id = optionalString(item.id);
         if (id === undefined) return [];
         const meta = isObject(item.meta) ? item.meta : {};
-        return [upstreamModel({ id, ownedBy: optionalString(item.owned_by), created: optionalCount(item.created), contextWindow: optionalCount(item.max_model_len) ?? optionalCount(meta.n_ctx_train), displayName: undefined, description: undefined, maxOutputTokens: undefined })];
+        // vLLM serves a model under a name of the operator's choosing (--served-model-name) and names the weights in `root`: an embedding or reranking model is told by either.
+        const root = optionalString(item.root);
+        const endpoints = endpointsByName(id) === undefined && root !== undefined ? endpointsByName(root) : undefined;
+        return [upstreamModel({ id, ownedBy: optionalString(item.owned_by), created: optionalCount(item.created), contextWindow: optionalCount(item.max_model_len) ?? optionalCount(meta.n_ctx_train), displayName: undefined, description: undefined, maxOutputTokens: undefined, endpoints })];
       });
       return { models, next: page.has_more === true ? (optionalString(page.last_id) ?? models.at(-1)?.id) : undefined };
     });

@@ -5,7 +5,7 @@ import { unreadableUpstream } from '../core/upstream-errors.js';
 import { embedAll, generateAll, streamAll, type CallTarget } from '../generation/fan-out.js';
 import type { Usage } from '../generation/model.js';
 import type { Answer, ProviderCall } from '../generation/operation.js';
-import type { Provider, WireOperation } from '../generation/provider.js';
+import type { Provider, TransferOperation, WireOperation } from '../generation/provider.js';
 import { relayFormat } from '../wire/relay-format.js';
 import type { DeploymentHealth } from './deployment-health.js';
 import { holdUntilContent, isContentPart } from './first-content.js';
@@ -44,8 +44,10 @@ export class AttemptRun {
   /** The error a timeout replaced the attempt's own with. */
   private timeout: GatewayError | undefined;
   private deadlinePassed = false;
-  /** The caller's wire operation when the upstream took it as it came; null when translated. */
-  private relayed: WireOperation | null = null;
+  /** The caller's wire operation when the upstream took it as it came (relayed JSON, or transferred bytes); null when translated. */
+  private relayed: WireOperation | TransferOperation | null = null;
+  /** The attempt asked for embeddings (relayed or translated, as the adapter does it). */
+  private embedding = false;
   /** performance.now() up to which this attempt's upstream time has been added to the request's. */
   private accountedTo = performance.now();
 
@@ -73,12 +75,14 @@ export class AttemptRun {
     if (call.kind === 'relay') return this.relay(call, target);
     this.invoked = true;
     if (call.kind === 'embed') {
+      this.embedding = true;
       this.s.outcome.accepted = true;
       const result = await embedAll(this.s.provider, call.batches, call.encoding, target);
       this.answer();
       return { kind: 'embedded', result };
     }
     if (call.kind === 'transfer') {
+      this.relayed = call.operation;
       // The upstream has the request once it is sent; its answer counts as given once its headers came (a body streams on).
       this.s.outcome.accepted = true;
       const transferred = await this.s.provider.transfer({ operation: call.operation, body: call.body, stream: call.stream, model: target.model, requestId: target.requestId, signal: target.signal, traceHeaders: target.traceHeaders });
@@ -163,7 +167,7 @@ export class AttemptRun {
 
   private record(status: number, errorKind: string | null, promptTokens: number, completionTokens: number, upstreamRefusal: UpstreamRefusal | undefined): void {
     const { outcome, model, deployment, now } = this.s;
-    logAttempt(outcome, this.observed, { model, deployment, relayed: this.relayed, latencyMs: now() - this.startedAt, status, errorKind, promptTokens, completionTokens, upstreamRefusal });
+    logAttempt(outcome, this.observed, { model, deployment, relayed: this.relayed, embedding: this.embedding, latencyMs: now() - this.startedAt, status, errorKind, promptTokens, completionTokens, upstreamRefusal });
   }
 
   /** Adds the upstream time since the last account to the request's (read by `Server-Timing` and the overhead metric). */
@@ -209,7 +213,9 @@ export class AttemptRun {
 export interface AttemptEnding {
   readonly model: CatalogueModel;
   readonly deployment: Deployment;
-  readonly relayed: WireOperation | null;
+  readonly relayed: WireOperation | TransferOperation | null;
+  /** The attempt asked for embeddings. */
+  readonly embedding?: boolean;
   readonly latencyMs: number;
   readonly status: number;
   readonly errorKind: string | null;
@@ -219,9 +225,9 @@ export interface AttemptEnding {
 }
 
 export function logAttempt(outcome: RouteOutcome, observed: AttemptTelemetry, ending: AttemptEnding): void {
-  const { model, deployment, relayed, latencyMs, status, errorKind, promptTokens, completionTokens, upstreamRefusal } = ending;
+  const { model, deployment, relayed, embedding, latencyMs, status, errorKind, promptTokens, completionTokens, upstreamRefusal } = ending;
   outcome.attempts.push({ model: model.id, deployment: deployment.name, providerId: deployment.providerId, status, errorKind, promptTokens, completionTokens, latencyMs });
-  observed.end({ relayed, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
+  observed.end({ relayed, embedding: embedding === true, status, errorKind, inputTokens: promptTokens, outputTokens: completionTokens, durationMs: latencyMs, upstreamRefusal });
 }
 
 /** What the upstream said when it answered an attempt with an HTTP error. */

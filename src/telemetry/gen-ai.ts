@@ -4,39 +4,45 @@
  * `gen_ai.operation.name` and `gen_ai.provider.name`, and the instruments' bucket advice.
  */
 
-/** What the caller asked of Sluice, by the ledger's operation name. */
+/**
+ * What the caller asked of Sluice, by the ledger's operation name. The conventions name chat,
+ * text completion, content generation and embeddings; the operations they do not name (rerank,
+ * images, audio, moderations) keep Sluice's own names. Either way the values are names fixed in
+ * code, so the label stays bounded.
+ */
 export function serverOperationName(operation: string): string {
   switch (operation) {
     case 'completions':
       return 'text_completion';
     case 'generate_content':
       return 'generate_content';
-    case 'rerank':
-    case 'moderations':
-    case 'images.generations':
-      // The conventions name none of these: Sluice's own operation names.
-      return operation;
-    default:
+    case 'chat':
+    case 'messages':
+    case 'responses':
       // Chat completions, Anthropic's messages and OpenAI's responses are all chat.
       return 'chat';
+    default:
+      // OpenAI's embeddings and Google's embedContent and batchEmbedContents (`gemini.embed_content`, …).
+      return isEmbedding(operation) ? 'embeddings' : operation;
   }
 }
 
-/** Relayed operations the conventions name none of, under Sluice's own (the ledger's) names. */
-const OWN_RELAYED_NAMES: Readonly<Record<string, string>> = {
-  'openai.rerank': 'rerank',
-  'openai.moderations': 'moderations',
-  'openai.images.generations': 'images.generations',
-};
+function isEmbedding(operation: string): boolean {
+  return operation === 'embeddings' || (operation.startsWith('gemini.') && operation.includes('embed'));
+}
 
-/** What Sluice asked of an upstream: the caller's own wire when relayed, else what the adapter speaks. */
-export function clientOperationName(providerKind: string, upstreamApi: string, relayed: string | null): string {
+/**
+ * What Sluice asked of an upstream: embeddings (however the adapter asked), else the caller's own
+ * wire when relayed (an operation the conventions do not name by Sluice's name for it:
+ * `openai.images.generations` is `images.generations`), else what the adapter speaks.
+ */
+export function clientOperationName(providerKind: string, upstreamApi: string, relayed: string | null, embedding = false): string {
+  if (embedding) return 'embeddings';
   if (relayed !== null) {
     if (relayed === 'openai.completions') return 'text_completion';
-    const own = OWN_RELAYED_NAMES[relayed];
-    if (own !== undefined) return own;
-    if (relayed.startsWith('gemini.')) return 'generate_content';
-    return 'chat';
+    if (relayed === 'openai.chat' || relayed === 'openai.responses' || relayed === 'anthropic.messages') return 'chat';
+    if (relayed.startsWith('gemini.')) return isEmbedding(relayed) ? 'embeddings' : 'generate_content';
+    return relayed.slice(relayed.indexOf('.') + 1);
   }
   if (providerKind === 'gemini') return 'generate_content';
   if (providerKind === 'openai' && upstreamApi === 'completions') return 'text_completion';

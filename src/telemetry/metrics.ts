@@ -178,12 +178,12 @@ export class GatewayMetrics {
     const { deployment } = start;
     let byOutcome = this.attemptLabelSets.get(deployment);
     if (byOutcome === undefined) this.attemptLabelSets.set(deployment, (byOutcome = new Map()));
-    const key = `${start.providerKind}\u0000${start.origin}\u0000${outcome.relayed}\u0000${outcome.errorKind}`;
+    const key = `${start.providerKind}\u0000${start.origin}\u0000${outcome.relayed}\u0000${outcome.embedding === true}\u0000${outcome.errorKind}`;
     let labels = byOutcome.get(key);
     if (labels === undefined) {
       const server = serverOf(start.origin);
       const call: Labels = {
-        gen_ai_operation_name: clientOperationName(start.providerKind, deployment.model.upstreamApi, outcome.relayed),
+        gen_ai_operation_name: clientOperationName(start.providerKind, deployment.model.upstreamApi, outcome.relayed, outcome.embedding === true),
         gen_ai_provider_name: providerName(start.providerKind),
         gen_ai_request_model: deployment.upstreamModel,
         server_address: server.address,

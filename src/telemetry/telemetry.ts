@@ -27,7 +27,7 @@ export interface GenerationStart {
   /** The caller's headers, for its W3C trace context. */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly route: string;
-  /** The ledger's operation name (`chat`, `completions`, `messages`, `responses`, `generate_content`). */
+  /** The ledger's operation name (`chat`, `completions`, `messages`, `responses`, `generate_content`, `embeddings`, `rerank`, `images.generations`, …). */
   readonly operation: string;
   /** The public model the caller asked for. */
   readonly model: string;
@@ -58,8 +58,10 @@ export interface AttemptTelemetry {
 }
 
 export interface AttemptOutcome {
-  /** The caller's wire operation when the upstream took it as it came (`openai.chat`); null when translated. */
+  /** The caller's wire operation when the upstream took it as it came (`openai.chat`, `openai.audio.speech`); null when translated. */
   readonly relayed: string | null;
+  /** The attempt asked for embeddings (relayed or translated); absent: it did not. */
+  readonly embedding?: boolean;
   readonly status: number;
   readonly errorKind: string | null;
   readonly inputTokens: number;

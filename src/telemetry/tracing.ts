@@ -91,7 +91,7 @@ export class Tracing {
   }
 
   attemptEnded(span: Span, start: AttemptStart, outcome: AttemptOutcome): void {
-    const operation = clientOperationName(start.providerKind, start.deployment.model.upstreamApi, outcome.relayed);
+    const operation = clientOperationName(start.providerKind, start.deployment.model.upstreamApi, outcome.relayed, outcome.embedding === true);
     span.updateName(`${operation} ${start.deployment.upstreamModel}`);
     span.setAttributes({ 'gen_ai.operation.name': operation, 'gen_ai.usage.input_tokens': outcome.inputTokens, 'gen_ai.usage.output_tokens': outcome.outputTokens, 'sluice.status': outcome.status });
     if (outcome.errorKind !== null) {

@@ -15,6 +15,8 @@ export interface ListedModel {
   readonly contextLength?: number;
   /** vLLM: a LoRA adapter's base model (`parent`). */
   readonly parent?: string;
+  /** vLLM: the weights a model served under another name (`--served-model-name`) was loaded from (`root`); default: its id. */
+  readonly root?: string;
   /** Anthropic's `display_name`, Gemini's `displayName`. */
   readonly displayName?: string;
   /** Gemini's token limits and generation methods (default: generateContent, countTokens, streamGenerateContent). */
@@ -35,7 +37,7 @@ export function openAIModelList(res: ServerResponse, listed: readonly ListedMode
         return {
           ...base,
           owned_by: 'vllm',
-          root: model.parent === undefined ? model.id : `/adapters/${model.id}`,
+          root: model.parent === undefined ? (model.root ?? model.id) : `/adapters/${model.id}`,
           parent: model.parent ?? null,
           max_model_len: model.contextLength ?? 32_768,
           permission: [{ id: `modelperm-${model.id}`, object: 'model_permission', created: CREATED, allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false, allow_view: true, allow_fine_tuning: false, organization: '*', group: null, is_blocking: false }],

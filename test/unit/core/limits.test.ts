@@ -291,6 +291,54 @@ describe('the admit stage', () => {
   });
 });
 
+describe('the admit stage for operations that generate no tokens (embeddings, images, audio)', () => {
+  const EMBEDDER = modelFromConfig(modelSchema.parse({ id: 'e', provider: 'p', endpoints: ['embeddings'], pricing: { input_per_mtok: 0.02 } }));
+  const PAINTER = modelFromConfig(modelSchema.parse({ id: 'i', provider: 'p', endpoints: ['images'], pricing: { per_image: 0.04 } }));
+
+  test('tpm reserves the input tokens alone (outputBound 0) and settles to what the upstream counted', async () => {
+    const { admission, counter } = setup();
+    const scopes: ScopeLimits[] = [{ scope: 'key:k1', rpm: 0, tpm: 10_000, concurrency: 0, budget: null }];
+    const admitted = await admission.admit(principal({ tpm: 10_000 }), EMBEDDER, demand(0, 1, 1_234));
+    assert.equal((await counter.usage(scopes))[0]!.tokens, 1_234, 'the inputs, no output cap');
+    admitted.settle({ tokens: 1_300, costUsd: 0 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal((await counter.usage(scopes))[0]!.tokens, 1_300);
+    const error = await refusal(admission.admit(principal({ tpm: 10_000 }), EMBEDDER, demand(0, 1, 9_000)));
+    assert.equal(error.type, 'tokens', 'inputs beyond what is left of the minute are refused');
+    const never = await refusal(admission.admit(principal({ tpm: 10_000 }), EMBEDDER, demand(0, 1, 20_000)));
+    assert.equal(never.message, "This API key's tokens-per-minute limit is smaller than this request's input; send less input in one request.");
+    assert.equal(never.retryAfter, undefined);
+  });
+
+  test('what the request says it will use besides tokens is reserved against the budget at the model’s prices, and settled to the real cost', async () => {
+    const { admission, counter } = setup();
+    const key = principal({ budgetUsd: 1, budgetPeriod: 'total' });
+    const scopes: ScopeLimits[] = [{ scope: 'key:k1', rpm: 0, tpm: 0, concurrency: 0, budget: { usd: 1, periodStart: 0, periodEnd: Infinity } }];
+    const admitted = await admission.admit(key, PAINTER, { ...demand(0), units: { images: 4 } });
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 0.16) < 1e-12, 'four images at $0.04 held while they are made');
+    admitted.settle({ tokens: 0, costUsd: 0.08 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 0.08) < 1e-12, 'two were made');
+  });
+
+  test('a spent budget refuses them too, whatever unit they are priced in; one with budget left is admitted at its real cost later', async () => {
+    const { admission, ledger, counter } = setup();
+    const key = principal({ budgetUsd: 1, budgetPeriod: 'total' });
+    ledger.spent = 0.98;
+    const admitted = await admission.admit(key, PAINTER, demand(0));
+    const scopes: ScopeLimits[] = [{ scope: 'key:k1', rpm: 0, tpm: 0, concurrency: 0, budget: { usd: 1, periodStart: 0, periodEnd: Infinity } }];
+    // Three images at $0.04, known only once made: the meter settles the real cost.
+    admitted.settle({ tokens: 0, costUsd: 0.12 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 1.1) < 1e-12);
+    for (const model of [PAINTER, EMBEDDER]) {
+      const error = await refusal(admission.admit(key, model, demand(0)));
+      assert.equal(error.kind, 'budget_exhausted', model.id);
+      assert.equal(error.message, 'This API key has used its spend budget for this period. Check /app/keys.', model.id);
+    }
+  });
+});
+
 describe('budgets and their periods', () => {
   test("a monthly budget is seeded once from the ledger's spend since the first of the month, for the key and its account", async () => {
     const { admission, ledger } = setup(Date.UTC(2026, 10, 25, 12));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Catalogue, modelFromConfig, withListPrices, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { modelSchema, parseConfig, type ProviderKind } from '../../../src/config/config-file.js';
-import { usageOf } from '../../../src/generation/model.js';
+import { addUsage, usageOf, type Usage } from '../../../src/generation/model.js';
 import { parsePriceList, PriceListError, pricesInForce, shippedPriceList } from '../../../src/pricing/price-list.js';
 import { costUsd } from '../../../src/pricing/cost.js';
 
@@ -64,6 +64,77 @@ describe('the cost of a request', () => {
     let total = 0;
     for (let i = 0; i < 1_000_000; i++) total += costUsd(mini, usageOf(1, 0));
     assert.ok(Math.abs(total - 0.15) < 1e-9, `a million single-token requests: ${total}`);
+  });
+});
+
+describe('the cost of a request sold in other units than tokens', () => {
+  const units = (more: NonNullable<Usage['units']>, input = 0): Usage => ({ ...usageOf(input, 0), units: more });
+
+  test('images at the price per image, by how many were made', () => {
+    const images = priced({ per_image: 0.04 });
+    assertUsd(costUsd(images, units({ images: 3 })), 0.12);
+    assert.deepEqual(images.pricing, { perImage: 0.04 }, 'an image model states no token price');
+  });
+
+  test('input audio at the price per minute, to the second', () => {
+    assertUsd(costUsd(priced({ per_audio_minute: 0.006 }), units({ audioSeconds: 90 })), 0.009);
+    assertUsd(costUsd(priced({ per_audio_minute: 0.006 }), units({ audioSeconds: 1 })), 0.006 / 60);
+  });
+
+  test('input characters at the price per million (speech)', () => {
+    assertUsd(costUsd(priced({ per_mchar: 15 }), units({ characters: 2_000 })), 0.03);
+  });
+
+  test('calls at the price per request (rerank, moderations)', () => {
+    assertUsd(costUsd(priced({ per_request: 0.002 }), units({ requests: 1 })), 0.002);
+  });
+
+  test('tokens and units add up: a model may be sold in both', () => {
+    const both = priced({ input_per_mtok: 5, per_image: 0.01 });
+    assertUsd(costUsd(both, units({ images: 2 }, 1_000)), (1_000 * 5) / 1e6 + 0.02);
+  });
+
+  test('a unit the model has no price for costs nothing; one it has a price for but did not use, nothing either', () => {
+    const embedding = priced({ input_per_mtok: 0.02 });
+    assert.deepEqual(embedding.pricing, { inputPerMtok: 0.02, cachedInputPerMtok: 0.02, cacheWritePerMtok: 0.02 });
+    assertUsd(costUsd(embedding, units({ images: 5, requests: 1 }, 1_000_000)), 0.02);
+    assertUsd(costUsd(embedding, usageOf(1_000, 1_000)), (1_000 * 0.02) / 1e6, 'no output price: output tokens are not billed');
+    assert.equal(costUsd(priced({ per_image: 0.04 }), usageOf(1_000, 1_000)), 0, 'tokens of a model sold by the image');
+  });
+
+  test('units summed across the calls of one request are billed once each', () => {
+    const images = priced({ per_image: 0.04, per_request: 0.001 });
+    const total = addUsage(units({ images: 1, requests: 1 }), units({ images: 2, requests: 1 }));
+    assert.deepEqual(total.units, { images: 3, requests: 2 });
+    assertUsd(costUsd(images, total), 0.12 + 0.002);
+  });
+
+  test('an unpriced model costs nothing in any unit', () => {
+    assert.equal(costUsd(priced(undefined), units({ images: 10, audioSeconds: 600, characters: 1e6, requests: 5 })), 0);
+  });
+});
+
+describe('pricing as written', () => {
+  const parse = (pricing: unknown) => modelSchema.safeParse({ id: 'm', provider: 'p', pricing });
+
+  test('only the units the model is sold in: tokens in, images, audio minutes, characters, calls', () => {
+    for (const pricing of [{ input_per_mtok: 0.02 }, { per_image: 0.04 }, { per_audio_minute: 0.006 }, { per_mchar: 15 }, { per_request: 0.002 }, { output_per_mtok: 1 }]) {
+      assert.equal(parse(pricing).success, true, JSON.stringify(pricing));
+    }
+  });
+
+  test('an empty pricing is an error naming it: unpriced is no pricing at all', () => {
+    assert.throws(
+      () => parseConfig("providers: [{ id: p, kind: openai, base_url: 'http://upstream' }]\nmodels: [{ id: m, provider: p, pricing: {} }]", 'sluice.yaml'),
+      (error: Error) => error.message === "sluice.yaml: models[0] (id: m): field 'pricing': gives no price: state at least one of input_per_mtok, output_per_mtok, cached_input_per_mtok, cache_write_per_mtok, per_image, per_audio_minute, per_mchar, per_request",
+    );
+    assert.equal(priced(undefined).pricing, undefined);
+  });
+
+  test('a negative or unknown unit is refused, naming it', () => {
+    assert.equal(parse({ per_image: -1 }).error?.issues[0]?.path.join('.'), 'pricing.per_image');
+    assert.equal(parse({ per_token: 1 }).error?.issues[0]?.code, 'unrecognized_keys');
+    assert.equal(parse({ cache_write_per_mtok: 1 }).error?.issues[0]?.path.join('.'), 'pricing.cache_write_per_mtok');
   });
 });
 
@@ -141,7 +212,13 @@ describe('loading a price list', () => {
     ['not a calendar date', doc({ as_of: '2026-02-30' }), "prices.json: field 'as_of': is not a calendar date"],
     ['a negative price', doc({ models: [entry({ input_per_mtok: -1 })] }), "prices.json: models[0] (model: x): field 'input_per_mtok': Too small: expected number to be >=0"],
     ['an unknown family', doc({ models: [entry({ family: 'meta' })] }), 'prices.json: models[0] (model: x): field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"'],
-    ['a missing price', doc({ models: [{ family: 'openai', model: 'x', input_per_mtok: 1 }] }), "prices.json: models[0] (model: x): field 'output_per_mtok': is required (number)"],
+    [
+      'an entry with no price at all',
+      doc({ models: [{ family: 'openai', model: 'x' }] }),
+      'prices.json: models[0] (model: x): gives no price: state at least one of input_per_mtok, output_per_mtok, cached_input_per_mtok, cache_write_per_mtok, per_image, per_audio_minute, per_mchar, per_request',
+    ],
+    ['a cache price without the input price it is a share of', doc({ models: [{ family: 'openai', model: 'x', cached_input_per_mtok: 1 }] }), "prices.json: models[0] (model: x): field 'cached_input_per_mtok': needs input_per_mtok beside it"],
+    ['a negative price per image', doc({ models: [{ family: 'openai', model: 'x', per_image: -0.04 }] }), "prices.json: models[0] (model: x): field 'per_image': Too small: expected number to be >=0"],
     ['an empty name', doc({ models: [entry({ model: '' })] }), "prices.json: models[0] (model: ): field 'model': Too small: expected string to have >=1 characters"],
     ['a name listed twice', doc({ models: [entry({}), entry({ input_per_mtok: 9 })] }), "prices.json: models[1] (model: x): field 'model': 'x' is listed twice for openai"],
     ['an alias that is another entry’s name', doc({ models: [entry({}), entry({ model: 'y', aliases: ['z', 'x'] })] }), "prices.json: models[1] (model: y): field 'aliases.1': 'x' is listed twice for openai"],
@@ -198,7 +275,7 @@ describe('the list in force', () => {
     const inForce = pricesInForce('{"as_of": "2999-01-01", "models": [{}]}', (error) => reported.push(error));
     assert.equal(inForce.origin, 'shipped');
     assert.equal(reported.length, 1);
-    assert.equal(reported[0]!.message, "the imported price list: models[0]: field 'input_per_mtok': is required (number)");
+    assert.equal(reported[0]!.message, 'the imported price list: models[0]: field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"');
   });
 
   test('an imported list whose date does not exist is reported too, rather than failing whoever prices the catalogue', () => {

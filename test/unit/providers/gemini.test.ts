@@ -249,12 +249,13 @@ conformanceSuite({
 
   listModels: [
     {
-      // Only the models that take generateContent, named without `models/`; the page token goes back encoded.
+      // The models that take generateContent, and the embedding models (embedContent, registered for embeddings, no output limit), named without `models/`; the page token goes back encoded.
       name: 'models-paged',
       pages: ['models-page-1', 'models-page-2'],
       paths: ['/v1beta/models?pageSize=1000', '/v1beta/models?pageSize=1000&pageToken=Ch5tb2RlbHMvZ2VtaW5pLWVtYmVkZGluZy0wMDE%2BLz0%3D'],
       expect: [
         { id: 'gemini-2.5-flash', ...GEMINI_FLASH, description: 'Stable version of Gemini 2.5 Flash, our mid-size multimodal model that supports up to 1 million tokens, released in June of 2025.' },
+        { id: 'gemini-embedding-001', displayName: 'Gemini Embedding 001', description: 'Obtain a distributed representation of a text.', contextWindow: 2048, endpoints: ['embeddings'] },
         { id: 'gemini-2.5-pro', displayName: 'Gemini 2.5 Pro', description: 'Stable release (June 17th, 2025) of Gemini 2.5 Pro', contextWindow: 1048576, maxOutputTokens: 65536 },
       ],
     },

@@ -2,7 +2,7 @@
 // (with the errors only the form can name), the admin's errors mapped back to the form's fields,
 // and stored entries turned into form values for editing.
 import type { FieldErrors, SecretChanges } from '../../../catalogue/catalogue-admin.js';
-import { PROVIDER_DEFAULTS, type DeploymentConfig } from '../../../config/config-file.js';
+import { PRICE_UNITS, PROVIDER_DEFAULTS, type DeploymentConfig, type PriceUnit } from '../../../config/config-file.js';
 
 /** A form's values by field name: text as typed, or the ticked values of a group of checkboxes. */
 export type FormValues = Record<string, string | string[]>;
@@ -180,6 +180,8 @@ export function modelFormErrors(errors: FieldErrors, lines: readonly number[]): 
         add(name, attribute === undefined || attribute === name ? message : `${attribute}: ${message}`);
       } else add('deployments', `line ${lines[index - 1] ?? index}${attribute === undefined ? '' : `, ${attribute}`}: ${message}`);
     } else if (path.startsWith('fallbacks.')) add('fallbacks', message);
+    // A price's own field shows its error (`pricing.per_image` → the per_image field).
+    else if (path.startsWith('pricing.')) add(path.slice('pricing.'.length), message);
     else add(path, message);
   }
   return mapped;
@@ -207,12 +209,13 @@ export function readModelForm(form: URLSearchParams): { raw: Record<string, unkn
   }
   const endpoints = form.getAll('endpoints');
   if (endpoints.length > 0) raw.endpoints = endpoints;
-  const input = numberField(form, 'input_per_mtok', errors, false);
-  const output = numberField(form, 'output_per_mtok', errors, false);
-  if (input !== undefined || output !== undefined) {
-    if (input === undefined || output === undefined) errors.pricing = 'give both prices, or neither';
-    else raw.pricing = { input_per_mtok: input, output_per_mtok: output };
+  // Only the units the model is sold in; none at all leaves it unpriced (or priced by the price list).
+  const pricing: Partial<Record<PriceUnit, number>> = {};
+  for (const unit of PRICE_UNITS) {
+    const value = numberField(form, unit, errors, false);
+    if (value !== undefined) pricing[unit] = value;
   }
+  if (Object.keys(pricing).length > 0) raw.pricing = pricing;
   return { raw, lines, errors };
 }
 
@@ -233,9 +236,8 @@ export function valuesOf(stored: Record<string, unknown>): FormValues {
       values.probe_model = probe.model;
       values.probe_interval_ms = String(probe.interval_ms);
     } else if (key === 'pricing' && value && typeof value === 'object') {
-      const pricing = value as { input_per_mtok: number; output_per_mtok: number };
-      values.input_per_mtok = String(pricing.input_per_mtok);
-      values.output_per_mtok = String(pricing.output_per_mtok);
+      const pricing = value as Partial<Record<PriceUnit, number>>;
+      for (const unit of PRICE_UNITS) if (pricing[unit] !== undefined) values[unit] = String(pricing[unit]);
     } else if (key === 'deployments' && Array.isArray(value)) {
       // The first deployment fills the Provider and Upstream model fields; the others are lines.
       const [first, ...rest] = value as DeploymentConfig[];

@@ -4,14 +4,14 @@ import type { FieldErrors } from '../../../catalogue/catalogue-admin.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import type { ProviderEntry } from '../../../catalogue/live-catalogue.js';
 import { exclusion } from '../../../catalogue/discovered.js';
-import { DISCOVER_DEFAULTS, ENDPOINTS, PROVIDER_KINDS, UPSTREAM_APIS, type DiscoverConfig } from '../../../config/config-file.js';
+import { DISCOVER_DEFAULTS, ENDPOINTS, PRICE_UNITS, PROVIDER_KINDS, UPSTREAM_APIS, type DiscoverConfig, type PriceUnit } from '../../../config/config-file.js';
 import type { ImportOutcome } from '../../../discovery/model-import.js';
 import type { DiscoveredList } from '../../../store/store.js';
 import { userOf } from '../../console-context.js';
-import { formatPrice, html, layout, type Html } from '../../html.js';
+import { html, layout, type Html } from '../../html.js';
 import { PAGE_SIZE, pager, type Paged } from '../../paging.js';
 import type { Session } from '../../sessions.js';
-import { priceSource } from '../models/views.js';
+import { priceLines, priceSource } from '../models/views.js';
 import { PROVIDER_LIMIT_FIELDS, type FormValues } from './forms.js';
 
 /** The two kinds of entry, as the paths name them. */
@@ -140,11 +140,11 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
   </form>
   <p class="muted small" role="status">${q.trim() === '' ? `${modelCount} model${modelCount === 1 ? '' : 's'}` : `${list.total} of ${modelCount} models have “${q}” in their id`}.</p>
   <div class="table-scroll" role="region" aria-label="Models" tabindex="0"><table class="data">
-    <thead><tr><th scope="col">Id</th><th scope="col">Deployments</th><th scope="col">Fallbacks</th><th scope="col">Operations</th><th scope="col" class="num">Input / 1M</th><th scope="col" class="num">Output / 1M</th><th scope="col">Price from</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
-    <tbody>${models.length === 0 ? html`<tr><td colspan="9" class="empty">${modelCount === 0 ? 'No models yet.' : list.page > list.pages ? 'No models on this page.' : 'No model matches.'}</td></tr>` : models.map(
+    <thead><tr><th scope="col">Id</th><th scope="col">Deployments</th><th scope="col">Fallbacks</th><th scope="col">Operations</th><th scope="col">Prices</th><th scope="col">Price from</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${models.length === 0 ? html`<tr><td colspan="8" class="empty">${modelCount === 0 ? 'No models yet.' : list.page > list.pages ? 'No models on this page.' : 'No model matches.'}</td></tr>` : models.map(
       (m) => html`<tr data-model="${m.id}"><th scope="row"><code>${m.id}</code>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th><td>${deploymentList(m)}</td>
       <td>${m.fallbacks.length === 0 ? html`<span class="muted">—</span>` : m.fallbacks.map((f, i) => html`${i > 0 ? ', ' : ''}<code>${f}</code>`)}</td>
-      <td>${[...m.endpoints].join(', ')}</td><td class="num">${m.pricing ? formatPrice(m.pricing.inputPerMtok) : '—'}</td><td class="num">${m.pricing ? formatPrice(m.pricing.outputPerMtok) : '—'}</td>
+      <td>${[...m.endpoints].join(', ')}</td><td class="prices">${priceLines(m.pricing)}</td>
       <td class="price-source">${priceSource(m)}</td>
       <td>${originTag(m.origin, m.providerId)}</td>
       <td class="actions stacked">${m.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/catalogue/models/${encodeURIComponent(m.id)}/edit">Edit<span class="visually-hidden"> ${m.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/models/${encodeURIComponent(m.id)}/delete">Remove<span class="visually-hidden"> ${m.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
@@ -252,6 +252,17 @@ const ENDPOINT_LABELS: Readonly<Record<(typeof ENDPOINTS)[number], string>> = {
   moderations: 'Moderations (/v1/moderations)',
 };
 
+const PRICE_LABELS: Readonly<Record<PriceUnit, string>> = {
+  input_per_mtok: 'Input price, per million tokens',
+  output_per_mtok: 'Output price, per million tokens',
+  cached_input_per_mtok: 'Cached input, per million tokens (default: same as input)',
+  cache_write_per_mtok: 'Cache write, per million tokens (default: same as input)',
+  per_image: 'Per image',
+  per_audio_minute: 'Per minute of input audio',
+  per_mchar: 'Per million input characters',
+  per_request: 'Per request',
+};
+
 /** The model form; `providerIds` are the providers a deployment can name. */
 export function modelForm(session: Session, mode: EntryMode, values: FormValues, errors: FieldErrors, providerIds: readonly string[]): Html {
   const action = mode === 'create' ? '/app/catalogue/models/new' : `/app/catalogue/models/${encodeURIComponent(String(values.id))}/edit`;
@@ -296,9 +307,8 @@ ${errorSummary(errors)}
     ${errors.endpoints ? html`<p class="field-error">${errors.endpoints}</p>` : ''}
   </fieldset>
   <fieldset class="field">
-    <legend>Price, USD per million tokens <span class="muted">(optional; both or neither)</span></legend>
-    ${field('input_per_mtok', 'Input price', values, errors, { type: 'number', step: 'any' })}
-    ${field('output_per_mtok', 'Output price', values, errors, { type: 'number', step: 'any' })}
+    <legend>Prices in USD <span class="muted">(optional; only the units the model is sold in; none: unpriced, or the price list's)</span></legend>
+    ${PRICE_UNITS.map((unit) => field(unit, PRICE_LABELS[unit], values, errors, { type: 'number', step: 'any' }))}
     ${errors.pricing ? html`<p class="field-error">${errors.pricing}</p>` : ''}
   </fieldset>
   <details>

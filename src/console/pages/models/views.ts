@@ -1,7 +1,8 @@
 // The public model pages as HTML: the searchable, sortable list and one model's page, and the
-// health and price-source labels the status and catalogue pages share.
+// health, price and price-source labels the status and catalogue pages share.
 import { operationsOf } from '../../../catalogue/access.js';
 import type { CatalogueModel, PricingSource } from '../../../catalogue/catalogue.js';
+import type { Pricing } from '../../../pricing/cost.js';
 import type { Health } from '../../../status/health.js';
 import type { HealthOf } from '../../../status/status-monitor.js';
 import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../../html.js';
@@ -22,6 +23,36 @@ function pricingSourceLabel(source: PricingSource): string {
 export function healthPill(health: Health): Html {
   const label = { up: 'Up', degraded: 'Degraded', down: 'Down', unknown: 'No recent data' }[health];
   return html`<span class="pill pill-${health}">${label}</span>`;
+}
+
+/** The prices besides tokens, in words, in the order pricing lists them. */
+const UNIT_PRICES = [
+  ['perImage', 'per image'],
+  ['perAudioMinute', 'per minute of audio'],
+  ['perMchar', 'per million characters'],
+  ['perRequest', 'per request'],
+] as const satisfies readonly (readonly [keyof Pricing, string])[];
+
+/** "$0.04 per image", one for each unit besides tokens a model is sold in. */
+export function unitPrices(pricing: Pricing | undefined): string[] {
+  if (pricing === undefined) return [];
+  return UNIT_PRICES.flatMap(([unit, label]) => (pricing[unit] === undefined ? [] : [`${formatPrice(pricing[unit])} ${label}`]));
+}
+
+/** Every price of a model, one a line ("$0.20 per 1M input tokens", "$0.04 per image"); a dash when unpriced. */
+export function priceLines(pricing: Pricing | undefined): Html {
+  const tokens = [
+    ['inputPerMtok', 'input'],
+    ['outputPerMtok', 'output'],
+  ] as const;
+  const lines = [...tokens.flatMap(([unit, label]) => (pricing?.[unit] === undefined ? [] : [`${formatPrice(pricing[unit])} per 1M ${label} tokens`])), ...unitPrices(pricing)];
+  return lines.length === 0 ? html`<span class="muted">—</span>` : html`${lines.map((line, i) => html`${i > 0 ? html`<br>` : ''}${line}`)}`;
+}
+
+/** A token price on a model's page: "not priced" without pricing, and for a model not sold by the token. */
+function perMtok(pricing: Pricing | undefined, value: number | undefined): string {
+  if (pricing === undefined) return 'not priced';
+  return value === undefined ? 'not sold by the token' : `${formatPrice(value)} per million tokens`;
 }
 
 function price(value: number | undefined): Html {
@@ -61,7 +92,7 @@ export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, he
   ${list.limit === PAGE_SIZE.default ? '' : html`<input type="hidden" name="limit" value="${list.limit}">`}
   <button type="submit" class="btn btn-small">Apply</button>
 </form>
-<p class="muted small" role="status">${q.trim() === '' ? `${all} model${all === 1 ? '' : 's'}` : `${list.total} of ${all} models match “${q}”`}. Prices in USD per million tokens.</p>
+<p class="muted small" role="status">${q.trim() === '' ? `${all} model${all === 1 ? '' : 's'}` : `${list.total} of ${all} models match “${q}”`}. Token prices in USD per million tokens; other units under the model.</p>
 <div class="table-scroll" role="region" aria-label="Models" tabindex="0">
 <table class="data wide" id="models-table">
   <thead><tr>
@@ -75,7 +106,7 @@ export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, he
       ? html`<tr><td colspan="9" class="empty">${list.page > list.pages ? html`No models on this page: <a href="${pageHref('/models', query, 1)}">back to the first</a>.` : 'No model matches.'}</td></tr>`
       : models.map(
           (m) => html`<tr data-model="${m.id}">
-    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}</th>
+    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}${unitPrices(m.pricing).length > 0 ? html`<br><span class="price-units small">${unitPrices(m.pricing).join(', ')}</span>` : ''}</th>
     <td>${m.ownedBy}</td>
     <td class="num">${m.contextWindow === undefined ? html`<span class="muted">—</span>` : formatInt(m.contextWindow)}</td>
     <td class="num">${m.maxOutputTokens === undefined ? html`<span class="muted">—</span>` : formatInt(m.maxOutputTokens)}</td>
@@ -110,26 +141,33 @@ ${m.description ? html`<p class="lead">${m.description}</p>` : ''}
   <dt>Owner</dt><dd>${m.ownedBy}</dd>
   <dt>Context window</dt><dd>${m.contextWindow === undefined ? '—' : `${formatInt(m.contextWindow)} tokens`}</dd>
   <dt>Max output</dt><dd>${m.maxOutputTokens === undefined ? '—' : `${formatInt(m.maxOutputTokens)} tokens`}</dd>
-  <dt>Input price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.inputPerMtok)} per million tokens` : 'not priced'}</dd>
-  <dt>Output price</dt><dd>${m.pricing ? `${formatPrice(m.pricing.outputPerMtok)} per million tokens` : 'not priced'}</dd>
-  ${m.pricing ? html`<dt>Cached input price</dt><dd>${formatPrice(m.pricing.cachedInputPerMtok)} per million tokens</dd>
-  <dt>Cache write price</dt><dd>${formatPrice(m.pricing.cacheWritePerMtok)} per million tokens</dd>` : ''}
+  <dt>Input price</dt><dd>${perMtok(m.pricing, m.pricing?.inputPerMtok)}</dd>
+  <dt>Output price</dt><dd>${perMtok(m.pricing, m.pricing?.outputPerMtok)}</dd>
+  ${m.pricing?.inputPerMtok !== undefined ? html`<dt>Cached input price</dt><dd>${perMtok(m.pricing, m.pricing.cachedInputPerMtok)}</dd>
+  <dt>Cache write price</dt><dd>${perMtok(m.pricing, m.pricing.cacheWritePerMtok)}</dd>` : ''}
+  ${unitPrices(m.pricing).length > 0 ? html`<dt>Other prices</dt><dd class="price-units">${unitPrices(m.pricing).join(', ')}</dd>` : ''}
   <dt>Price from</dt><dd class="price-source">${priceSource(m)}</dd>
   <dt>Operations</dt><dd>${operationsOf(m).map((path, i) => html`${i > 0 ? ', ' : ''}<code>POST ${path}</code>`)}</dd>
   ${m.version ? html`<dt>Version</dt><dd>${m.version}</dd>` : ''}
   ${m.created ? html`<dt>Released</dt><dd>${new Date(m.created * 1000).toISOString().slice(0, 10)}</dd>` : ''}
 </dl>
 <h2>Try it</h2>
-<pre><code>curl -s $SLUICE_URL${tryIt(m).path} \\
-  -H "Authorization: Bearer $SLUICE_KEY" -H 'content-type: application/json' \\
-  -d '${JSON.stringify(tryIt(m).body)}'</code></pre>
+<pre><code>${tryIt(m)}</code></pre>
 <p class="muted small">Whether your key may use this model depends on the key; see <a href="/app/keys">your keys</a>. JSON: <a href="/models/${encodeURIComponent(m.id)}?format=json">this model</a>.</p>`,
   });
 }
 
-/** The simplest request the model serves, for the "Try it" example. */
-function tryIt(m: CatalogueModel): { path: string; body: unknown } {
-  if (m.endpoints.has('completions')) return { path: '/v1/completions', body: { model: m.id, prompt: 'Say hi', max_tokens: 16 } };
-  if (m.endpoints.has('chat')) return { path: '/v1/chat/completions', body: { model: m.id, messages: [{ role: 'user', content: 'Say hi' }] } };
-  return { path: '/v1/responses', body: { model: m.id, input: 'Say hi' } };
+/** The simplest request the model serves, as a curl command, for the "Try it" example. */
+function tryIt(m: CatalogueModel): string {
+  const call = (path: string, body: unknown, output?: string) =>
+    `curl -s $SLUICE_URL${path} \\\n  -H "Authorization: Bearer $SLUICE_KEY" -H 'content-type: application/json' \\\n  -d '${JSON.stringify(body)}'${output === undefined ? '' : ` -o ${output}`}`;
+  if (m.endpoints.has('completions')) return call('/v1/completions', { model: m.id, prompt: 'Say hi', max_tokens: 16 });
+  if (m.endpoints.has('chat')) return call('/v1/chat/completions', { model: m.id, messages: [{ role: 'user', content: 'Say hi' }] });
+  if (m.endpoints.has('responses')) return call('/v1/responses', { model: m.id, input: 'Say hi' });
+  if (m.endpoints.has('embeddings')) return call('/v1/embeddings', { model: m.id, input: 'Say hi' });
+  if (m.endpoints.has('rerank')) return call('/v1/rerank', { model: m.id, query: 'greeting', documents: ['Say hi', 'Goodbye'] });
+  if (m.endpoints.has('images')) return call('/v1/images/generations', { model: m.id, prompt: 'A lighthouse at dawn', n: 1 });
+  if (m.endpoints.has('speech')) return call('/v1/audio/speech', { model: m.id, input: 'Say hi', voice: 'alloy' }, 'speech.mp3');
+  if (m.endpoints.has('moderations')) return call('/v1/moderations', { model: m.id, input: 'Say hi' });
+  return `curl -s $SLUICE_URL/v1/audio/transcriptions \\\n  -H "Authorization: Bearer $SLUICE_KEY" \\\n  -F model=${m.id} -F file=@audio.wav`;
 }
