@@ -9,7 +9,9 @@ import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { isObject } from '../wire/json.js';
-import { usageFromOpenAI } from '../wire/openai/usage.js';
+import { usageFromOpenAI, usageFromOpenAIEmbeddings } from '../wire/openai/usage.js';
+import { embeddingsFromOpenAI } from '../wire/openai/embedding.js';
+import { GatewayError } from '../core/errors.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: "the upstream's chat completions API",
@@ -25,6 +27,7 @@ const CAPABILITIES: Capabilities = {
   forwardsExtensions: true,
   // OpenAI's own limit on `input`; a server that takes fewer says so with a 400.
   maxEmbeddingInputs: 2048,
+  embedsTokenIds: true,
 };
 
 const RELAY_PATHS: Readonly<Partial<Record<WireOperation, string>>> = {
@@ -366,8 +369,25 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
     if (usage !== null) yield { type: 'usage', usage };
   }
 
-  embed(_call: EmbedCall): Promise<EmbeddingResult> {
-    return Promise.reject(new Error('embeddings: not yet'));
+  /**
+   * `POST {base_url}/embeddings`: the caller's unknown fields first (vLLM's, TEI's own), then the
+   * modelled ones; the vectors asked in the caller's encoding (a server that answers floats anyway
+   * is converted later). An upstream that refuses `dimensions` (a model without shortening) is a
+   * 400 naming it.
+   */
+  async embed(call: EmbedCall): Promise<EmbeddingResult> {
+    const r = call.request;
+    const input = r.input.kind === 'text' ? r.input.texts : r.input.tokens;
+    const body = { ...r.extensions, model: call.model.upstreamModel, input, ...(r.dimensions === undefined ? {} : { dimensions: r.dimensions }), encoding_format: call.encoding };
+    let answer: Json;
+    try {
+      answer = await this.client.postJson('/embeddings', body, call);
+    } catch (error) {
+      throw r.dimensions === undefined ? error : namingDimensions(error);
+    }
+    const embeddings = embeddingsFromOpenAI(answer, input.length);
+    if (typeof embeddings === 'string') throw unreadableUpstream(this.id, embeddings);
+    return { embeddings, usage: usageFromOpenAIEmbeddings(answer.usage) };
   }
 
   transfer(_call: TransferCall): Promise<Transferred> {
@@ -377,4 +397,18 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+/** An upstream's refusal that speaks of dimensions (OpenAI: "does not support specifying dimensions"; vLLM: "matryoshka") names the caller's `dimensions`. */
+function namingDimensions(error: unknown): unknown {
+  if (!(error instanceof GatewayError) || error.kind !== 'upstream_rejected_request' || error.param !== null || !/dimension|matryoshka/i.test(error.message)) return error;
+  return new GatewayError(error.kind, error.message, {
+    param: 'dimensions',
+    status: error.status,
+    ...(error.type === undefined ? {} : { type: error.type }),
+    ...(error.code === undefined ? {} : { code: error.code }),
+    ...(error.upstreamFailure === undefined ? {} : { upstreamFailure: error.upstreamFailure }),
+    ...(error.upstreamBody === undefined ? {} : { upstreamBody: error.upstreamBody }),
+    cause: error,
+  });
 }

@@ -11,6 +11,11 @@ export function serverOperationName(operation: string): string {
       return 'text_completion';
     case 'generate_content':
       return 'generate_content';
+    // OpenAI's and Google's embedding calls alike.
+    case 'embeddings':
+    case 'gemini.embed_content':
+    case 'gemini.batch_embed_contents':
+      return 'embeddings';
     default:
       // Chat completions, Anthropic's messages and OpenAI's responses are all chat.
       return 'chat';
