@@ -46,7 +46,7 @@ export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
     throw invalid('input', `Invalid 'input': at most ${MAX_EMBEDDING_INPUTS} inputs can be embedded in one request, got ${raw.length}.`);
   }
   const parsed = bodySchema.safeParse(body, { reportInput: true });
-  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
+  if (!parsed.success) throw inputNamed(validationError(parsed.error.issues[0]!));
   const data = parsed.data;
   const extensions: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(data)) if (!MODELLED.has(field)) extensions[field] = value;
@@ -81,3 +81,9 @@ function inputOf(input: string | string[] | number[] | number[][]): EmbeddingInp
   return { kind: 'tokens', tokens };
 }
 
+
+/** A fault inside `input` (`input[3]`, a negative token id) names `input` as its parameter; the message says where. */
+function inputNamed(error: GatewayError): GatewayError {
+  if (error.param === null || !error.param.startsWith('input[')) return error;
+  return new GatewayError(error.kind, error.message, { param: 'input', ...(error.code === undefined ? {} : { code: error.code }) });
+}
