@@ -378,7 +378,7 @@ describe('limits, budgets, routing, the ledger and the metrics', () => {
     assert.ok(row!.prompt_tokens > 0 && row!.cost_usd > 0, 'and billed');
     // The meter stage runs once the answer is written: the count follows the ledger row.
     await eventually(async () => ((await embeddingRequestsCounted()) === before + 1 ? true : undefined), 5000, 'the request in gen_ai.server.request.duration');
-    assert.match(await metricsText(), /gen_ai_client_token_usage_sum\{[^}]*gen_ai_request_model="embed-up"[^}]*gen_ai_token_type="input"[^}]*\} [1-9]/, "the upstream calls' input tokens");
+    assert.match(await metricsText(), /gen_ai_client_token_usage_sum\{[^}]*gen_ai_operation_name="embeddings"[^}]*gen_ai_request_model="embed-up"[^}]*gen_ai_token_type="input"[^}]*\} [1-9]/, "the upstream calls' input tokens, as embedding calls");
   });
 });
 

@@ -44,8 +44,8 @@ export class AttemptRun {
   /** The error a timeout replaced the attempt's own with. */
   private timeout: GatewayError | undefined;
   private deadlinePassed = false;
-  /** The caller's wire operation when the upstream took it as it came; null when translated. */
-  private relayed: WireOperation | null = null;
+  /** The caller's wire operation when the upstream took it as it came, `embeddings` for an embedding call; null when translated. */
+  private relayed: WireOperation | 'embeddings' | null = null;
   /** performance.now() up to which this attempt's upstream time has been added to the request's. */
   private accountedTo = performance.now();
 
@@ -73,6 +73,7 @@ export class AttemptRun {
     if (call.kind === 'relay') return this.relay(call, target);
     this.invoked = true;
     if (call.kind === 'embed') {
+      this.relayed = 'embeddings';
       this.s.outcome.accepted = true;
       const result = await embedAll(this.s.provider, call.batches, call.encoding, target);
       this.answer();
@@ -209,7 +210,7 @@ export class AttemptRun {
 export interface AttemptEnding {
   readonly model: CatalogueModel;
   readonly deployment: Deployment;
-  readonly relayed: WireOperation | null;
+  readonly relayed: WireOperation | 'embeddings' | null;
   readonly latencyMs: number;
   readonly status: number;
   readonly errorKind: string | null;

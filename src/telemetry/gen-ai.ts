@@ -25,6 +25,7 @@ export function serverOperationName(operation: string): string {
 /** What Sluice asked of an upstream: the caller's own wire when relayed, else what the adapter speaks. */
 export function clientOperationName(providerKind: string, upstreamApi: string, relayed: string | null): string {
   if (relayed !== null) {
+    if (relayed === 'embeddings') return 'embeddings';
     if (relayed === 'openai.completions') return 'text_completion';
     if (relayed.startsWith('gemini.')) return 'generate_content';
     return 'chat';

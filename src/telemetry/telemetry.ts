@@ -58,7 +58,7 @@ export interface AttemptTelemetry {
 }
 
 export interface AttemptOutcome {
-  /** The caller's wire operation when the upstream took it as it came (`openai.chat`); null when translated. */
+  /** The caller's wire operation when the upstream took it as it came (`openai.chat`), `embeddings` for an embedding call; null when translated. */
   readonly relayed: string | null;
   readonly status: number;
   readonly errorKind: string | null;
