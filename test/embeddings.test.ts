@@ -28,15 +28,18 @@ let vllm: FakeUpstream;
 let backup: FakeUpstream;
 let gemini: FakeUpstream;
 let anthropic: FakeUpstream;
+/** A server that takes at most 4 inputs a call, as TEI's `max_client_batch_size` makes one. */
+let small: FakeUpstream;
 let sluice: RunningSluice;
 let key: string;
 
 before(async () => {
-  [vllm, backup, gemini, anthropic] = await Promise.all([
+  [vllm, backup, gemini, anthropic, small] = await Promise.all([
     startFakeOpenAI({ apiKey: 'vllm-credential', models: ['embed-up', 'embed-fixed', 'embed-retry-up'], embeddings: { fixedDimensions: ['embed-fixed'], reversed: true } }),
     startFakeOpenAI({ apiKey: 'backup-credential', models: ['embed-up'] }),
     startFakeGemini({ apiKey: 'gemini-credential', models: ['gemini-embed'] }),
     startFakeAnthropic({ apiKey: 'anthropic-credential', models: ['claude-x'] }),
+    startFakeOpenAI({ apiKey: 'small-credential', models: ['embed-small-batch'], embeddings: { maxInputs: 4 } }),
   ]);
   const config = `
 routing:
@@ -46,6 +49,7 @@ providers:
   - { id: backup, kind: openai, base_url: '${backup.url}', api_key: backup-credential }
   - { id: google, kind: gemini, base_url: '${gemini.url}', api_key: gemini-credential }
   - { id: claude, kind: anthropic, base_url: '${anthropic.url}', api_key: anthropic-credential }
+  - { id: small, kind: openai, base_url: '${small.url}', api_key: small-credential }
 models:
   - id: embed-small
     provider: vllm
@@ -69,6 +73,10 @@ models:
     deployments:
       - { provider: vllm, upstream_model: embed-retry-up }
       - { provider: backup, upstream_model: embed-up, priority: 1 }
+  - id: embed-tei
+    provider: small
+    upstream_model: embed-small-batch
+    endpoints: [embeddings]
   - id: chat-model
     provider: vllm
     upstream_model: embed-up
@@ -80,7 +88,7 @@ models:
 
 after(async () => {
   await sluice?.stop();
-  await Promise.all([vllm, backup, gemini, anthropic].map((upstream) => upstream?.close()));
+  await Promise.all([vllm, backup, gemini, anthropic, small].map((upstream) => upstream?.close()));
 });
 
 const openai = (apiKey = key) => new OpenAI({ apiKey, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
@@ -247,6 +255,24 @@ describe('splitting', () => {
     assert.equal(embeddingCalls(gemini, from).length, 3);
     assert.equal(viaOpenAI.usage.prompt_tokens, viaOpenAI.usage.total_tokens);
     assert.ok(viaOpenAI.usage.prompt_tokens >= 750, 'counted by Sluice over every input');
+  });
+});
+
+describe("an upstream's own refusals", () => {
+  test("a server's smaller batch limit: its 400 reaches the caller with its words; within it, the call is answered", async () => {
+    const refused = await post('/v1/embeddings', { model: 'embed-tei', input: ['a', 'b', 'c', 'd', 'e'] });
+    assert.equal(refused.status, 400);
+    assert.match(refused.body.error.message, /batch size 5 > maximum allowed batch size 4/);
+    const answered = await post('/v1/embeddings', { model: 'embed-tei', input: ['a', 'b', 'c', 'd'] });
+    assert.equal(answered.status, 200);
+    assert.equal(answered.body.data.length, 4);
+  });
+
+  test("outputDimensionality for a model that cannot shorten its vectors: Google's 400 naming it", async () => {
+    const refused = await post('/v1beta/models/embed-fixed:batchEmbedContents', { requests: [{ model: 'models/embed-fixed', content: { parts: [{ text: 'x' }] }, outputDimensionality: 4 }] });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error.status, 'INVALID_ARGUMENT');
+    assert.match(refused.body.error.message, /matryoshka|dimensions/);
   });
 });
 
