@@ -226,6 +226,15 @@ describe("Google's dialect", () => {
     assert.deepEqual(Object.keys(relayed!.body).sort(), ['encoding_format', 'input', 'model'], 'an OpenAI-compatible upstream gets nothing of Google wire');
   });
 
+  test("the model lists say which models embed: Google's methods, OpenAI's list", async () => {
+    const listed = await genai().models.get({ model: 'gemini-embedding' });
+    assert.deepEqual(listed.supportedActions, ['embedContent', 'batchEmbedContents']);
+    const chat = await genai().models.get({ model: 'chat-model' });
+    assert.ok(!chat.supportedActions?.includes('embedContent'), 'a chat model does not embed');
+    const ids = (await openai().models.list()).data.map((model) => model.id);
+    assert.ok(ids.includes('embed-small') && ids.includes('gemini-embedding'));
+  });
+
   test('a single :embedContent with model in the body, raw; a body naming another model is refused in Google shape', async () => {
     const ok = await post('/v1beta/models/gemini-embedding:embedContent', { model: 'models/gemini-embedding', content: { parts: [{ text: 'hi' }] } });
     assert.equal(ok.status, 200);
