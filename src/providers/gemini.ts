@@ -11,7 +11,7 @@ import { listAllPages, listField, optionalCount, optionalString, upstreamModel }
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { toolArguments, isObject } from '../wire/json.js';
 import { usageFromGemini } from '../wire/gemini/usage.js';
-import { embeddingsFromGemini } from '../wire/gemini/embedding.js';
+import { embeddingsFromGemini, GEMINI_MAX_BATCH_REQUESTS } from '../wire/gemini/embedding.js';
 import type { EmbeddingResult } from '../generation/embedding.js';
 
 const CAPABILITIES: Capabilities = {
@@ -26,7 +26,7 @@ const CAPABILITIES: Capabilities = {
   jsonWithoutSchema: true,
   forwardsExtensions: false,
   // batchEmbedContents takes at most 100 requests.
-  maxEmbeddingInputs: 100,
+  maxEmbeddingInputs: GEMINI_MAX_BATCH_REQUESTS,
   embedsTokenIds: false,
 };
 

@@ -12,11 +12,6 @@ export const GEMINI_TASK_TYPES = [
 /** batchEmbedContents' own limit on `requests`. */
 export const GEMINI_MAX_BATCH_REQUESTS = 100;
 
-/** `models/<id>`, as Gemini names a model inside a body; an id already so named is left as it is. */
-export function geminiModelName(id: string): string {
-  return id.startsWith('models/') ? id : `models/${id}`;
-}
-
 /** A batchEmbedContents answer's vectors (`embeddings[].values`, in request order), or what is wrong with it. */
 export function embeddingsFromGemini(body: Readonly<Record<string, unknown>>, expected: number): Embedding[] | string {
   if (!Array.isArray(body.embeddings)) return 'an answer without embeddings';
