@@ -50,6 +50,7 @@ providers:
   - { id: google, kind: gemini, base_url: '${gemini.url}', api_key: gemini-credential }
   - { id: claude, kind: anthropic, base_url: '${anthropic.url}', api_key: anthropic-credential }
   - { id: small, kind: openai, base_url: '${small.url}', api_key: small-credential }
+  - { id: small-split, kind: openai, base_url: '${small.url}', api_key: small-credential, max_embedding_inputs: 4 }
 models:
   - id: embed-small
     provider: vllm
@@ -75,6 +76,10 @@ models:
       - { provider: backup, upstream_model: embed-up, priority: 1 }
   - id: embed-tei
     provider: small
+    upstream_model: embed-small-batch
+    endpoints: [embeddings]
+  - id: embed-tei-split
+    provider: small-split
     upstream_model: embed-small-batch
     endpoints: [embeddings]
   - id: chat-model
@@ -275,6 +280,15 @@ describe("an upstream's own refusals", () => {
     const answered = await post('/v1/embeddings', { model: 'embed-tei', input: ['a', 'b', 'c', 'd'] });
     assert.equal(answered.status, 200);
     assert.equal(answered.body.data.length, 4);
+  });
+
+  test('a provider with max_embedding_inputs: the request is split at that size and joined in order', async () => {
+    const from = small.requests.length;
+    const input = Array.from({ length: 10 }, (_, i) => `split input ${i}`);
+    const answered = await openai().embeddings.create({ model: 'embed-tei-split', input });
+    assert.deepEqual(answered.data.map((d) => d.embedding), input.map((text) => fakeVector(text)));
+    assert.deepEqual(embeddingCalls(small, from).map((call) => call.body.input.length).sort(), [2, 4, 4]);
+    assert.equal(answered.usage.prompt_tokens, 30, 'the calls’ usage summed');
   });
 
   test("outputDimensionality for a model that cannot shorten its vectors: Google's 400 naming it", async () => {

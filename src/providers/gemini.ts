@@ -133,6 +133,7 @@ function newCallId(): string {
 /** Chat through Gemini's generateContent; `candidateCount` serves `n` up to 8 a call. */
 export class GeminiProvider extends TranslatingProvider {
   readonly kind = 'gemini';
+  private readonly caps: Capabilities;
 
   constructor(config: ProviderConfig) {
     const client = new UpstreamClient(
@@ -141,10 +142,11 @@ export class GeminiProvider extends TranslatingProvider {
       (status, body) => status === 400 && body.includes('API_KEY_INVALID'),
     );
     super(config.id, client);
+    this.caps = config.max_embedding_inputs === undefined ? CAPABILITIES : { ...CAPABILITIES, maxEmbeddingInputs: Math.min(config.max_embedding_inputs, GEMINI_MAX_BATCH_REQUESTS) };
   }
 
   capabilities(): Capabilities {
-    return CAPABILITIES;
+    return this.caps;
   }
 
   /**

@@ -121,9 +121,11 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   readonly kind = 'openai';
   readonly id: string;
   private readonly client: UpstreamClient;
+  private readonly caps: Capabilities;
 
   constructor(config: ProviderConfig) {
     this.id = config.id;
+    this.caps = config.max_embedding_inputs === undefined ? CAPABILITIES : { ...CAPABILITIES, maxEmbeddingInputs: config.max_embedding_inputs };
     this.client = new UpstreamClient(config, config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` });
   }
 
@@ -136,7 +138,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   }
 
   capabilities(): Capabilities {
-    return CAPABILITIES;
+    return this.caps;
   }
 
   /**
