@@ -369,6 +369,10 @@ describe('limits, budgets, routing, the ledger and the metrics', () => {
     const refused = await post('/v1/embeddings', { model: 'embed-small', input: words(20) }, limited);
     assert.equal(refused.status, 429);
     assert.equal(refused.body.error.type, 'tokens');
+    const huge = await post('/v1/embeddings', { model: 'embed-small', input: words(40) }, limited);
+    assert.equal(huge.status, 429);
+    assert.match(huge.body.error.message, /smaller than this request's input tokens; send fewer or shorter inputs/, 'no output cap to lower: the inputs are the request');
+    assert.equal(huge.headers.get('retry-after'), null, 'no wait would admit it');
     assert.equal(embeddingCalls(vllm, from).length, 0);
   });
 
