@@ -25,7 +25,7 @@ const CAPABILITIES: Capabilities = {
   topK: true,
   jsonWithoutSchema: true,
   forwardsExtensions: true,
-  // OpenAI's own limit on `input`; a server that takes fewer says so with a 400.
+  // OpenAI's own limit on `input`; a server that takes fewer (TEI) says so with a 4xx, or its provider's max_embedding_inputs does.
   maxEmbeddingInputs: 2048,
   embedsTokenIds: true,
 };
