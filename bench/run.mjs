@@ -121,6 +121,14 @@ const S = {
   usageKeysPerAccount: num('BENCH_USAGE_KEYS_PER_ACCOUNT', 10, 10),
   usageModels: num('BENCH_USAGE_MODELS', 12, 12),
   usageRequests: num('BENCH_USAGE_REQUESTS', 30, 10),
+  // Embeddings scenario: /v1/embeddings (a batch of short inputs, relayed) beside a whole chat
+  // request, closed loop on the main gateway; BENCH_EMBEDDINGS=0 leaves it out (builds without embeddings).
+  embeddings: env('BENCH_EMBEDDINGS', '1') !== '0',
+  embeddingsConnections: env('BENCH_EMBEDDINGS_CONNECTIONS', '32').split(',').map(Number),
+  embeddingsBatch: num('BENCH_EMBEDDINGS_BATCH', 16, 16),
+  // base64 is what the openai SDK (and LangChain through it) asks by default; the AI SDK asks float.
+  embeddingsEncodings: env('BENCH_EMBEDDINGS_ENCODINGS', 'base64,float').split(','),
+  embeddingDimensions: num('BENCH_EMBEDDING_DIMENSIONS', 384, 384),
 };
 const BODY = JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: 16 });
 const streamBody = (tokens, tps) =>
@@ -132,10 +140,14 @@ const CHAT_MESSAGES = [
 const CHAT_BODY = JSON.stringify({ model: 'bench-model', messages: CHAT_MESSAGES, max_tokens: 16 });
 const chatStreamBody = (tokens, tps) =>
   JSON.stringify({ model: 'bench-model', messages: CHAT_MESSAGES, max_tokens: tokens, stream: true, stream_options: { include_usage: true }, bench_tokens_per_second: tps });
-/** The two operations compared: path, request bodies and what marks one token in a stream. */
+/** A batch of short inputs, as a retrieval pipeline embeds the chunks of a document. */
+const EMBEDDING_INPUTS = Array.from({ length: S.embeddingsBatch }, (_, i) => `Chunk ${i + 1} of a short document about rivers and sluices.`);
+const embeddingsBody = (encoding) => JSON.stringify({ model: 'bench-embed', input: EMBEDDING_INPUTS, encoding_format: encoding });
+/** The operations compared: path, request bodies and what marks one token in a stream; `embeddings-<encoding>` whole only. */
 const OPERATIONS = {
   completions: { path: '/v1/completions', body: BODY, streamBody, tokenMarker: '"text"' },
   chat: { path: '/v1/chat/completions', body: CHAT_BODY, streamBody: chatStreamBody, tokenMarker: '"delta":{"content":"' },
+  ...Object.fromEntries(S.embeddingsEncodings.map((encoding) => [`embeddings-${encoding}`, { path: '/v1/embeddings', body: embeddingsBody(encoding) }])),
 };
 
 // ---------------------------------------------------------------- progress and cleanup
@@ -655,6 +667,8 @@ async function startUpstream() {
     String(port),
     '--latency-ms',
     String(S.upstreamLatencyMs),
+    '--embedding-dimensions',
+    String(S.embeddingDimensions),
   ]);
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   return { name: 'direct', url: `http://127.0.0.1:${port}`, port, proc: p, pid: () => p.child.pid };
@@ -722,7 +736,7 @@ function supportsWorkers() {
  * deployments, so routing chooses among two). With `flaky` (the routing scenario's gateway),
  * also `bench-flaky`: deployments on a healthy upstream and on one that fails every Nth request.
  */
-function writeConfig(dir, upstreamPort, flaky = null) {
+function writeConfig(dir, upstreamPort, flaky = null, { embeddings = false } = {}) {
   const file = path.join(dir, 'sluice.yaml');
   const endpoints = `[${S.chat ? 'completions, chat' : 'completions'}]`;
   const provider = (id, port) => `  - id: ${id}
@@ -741,7 +755,16 @@ ${provider('bench-upstream', upstreamPort)}${provider('bench-upstream-b', upstre
     upstream_model: upstream-model
     endpoints: ${endpoints}
     pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6 }
-  - id: bench-routed
+${
+  embeddings
+    ? `  - id: bench-embed
+    provider: bench-upstream
+    upstream_model: upstream-embedding-model
+    endpoints: [embeddings]
+    pricing: { input_per_mtok: 0.02, output_per_mtok: 0 }
+`
+    : ''
+}  - id: bench-routed
     deployments:
       - { provider: bench-upstream, upstream_model: upstream-model, weight: 1 }
       - { provider: bench-upstream-b, upstream_model: upstream-model, weight: 1 }
@@ -985,6 +1008,78 @@ function alive(target) {
     return false;
   }
   return true;
+}
+
+/**
+ * Embeddings beside chat: closed loop at BENCH_EMBEDDINGS_CONNECTIONS (32), a batch of
+ * BENCH_EMBEDDINGS_BATCH (16) short inputs per request relayed to the bench upstream (vectors of
+ * BENCH_EMBEDDING_DIMENSIONS floats), in each encoding of BENCH_EMBEDDINGS_ENCODINGS, and a whole
+ * chat request, in rounds that rotate the operations; the target's CPU per request beside chat's.
+ */
+async function scenarioEmbeddings(targets, key) {
+  const operations = [...S.embeddingsEncodings.map((encoding) => `embeddings-${encoding}`), 'chat'];
+  const rows = [];
+  for (let r = 1; r <= S.rounds; r++) {
+    log(`embeddings beside chat, round ${r}/${S.rounds} (${S.seconds} s per point, batches of ${S.embeddingsBatch} inputs, ${S.embeddingDimensions} dimensions)`);
+    const order = operations.map((_, i) => operations[(i + r - 1) % operations.length]);
+    for (const c of S.embeddingsConnections) {
+      for (const operation of order) {
+        for (const t of targets) {
+          if (!alive(t)) continue;
+          rows.push({ round: r, ...(await measureClosed(t, c, { key: t.name === 'sluice' ? key : undefined, operation }, operation)) });
+        }
+      }
+    }
+  }
+  const out = { settings: { connections: S.embeddingsConnections, batch: S.embeddingsBatch, dimensions: S.embeddingDimensions, encodings: S.embeddingsEncodings, seconds: S.seconds, rounds: S.rounds }, rows };
+  for (const line of embeddingsVsChat(out)) log(line);
+  return out;
+}
+
+/** Per connection count and operation, the medians of the rounds, with Sluice's added latency and CPU per request. */
+function embeddingsMedians(out) {
+  const points = [];
+  for (const c of out.settings.connections) {
+    for (const operation of [...out.settings.encodings.map((encoding) => `embeddings-${encoding}`), 'chat']) {
+      const of = (target) => {
+        const rows = out.rows.filter((x) => x.target === target && x.connections === c && x.operation === operation);
+        if (!rows.length) return null;
+        return { rps: median(rows.map((x) => x.rps)), p50: median(rows.map((x) => x.p50)), p99: median(rows.map((x) => x.p99)), cpu: median(rows.map((x) => x.targetCpuMsPerReq)) };
+      };
+      points.push({ connections: c, operation, sluice: of('sluice'), direct: of('direct'), nginx: of('nginx') });
+    }
+  }
+  return points;
+}
+
+function embeddingsVsChat(out) {
+  const points = embeddingsMedians(out);
+  return points
+    .filter((p) => p.operation !== 'chat' && p.sluice)
+    .map((p) => {
+      const chat = points.find((x) => x.connections === p.connections && x.operation === 'chat');
+      const added = (x) => (x.direct ? `${f(x.sluice.p50 - x.direct.p50, 3)} ms` : 'n/a');
+      return `embeddings (${p.operation.slice('embeddings-'.length)}) vs chat through sluice, c=${p.connections}: ${f(p.sluice.rps, 0)} vs ${f(chat?.sluice?.rps, 0)} req/s; Sluice CPU ${f(p.sluice.cpu, 3)} vs ${f(chat?.sluice?.cpu, 3)} ms per request; added p50 ${added(p)} vs ${chat?.sluice ? added(chat) : 'n/a'}.`;
+    });
+}
+
+function embeddingsReport(L, out) {
+  const s = out.settings;
+  L.push('## Embeddings beside chat', '');
+  L.push(
+    `\`POST /v1/embeddings\` on \`bench-embed\` (\`endpoints: [embeddings]\`, an OpenAI-compatible upstream: the embedding model sent to \`{base_url}/embeddings\`), a batch of ${s.batch} short inputs per request, vectors of ${s.dimensions} floats, ` +
+      `in each encoding (base64: what the openai SDK and LangChain ask; float: what the AI SDK asks), beside the closed loop's whole chat request; ${s.rounds} round(s) of ${s.seconds} s per point, medians.`,
+    '',
+  );
+  L.push('| connections | operation | target | req/s | p50 ms | p99 ms | added p50 ms | target CPU ms/req |', '|---|---|---|---|---|---|---|---|');
+  for (const p of embeddingsMedians(out)) {
+    for (const target of ['direct', 'nginx', 'sluice']) {
+      const x = p[target];
+      if (!x) continue;
+      L.push(`| ${p.connections} | ${p.operation} | ${target} | ${f(x.rps, 0)} | ${f(x.p50, 3)} | ${f(x.p99, 3)} | ${target === 'direct' || !p.direct ? '' : f(x.p50 - p.direct.p50, 3)} | ${target === 'direct' ? '' : f(x.cpu, 3)} |`);
+    }
+  }
+  L.push('', ...embeddingsVsChat(out), '');
 }
 
 async function scenarioOpen(targets, key) {
@@ -2476,6 +2571,7 @@ function report(state) {
   if (state.telemetry) telemetryReport(L, state.telemetry);
   if (state.portSharing) portSharingReport(L, state.portSharing);
   if (state.usage) usagePageReport(L, state.usage);
+  if (state.embeddings) embeddingsReport(L, state.embeddings);
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
@@ -2592,6 +2688,7 @@ function scenariosOf(state) {
     ...(state.telemetry ? { telemetry: state.telemetry } : {}),
     ...(state.portSharing ? { portSharing: state.portSharing } : {}),
     ...(state.usage ? { usage: state.usage } : {}),
+    ...(state.embeddings ? { embeddings: state.embeddings } : {}),
   };
 }
 
@@ -2637,7 +2734,7 @@ async function main() {
     } else log('nginx not installed: skipped');
     const dataDir = path.join(work, 'data');
     fs.mkdirSync(dataDir, { recursive: true });
-    const config = writeConfig(dataDir, upstream.port);
+    const config = writeConfig(dataDir, upstream.port, null, { embeddings: S.embeddings });
     const key = await createKeyWithCli(dataDir);
     const sluice = await startSluice('sluice', dataDir, config, await freePort());
     targets.push(sluice);
@@ -2673,6 +2770,7 @@ async function main() {
       state.closedChat = rows.chat;
     });
     await step('open', async () => (state.open = await scenarioOpen(targets, key)));
+    if (S.embeddings) await step('embeddings', async () => (state.embeddings = await scenarioEmbeddings(targets, key)));
     if (!sluice.proc.exited) state.idle.sluiceAfterLoad = treeMemoryMB(sluice.pid());
     await step('streams', async () => {
       state.streamStart = await streamStartCost(before ? [...targets, before] : targets, key);

@@ -21,6 +21,9 @@
 // --fail-every N (N >= 1; 0, the default, never fails): every Nth request to either POST endpoint
 //   (the Nth, the 2Nth, ..., counted over both, whole or stream) is answered at once, before
 //   any latency, with HTTP 503 and an OpenAI-style error body, without `retry-after`.
+// POST /v1/embeddings: `data` of one vector per input (a string or an array of them), each of
+//   --embedding-dimensions (default 384) floats, written as a list or, with `encoding_format:
+//   base64`, as the base64 of little-endian float32s; usage counts about 4 characters a token.
 // GET /healthz: 200.
 // GET /stats: {"requests":..,"failed":..,"streams":..,"whole":..,"failEvery":N} since start:
 //   POST requests to the two endpoints, how many of them got the 503, how many asked a stream.
@@ -35,6 +38,7 @@ const { values: args } = parseArgs({
     'tokens-per-second': { type: 'string' },
     tokens: { type: 'string' },
     'fail-every': { type: 'string' },
+    'embedding-dimensions': { type: 'string' },
   },
 });
 const PORT = Number(args.port ?? process.env.PORT ?? 9101);
@@ -46,7 +50,23 @@ const FAIL_EVERY = Number(args['fail-every'] ?? process.env.UPSTREAM_FAIL_EVERY 
 const FAILURE_BODY = JSON.stringify({
   error: { message: `Bench upstream: one request in ${FAIL_EVERY} is refused (--fail-every ${FAIL_EVERY}).`, type: 'server_error', param: null, code: 'service_unavailable' },
 });
-const stats = { requests: 0, failed: 0, streams: 0, whole: 0, failEvery: FAIL_EVERY };
+const stats = { requests: 0, failed: 0, streams: 0, whole: 0, embeddings: 0, failEvery: FAIL_EVERY };
+
+/** One vector, written once in each encoding: the upstream's own cost stays out of the way. */
+const EMBEDDING_DIMENSIONS = Number(args['embedding-dimensions'] ?? process.env.UPSTREAM_EMBEDDING_DIMENSIONS ?? 384);
+const VECTOR = Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => Math.fround(Math.sin(i + 1) / 10));
+const VECTOR_TEXT = { float: JSON.stringify(VECTOR), base64: JSON.stringify(Buffer.from(new Float32Array(VECTOR).buffer).toString('base64')) };
+
+function embeddingsBody(body) {
+  const inputs = Array.isArray(body.input) ? body.input : [body.input];
+  const vector = body.encoding_format === 'base64' ? VECTOR_TEXT.base64 : VECTOR_TEXT.float;
+  let tokens = 0;
+  const data = inputs.map((input, index) => {
+    tokens += typeof input === 'string' ? Math.max(1, Math.ceil(input.length / 4)) : Array.isArray(input) ? input.length : 1;
+    return `{"object":"embedding","index":${index},"embedding":${vector}}`;
+  });
+  return `{"id":"embd-bench${++counter}","object":"list","created":${created},"model":${JSON.stringify(body.model)},"data":[${data.join(',')}],"usage":{"prompt_tokens":${tokens},"total_tokens":${tokens}}}`;
+}
 
 let counter = 0;
 const created = Math.floor(Date.now() / 1000);
@@ -167,7 +187,8 @@ const server = http.createServer((req, res) => {
     return;
   }
   const chat = req.url.startsWith('/v1/chat/completions');
-  if (req.method !== 'POST' || !(chat || req.url.startsWith('/v1/completions'))) {
+  const embeddings = req.url.startsWith('/v1/embeddings');
+  if (req.method !== 'POST' || !(chat || embeddings || req.url.startsWith('/v1/completions'))) {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
     req.resume();
     return;
@@ -184,6 +205,7 @@ const server = http.createServer((req, res) => {
     }
     stats.requests += 1;
     if (body.stream === true) stats.streams += 1;
+    else if (embeddings) stats.embeddings += 1;
     else stats.whole += 1;
     if (FAIL_EVERY > 0 && stats.requests % FAIL_EVERY === 0) {
       stats.failed += 1;
@@ -195,7 +217,7 @@ const server = http.createServer((req, res) => {
       return;
     }
     const answer = () => {
-      const text = chat ? chatCompletionBody(body.model, body.messages) : completionBody(body.model, body.prompt);
+      const text = embeddings ? embeddingsBody(body) : chat ? chatCompletionBody(body.model, body.messages) : completionBody(body.model, body.prompt);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
     };
     if (LATENCY_MS > 0) setTimeout(answer, LATENCY_MS);

@@ -218,11 +218,13 @@ describe('Gemini dialect', () => {
       ['/v1beta/models?pageSize=-1', { 'x-goog-api-key': full }, 400, 'INVALID_ARGUMENT'],
       ['/v1beta/models?pageToken=garbage', { 'x-goog-api-key': full }, 400, 'INVALID_ARGUMENT'],
       ['/v1beta/models/missing', { 'x-goog-api-key': full }, 404, 'NOT_FOUND'],
-      ['/v1beta/models/m-01:embedContent', { 'x-goog-api-key': full, 'x-method': 'POST' }, 404, 'NOT_FOUND'],
+      ['/v1beta/models/m-01:predict', { 'x-goog-api-key': full, 'x-method': 'POST' }, 404, 'NOT_FOUND'],
+      // A method Sluice serves, on a model that does not serve it: Google's 400.
+      ['/v1beta/models/m-01:embedContent', { 'x-goog-api-key': full, 'x-method': 'POST', 'x-body': JSON.stringify({ content: { parts: [{ text: 'x' }] } }) }, 400, 'INVALID_ARGUMENT'],
     ];
-    for (const [path, { 'x-method': method, ...headers }, status, name] of cases as [string, Record<string, string>, number, string][]) {
+    for (const [path, { 'x-method': method, 'x-body': body, ...headers }, status, name] of cases as [string, Record<string, string>, number, string][]) {
       const response = method === undefined ? await get(path, headers) : await (async () => {
-        const r = await fetch(sluice.url + path, { method, headers, body: '{}' });
+        const r = await fetch(sluice.url + path, { method, headers, body: body ?? '{}' });
         return { status: r.status, body: (await r.json()) as any };
       })();
       assert.equal(response.status, status, path);

@@ -196,6 +196,12 @@ export const providerSchema = z.strictObject({
    * holds a connection for its whole life and a cap would queue streams behind it.
    */
   max_connections: z.number().int().positive().optional(),
+  /**
+   * The most inputs one embedding call to this upstream may carry (TEI's `max_client_batch_size`,
+   * 32 by default there); a request with more is split into calls of this many. Unset: the
+   * upstream API's own limit (OpenAI's 2,048, Gemini's 100), which this cannot raise.
+   */
+  max_embedding_inputs: z.number().int().positive().max(2048).optional(),
   /** An optional active health check: a one-token completion of `model` (a catalogue id) every `interval_ms`; never billed to a key. */
   probe: z.strictObject({ interval_ms: z.number().int().min(1000), model: z.string().min(1) }).optional(),
   /** The `anthropic-version` header sent to an `anthropic` provider. */

@@ -14,6 +14,13 @@ export interface EmbeddingRequest {
   /** Dimensions of each vector, for models that can shorten them (OpenAI's `dimensions`, Gemini's `outputDimensionality`). */
   readonly dimensions?: number | undefined;
   /**
+   * What the vectors are for, and a document's title (Gemini's `taskType` and `title`), for upstreams
+   * that take them (Gemini); others ignore them. A Google caller sets them; an OpenAI caller through
+   * the unknown fields `task_type` (or `taskType`) and `title`, which also stay in `extensions`.
+   */
+  readonly taskType?: string | undefined;
+  readonly title?: string | undefined;
+  /**
    * Fields the caller sent that Sluice does not model (vLLM's `truncate_prompt_tokens`, Gemini's
    * `task_type` and `title`), passed on to upstreams of the same family as the caller's wire.
    */
@@ -35,6 +42,11 @@ export function inputCount(input: EmbeddingInput): number {
   return input.kind === 'text' ? input.texts.length : input.tokens.length;
 }
 
+/** Every input, for Sluice's own count (token ids count as themselves). */
+export function embeddingInputs(input: EmbeddingInput): readonly (string | readonly number[])[] {
+  return input.kind === 'text' ? input.texts : input.tokens;
+}
+
 /** `request` in calls of at most `perCall` inputs each, in order. */
 export function splitEmbeddingRequest(request: EmbeddingRequest, perCall: number): EmbeddingRequest[] {
   const count = inputCount(request.input);
@@ -46,6 +58,12 @@ export function splitEmbeddingRequest(request: EmbeddingRequest, perCall: number
     batches.push({ ...request, input });
   }
   return batches;
+}
+
+/** One vector as `encoding` asks, converted only when the upstream gave the other. */
+export function encodedAs(embedding: Embedding, encoding: 'float' | 'base64'): readonly number[] | string {
+  if (encoding === 'base64') return embedding.kind === 'base64' ? embedding.data : floatsToBase64(embedding.values);
+  return embedding.kind === 'float' ? embedding.values : base64ToFloats(embedding.data);
 }
 
 /** Floats as the base64 of little-endian float32s, as OpenAI's `encoding_format: base64` answers. */

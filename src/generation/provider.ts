@@ -34,6 +34,8 @@ export interface Capabilities {
   readonly forwardsExtensions: boolean;
   /** Inputs one embedding call can take (Gemini's batchEmbedContents: 100); 0 when the upstream embeds nothing. */
   readonly maxEmbeddingInputs: number;
+  /** Whether its embedding calls take token ids as inputs (OpenAI's wire does; Gemini's takes text only). */
+  readonly embedsTokenIds: boolean;
 }
 
 /** The wire operations a caller can send that an upstream might take untouched. */

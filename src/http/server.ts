@@ -8,6 +8,8 @@ import { DIALECTS } from '../dialects/dialect.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
 import { chatCompletions } from '../dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../dialects/openai/legacy/operation.js';
+import { embeddings } from '../dialects/openai/embeddings/operation.js';
+import { geminiBatchEmbedContents, geminiEmbedContent } from '../dialects/gemini/embed/operation.js';
 import type { Handler, MountedRoutes, RequestContext } from './handler.js';
 import { operationRoute } from './routes/operation.js';
 import type { Operation, ParsedRequest } from '../generation/operation.js';
@@ -79,6 +81,7 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['POST /v1/audio/transcriptions', served(audioTranscriptions)],
     ['POST /v1/audio/translations', served(audioTranslations)],
     ['POST /v1/audio/speech', served(audioSpeech)],
+    ['POST /v1/embeddings', served(embeddings)],
   ]);
   const storedResponses = storedResponsesRoute(deps);
   // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).
@@ -86,6 +89,8 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     ['generateContent', served(geminiGenerateContent)],
     ['streamGenerateContent', served(geminiGenerateContent)],
     ['countTokens', served(geminiCountTokens)],
+    ['embedContent', served(geminiEmbedContent)],
+    ['batchEmbedContents', served(geminiBatchEmbedContents)],
   ]);
   const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);

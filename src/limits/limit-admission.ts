@@ -79,7 +79,7 @@ export class LimitAdmission implements Admission {
     // (see budgetRule): one that could not be admitted even at $0 is refused without counting anything.
     const unaffordable = beyondOrdinary.usd > 0 ? scopes.find((scope) => scope.budget !== null && beyondOrdinary.usd >= scope.budget.usd) : undefined;
     if (unaffordable !== undefined) {
-      throw this.refused({ admitted: false, scope: unaffordable.scope, reason: 'budget', retryAfterMs: null, requests: null, tokens: null }, { ...beyondOrdinary, wholeBudgetUsd: unaffordable.budget!.usd });
+      throw this.refused({ admitted: false, scope: unaffordable.scope, reason: 'budget', retryAfterMs: null, requests: null, tokens: null }, { ...beyondOrdinary, wholeBudgetUsd: unaffordable.budget!.usd }, demand);
     }
     const admitted = beyondOrdinary.usd > 0 ? scopes.map((scope) => budgetRule(scope, beyondOrdinary.usd)) : scopes;
     let result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
@@ -90,7 +90,7 @@ export class LimitAdmission implements Admission {
       await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
       result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
     }
-    if (!result.admitted) throw this.refused(result, beyondOrdinary, demand.maxOutputTokens === 0);
+    if (!result.admitted) throw this.refused(result, beyondOrdinary, demand);
     if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
     let settled = false;
     return {
@@ -130,10 +130,10 @@ export class LimitAdmission implements Admission {
   }
 
   /** Counted in the refusal metric, then the caller's error. */
-  private refused(result: Refusal, beyondOrdinary: BeyondOrdinary, inputOnly = false): GatewayError {
+  private refused(result: Refusal, beyondOrdinary: BeyondOrdinary, demand: Demand): GatewayError {
     const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
     this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
-    return refusal(result, beyondOrdinary, inputOnly);
+    return refusal(result, beyondOrdinary, demand);
   }
 
   /**
@@ -216,8 +216,7 @@ const REFUSALS = {
 
 type Refusal = Extract<AdmitResult, { reason: unknown }>;
 
-/** `inputOnly`: the request reserves no output (an embedding's, an image's), so only less input would fit a tokens-per-minute limit. */
-function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary, inputOnly: boolean): GatewayError {
+function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary, demand: Demand): GatewayError {
   const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
   const headers = rateLimitHeaders(result.requests, result.tokens);
   const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
@@ -234,10 +233,13 @@ function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary, inputOnly: boo
     return new GatewayError('budget_exhausted', message, { headers, ...(retryAfter === undefined ? {} : { retryAfter }) });
   }
   const never = result.reason === 'tpm' && result.retryAfterMs === null;
+  // A request that generates nothing (an embedding) reserves its input alone: only a smaller input helps.
+  const tooLarge =
+    demand.maxOutputTokens === 0
+      ? `${owner}'s tokens-per-minute limit is smaller than this request's input tokens; send fewer or shorter inputs.`
+      : `${owner}'s tokens-per-minute limit is smaller than this request's reservation (its prompt plus its output cap); lower max_tokens.`;
   const message = never
-    ? inputOnly
-      ? `${owner}'s tokens-per-minute limit is smaller than this request's input; send less input in one request.`
-      : `${owner}'s tokens-per-minute limit is smaller than this request's reservation (its prompt plus its output cap); lower max_tokens.`
+    ? tooLarge
     : `Rate limit reached: ${owner.charAt(0).toLowerCase()}${owner.slice(1)} is limited in ${REFUSALS[result.reason]}.${retryAfter === undefined ? '' : ` Try again in ${retryAfter} s.`}`;
   return new GatewayError('rate_limited', message, {
     headers,

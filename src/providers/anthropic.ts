@@ -24,6 +24,7 @@ const CAPABILITIES: Capabilities = {
   forwardsExtensions: false,
   // Anthropic has no embedding API.
   maxEmbeddingInputs: 0,
+  embedsTokenIds: false,
 };
 
 /** Extended-thinking budgets for OpenAI's effort levels; Anthropic wants at least 1024. */

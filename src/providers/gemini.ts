@@ -3,7 +3,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import type { GatewayError } from '../core/errors.js';
 import { newGenerationId } from '../generation/fan-out.js';
 import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
-import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
+import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
@@ -11,6 +11,8 @@ import { listAllPages, listField, optionalCount, optionalString, upstreamModel }
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { toolArguments, isObject } from '../wire/json.js';
 import { usageFromGemini } from '../wire/gemini/usage.js';
+import { embeddingsFromGemini, GEMINI_MAX_BATCH_REQUESTS } from '../wire/gemini/embedding.js';
+import type { EmbeddingResult } from '../generation/embedding.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: 'the Gemini generateContent API',
@@ -24,7 +26,8 @@ const CAPABILITIES: Capabilities = {
   jsonWithoutSchema: true,
   forwardsExtensions: false,
   // batchEmbedContents takes at most 100 requests.
-  maxEmbeddingInputs: 100,
+  maxEmbeddingInputs: GEMINI_MAX_BATCH_REQUESTS,
+  embedsTokenIds: false,
 };
 
 /** thinkingBudget for OpenAI's effort levels. */
@@ -130,6 +133,7 @@ function newCallId(): string {
 /** Chat through Gemini's generateContent; `candidateCount` serves `n` up to 8 a call. */
 export class GeminiProvider extends TranslatingProvider {
   readonly kind = 'gemini';
+  private readonly caps: Capabilities;
 
   constructor(config: ProviderConfig) {
     const client = new UpstreamClient(
@@ -138,10 +142,11 @@ export class GeminiProvider extends TranslatingProvider {
       (status, body) => status === 400 && body.includes('API_KEY_INVALID'),
     );
     super(config.id, client);
+    this.caps = config.max_embedding_inputs === undefined ? CAPABILITIES : { ...CAPABILITIES, maxEmbeddingInputs: Math.min(config.max_embedding_inputs, GEMINI_MAX_BATCH_REQUESTS) };
   }
 
   capabilities(): Capabilities {
-    return CAPABILITIES;
+    return this.caps;
   }
 
   /**
@@ -218,6 +223,28 @@ export class GeminiProvider extends TranslatingProvider {
   private streamFailure(error: Json, data: string): GatewayError {
     const code = typeof error.code === 'number' ? error.code : undefined;
     return this.client.midStreamFailure(readErrorBody(data).message, code === 503 ? 'upstream_overloaded' : 'upstream_error', code);
+  }
+
+  /**
+   * Gemini's batchEmbedContents, one request per input (at most 100: the capabilities' limit), each
+   * naming the upstream model as the API requires; `dimensions` is its `outputDimensionality`, the
+   * task and title its own fields. The caller's other unknown fields are OpenAI's wire's, not
+   * Gemini's, and are not sent. Gemini reports no usage for embeddings.
+   */
+  override async embed(call: EmbedCall): Promise<EmbeddingResult> {
+    const r = call.request;
+    if (r.input.kind !== 'text') throw new Error('Gemini embeds text only; the plan refuses token ids');
+    const model = `models/${upstreamId(call.model)}`;
+    const options = {
+      ...(r.taskType === undefined ? {} : { taskType: r.taskType }),
+      ...(r.title === undefined ? {} : { title: r.title }),
+      ...(r.dimensions === undefined ? {} : { outputDimensionality: r.dimensions }),
+    };
+    const requests = r.input.texts.map((text) => ({ model, content: { parts: [{ text }] }, ...options }));
+    const answer = await this.client.postJson(this.pathOf(call.model, 'batchEmbedContents'), { requests }, call);
+    const embeddings = embeddingsFromGemini(answer, requests.length);
+    if (typeof embeddings === 'string') throw unreadableUpstream(this.id, embeddings);
+    return { embeddings, usage: null };
   }
 
   private pathOf(model: CatalogueModel, method: string): string {

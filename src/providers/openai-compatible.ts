@@ -10,7 +10,9 @@ import { listAllPages, listField, optionalCount, optionalString, upstreamModel }
 import { endpointsByName } from '../catalogue/model-kind.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { isObject } from '../wire/json.js';
-import { usageFromOpenAI } from '../wire/openai/usage.js';
+import { usageFromOpenAI, usageFromOpenAIEmbeddings } from '../wire/openai/usage.js';
+import { embeddingsFromOpenAI } from '../wire/openai/embedding.js';
+import { GatewayError } from '../core/errors.js';
 
 const CAPABILITIES: Capabilities = {
   upstream: "the upstream's chat completions API",
@@ -24,8 +26,9 @@ const CAPABILITIES: Capabilities = {
   topK: true,
   jsonWithoutSchema: true,
   forwardsExtensions: true,
-  // OpenAI's own limit on `input`; a server that takes fewer says so with a 400.
+  // OpenAI's own limit on `input`; a server that takes fewer (TEI) says so with a 4xx, or its provider's max_embedding_inputs does.
   maxEmbeddingInputs: 2048,
+  embedsTokenIds: true,
 };
 
 /** Where each caller's bytes go on an OpenAI-compatible server, under its base URL. */
@@ -131,9 +134,11 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   readonly kind = 'openai';
   readonly id: string;
   private readonly client: UpstreamClient;
+  private readonly caps: Capabilities;
 
   constructor(config: ProviderConfig) {
     this.id = config.id;
+    this.caps = config.max_embedding_inputs === undefined ? CAPABILITIES : { ...CAPABILITIES, maxEmbeddingInputs: config.max_embedding_inputs };
     this.client = new UpstreamClient(config, config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` });
   }
 
@@ -146,7 +151,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   }
 
   capabilities(): Capabilities {
-    return CAPABILITIES;
+    return this.caps;
   }
 
   /**
@@ -391,8 +396,25 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
     if (usage !== null) yield { type: 'usage', usage };
   }
 
-  embed(_call: EmbedCall): Promise<EmbeddingResult> {
-    return Promise.reject(new Error('embeddings: not yet'));
+  /**
+   * `POST {base_url}/embeddings`: the caller's unknown fields first (vLLM's, TEI's own), then the
+   * modelled ones; the vectors asked in the caller's encoding (a server that answers floats anyway
+   * is converted later). An upstream that refuses `dimensions` (a model without shortening) is a
+   * 400 naming it.
+   */
+  async embed(call: EmbedCall): Promise<EmbeddingResult> {
+    const r = call.request;
+    const input = r.input.kind === 'text' ? r.input.texts : r.input.tokens;
+    const body = { ...r.extensions, model: call.model.upstreamModel, input, ...(r.dimensions === undefined ? {} : { dimensions: r.dimensions }), encoding_format: call.encoding };
+    let answer: Json;
+    try {
+      answer = await this.client.postJson('/embeddings', body, call);
+    } catch (error) {
+      throw r.dimensions === undefined ? error : namingDimensions(error);
+    }
+    const embeddings = embeddingsFromOpenAI(answer, input.length);
+    if (typeof embeddings === 'string') throw unreadableUpstream(this.id, embeddings);
+    return { embeddings, usage: usageFromOpenAIEmbeddings(answer.usage) };
   }
 
   /** The caller's bytes posted as they are (uploads, speech); the answer's bytes come back as they arrive, a streamed one uncapped. */
@@ -403,4 +425,18 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+/** An upstream's refusal that speaks of dimensions (OpenAI: "does not support specifying dimensions"; vLLM: "matryoshka") names the caller's `dimensions`. */
+function namingDimensions(error: unknown): unknown {
+  if (!(error instanceof GatewayError) || error.kind !== 'upstream_rejected_request' || error.param !== null || !/dimension|matryoshka/i.test(error.message)) return error;
+  return new GatewayError(error.kind, error.message, {
+    param: 'dimensions',
+    status: error.status,
+    ...(error.type === undefined ? {} : { type: error.type }),
+    ...(error.code === undefined ? {} : { code: error.code }),
+    ...(error.upstreamFailure === undefined ? {} : { upstreamFailure: error.upstreamFailure }),
+    ...(error.upstreamBody === undefined ? {} : { upstreamBody: error.upstreamBody }),
+    cause: error,
+  });
 }

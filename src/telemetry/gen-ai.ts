@@ -39,6 +39,7 @@ function isEmbedding(operation: string): boolean {
 export function clientOperationName(providerKind: string, upstreamApi: string, relayed: string | null, embedding = false): string {
   if (embedding) return 'embeddings';
   if (relayed !== null) {
+    if (relayed === 'embeddings') return 'embeddings';
     if (relayed === 'openai.completions') return 'text_completion';
     if (relayed === 'openai.chat' || relayed === 'openai.responses' || relayed === 'anthropic.messages') return 'chat';
     if (relayed.startsWith('gemini.')) return isEmbedding(relayed) ? 'embeddings' : 'generate_content';

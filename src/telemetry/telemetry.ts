@@ -58,7 +58,7 @@ export interface AttemptTelemetry {
 }
 
 export interface AttemptOutcome {
-  /** The caller's wire operation when the upstream took it as it came (`openai.chat`, `openai.audio.speech`); null when translated. */
+  /** The caller's wire operation when the upstream took it as it came (`openai.chat`, `openai.audio.speech`); null when translated or embedded. */
   readonly relayed: string | null;
   /** The attempt asked for embeddings (relayed or translated); absent: it did not. */
   readonly embedding?: boolean;

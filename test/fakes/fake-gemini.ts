@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
 import { geminiModelList, type ListedModel } from './model-lists.js';
+import { fakeGeminiEmbed } from './fake-gemini-embed.js';
 import { fakeLogprob } from './generation.js';
 import { answer, isPlainObject, planToolCalls, promptTokens, signatureFor, type Answer, type OfferedTool, type ToolMode } from './chat-model.js';
 
@@ -113,6 +114,7 @@ export async function startFakeGemini(options: {
     if (request.method === 'GET' && /^\/v1(beta)?\/models(\?|$)/.test(request.path)) {
       return geminiModelList(res, request.path, listed, options.listPageMax ?? 1000, (code, status, message) => error(res, code, status, message));
     }
+    if (fakeGeminiEmbed(request, res, models)) return;
     const match = /^\/(v1beta|v1)\/models\/([^:/?]+):(generateContent|streamGenerateContent|countTokens)(\?alt=sse)?$/.exec(request.path);
     if (request.method !== 'POST' || !match) return error(res, 404, 'NOT_FOUND', `Not found: ${request.path}`);
     const [, version, model, method, sse] = match;

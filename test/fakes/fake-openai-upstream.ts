@@ -6,6 +6,7 @@ import { openAIModelList, type ListedModel, type OpenAIListFlavour } from './mod
 import { fakeResponses } from './fake-openai-responses.js';
 import { fakeRelays, RELAY_PATHS } from './fake-openai-relays.js';
 import { fakeOpenAIMedia } from './fake-openai-media.js';
+import { fakeEmbeddings, type FakeEmbeddingOptions } from './fake-openai-embeddings.js';
 
 export { WORDS } from './generation.js';
 export type { FakeUpstream } from './fake-server.js';
@@ -55,6 +56,8 @@ export async function startFakeOpenAI(
     /** What `GET /v1/models` lists (default: `models`), in the shape of which server (default vLLM's); the test may change the array. */
     listed?: ListedModel[];
     listFlavour?: OpenAIListFlavour;
+    /** How `/v1/embeddings` behaves (see fake-openai-embeddings.ts). */
+    embeddings?: FakeEmbeddingOptions;
   } = {},
 ): Promise<FakeUpstream> {
   const reasoningField = options.reasoningField ?? 'reasoning_content';
@@ -70,6 +73,7 @@ export async function startFakeOpenAI(
     if (await fakeOpenAIMedia(request, res, behaviour, models)) return;
     if (request.method === 'GET' && path === '/v1/models') return openAIModelList(res, listed, options.listFlavour ?? 'vllm');
     if (request.method === 'POST' && RELAY_PATHS.has(path)) return fakeRelays(request, res, models);
+    if (request.method === 'POST' && path === '/v1/embeddings' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeEmbeddings(res, body, behaviour, options.embeddings ?? {});
     if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);
     if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) {
       return vllmError(res, 404, 'NotFoundError', 'Not Found', null);

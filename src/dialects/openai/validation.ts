@@ -121,5 +121,6 @@ function describeValue(value: unknown): string {
 /** What a field that takes several shapes expects, in words. */
 const UNION_EXPECTATIONS: ReadonlyMap<string, string> = new Map([
   ['prompt', 'a string, an array of strings, an array of token ids or an array of token-id arrays'],
+  ['input', 'a string, an array of strings, an array of token ids or an array of token-id arrays'],
   ['stop', 'a string or an array of strings'],
 ]);

@@ -1,4 +1,4 @@
-import type { Usage } from '../../generation/model.js';
+import { usageOf, type Usage } from '../../generation/model.js';
 import { isObject } from '../json.js';
 
 /** Usage as OpenAI's APIs report it: chat and legacy completions (`usage`), and the Responses API. */
@@ -19,4 +19,10 @@ export function usageFromResponses(raw: unknown): Usage | null {
   const input = isObject(raw.input_tokens_details) ? raw.input_tokens_details : {};
   const output = isObject(raw.output_tokens_details) ? raw.output_tokens_details : {};
   return { input: raw.input_tokens, output: raw.output_tokens, cachedInput: Number(input.cached_tokens ?? 0), cacheWrite: 0, reasoning: Number(output.reasoning_tokens ?? 0) };
+}
+
+/** An embeddings answer's usage (`prompt_tokens`, `total_tokens`: nothing generated). */
+export function usageFromOpenAIEmbeddings(raw: unknown): Usage | null {
+  if (!isObject(raw) || typeof raw.prompt_tokens !== 'number') return null;
+  return usageOf(raw.prompt_tokens, 0);
 }

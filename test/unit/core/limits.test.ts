@@ -306,7 +306,7 @@ describe('the admit stage for operations that generate no tokens (embeddings, im
     const error = await refusal(admission.admit(principal({ tpm: 10_000 }), EMBEDDER, demand(0, 1, 9_000)));
     assert.equal(error.type, 'tokens', 'inputs beyond what is left of the minute are refused');
     const never = await refusal(admission.admit(principal({ tpm: 10_000 }), EMBEDDER, demand(0, 1, 20_000)));
-    assert.equal(never.message, "This API key's tokens-per-minute limit is smaller than this request's input; send less input in one request.");
+    assert.equal(never.message, "This API key's tokens-per-minute limit is smaller than this request's input tokens; send fewer or shorter inputs.");
     assert.equal(never.retryAfter, undefined);
   });
 

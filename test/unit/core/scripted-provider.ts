@@ -49,6 +49,7 @@ const CAPABILITIES: Capabilities = {
   jsonWithoutSchema: true,
   forwardsExtensions: false,
   maxEmbeddingInputs: 0,
+  embedsTokenIds: false,
 };
 
 export class ScriptedProvider implements Provider {

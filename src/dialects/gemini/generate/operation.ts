@@ -14,13 +14,13 @@ import { countBodyForGoogle, generateBodyForGoogle, inputTexts, modelMethodOf, p
 import { geminiParam, showsThoughts, toGenerationRequest } from './translate.js';
 import { generateContentBody, GeminiStreamWriter, geminiUsage, TranslatedStreamWriter } from './writer.js';
 
-const GOOGLE_JSON = { 'content-type': 'application/json; charset=UTF-8' } as const;
+export const GOOGLE_JSON = { 'content-type': 'application/json; charset=UTF-8' } as const;
 
 /**
  * The key as Google's clients send it: `x-goog-api-key` (alias `x-gamma-api-key`), `?key=`, or
  * `Authorization: Bearer`. Two different keys are refused rather than one picked.
  */
-function credential(wire: WireRequest): string | undefined {
+export function credential(wire: WireRequest): string | undefined {
   const caller = identifyListingCaller(wire.headers, wire.query, true);
   if (caller.conflicting) throw new GatewayError('conflicting_api_keys', 'The request carries two different API keys; send exactly one.');
   return caller.key;
@@ -84,7 +84,7 @@ export const geminiGenerateContent: Operation<GenerateRequest> = {
 };
 
 /** The model named in the path, for the ledger row of a request refused before it parsed. */
-function modelNamed(wire: WireRequest): string | undefined {
+export function modelNamed(wire: WireRequest): string | undefined {
   try {
     return modelMethodOf(wire.path).model.slice(0, 200);
   } catch {

@@ -192,7 +192,7 @@ export function modelMethodOf(path: string): { model: string; method: string } {
   return { model, method: match![2]! };
 }
 
-function invalid(param: string, message: string): GatewayError {
+export function invalid(param: string, message: string): GatewayError {
   return new GatewayError('invalid_request', message, { param });
 }
 
@@ -216,7 +216,7 @@ function describe(value: unknown): string {
 }
 
 /** A zod issue worded as Google words its own, naming the field at fault. */
-function issueError(issue: z.core.$ZodIssue): GatewayError {
+export function issueError(issue: z.core.$ZodIssue): GatewayError {
   const at = pathOf(issue.path);
   switch (issue.code) {
     case 'unrecognized_keys': {

@@ -42,6 +42,7 @@ export class ScriptedProvider implements Provider {
       jsonWithoutSchema: true,
       forwardsExtensions: true,
       maxEmbeddingInputs: 0,
+      embedsTokenIds: false,
     };
   }
 
