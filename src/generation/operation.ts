@@ -43,7 +43,7 @@ export interface Operation<Request extends ParsedRequest> {
    * speech: the input's characters; rerank and moderations: one request), reserved against budgets
    * at the model's prices until the meter settles the real cost.
    */
-  outputBound(request: Request): { readonly maxTokens: number | undefined; readonly choices: number; readonly units?: BilledUnits };
+  outputBound(request: Request): OutputBound;
   /** Sluice's own count, for an upstream that reported no usage: the input, and what was generated. */
   countUsage(request: Request, generated: readonly string[]): Promise<Usage>;
   /** State the request carries on from earlier ones (the Responses API's conversation), loaded once it is admitted. */
@@ -53,6 +53,18 @@ export interface Operation<Request extends ParsedRequest> {
   /** Turns the answer into the caller's wire, written to `sink` by the pipeline's write stage. */
   answer(request: Request, answer: Answer, context: AnswerContext): Reply;
 }
+
+/** What the admit stage reserves for one request. */
+export interface OutputBound {
+  /** The output cap; undefined: the model's. */
+  readonly maxTokens: number | undefined;
+  readonly choices: number;
+  /** Units besides tokens the request will be billed (images asked for, characters to speak, one call). */
+  readonly units?: BilledUnits;
+}
+
+/** An operation that generates no tokens (an embedding, a rerank, audio): its input alone is reserved. */
+export const NO_OUTPUT: OutputBound = { maxTokens: 0, choices: 1 };
 
 /** The families of callers Sluice speaks to, each in its own wire. */
 export type CallerDialect = 'openai' | 'anthropic' | 'gemini';

@@ -1,5 +1,6 @@
 import { GatewayError } from '../../core/errors.js';
-import type { Operation } from '../../generation/operation.js';
+import type { BilledUnits } from '../../generation/model.js';
+import { NO_OUTPUT, type Operation } from '../../generation/operation.js';
 import type { WireOperation } from '../../generation/provider.js';
 import { countUsage } from '../../generation/token-counter.js';
 import { bearerToken } from '../../wire/key-carriers.js';
@@ -9,6 +10,9 @@ import { invalid, validationError, withoutProtoKey } from './validation.js';
 import type { z } from 'zod';
 
 type Json = Readonly<Record<string, unknown>>;
+
+/** What a call sold per call (a rerank, a moderation) is billed. */
+export const ONE_CALL: BilledUnits = { requests: 1 };
 
 /** A request of a relayed JSON operation: the validated body, passed on as the caller sent it. */
 export interface RelayedJsonRequest {
@@ -35,8 +39,8 @@ export interface RelayedJsonSpec<Request extends RelayedJsonRequest, Body extend
   readonly unionExpectations?: Readonly<Record<string, string>>;
   /** The texts Sluice counts when the upstream reports no tokens. */
   inputs(request: Request): readonly string[];
-  /** Answers of as many items as this (images: `n`) are reserved for; no output tokens are. */
-  items?(request: Request): number;
+  /** The units the request will be billed (images: `n`; a rerank: one call), reserved against budgets; no output tokens are. */
+  units(request: Request): BilledUnits;
   consumption(body: Json): Consumption;
 }
 
@@ -67,7 +71,7 @@ export function relayedJsonOperation<Request extends RelayedJsonRequest, Body ex
       }
       return spec.request(parsed.data as Body);
     },
-    outputBound: (request) => ({ maxTokens: 0, choices: spec.items?.(request) ?? 1 }),
+    outputBound: (request) => ({ ...NO_OUTPUT, units: spec.units(request) }),
     countUsage: (request) => countUsage(spec.inputs(request), []),
     plan(request, { model, provider }) {
       if (!provider.relays(spec.relayOperation, model)) {

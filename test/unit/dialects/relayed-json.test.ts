@@ -108,9 +108,9 @@ describe('image generation requests', () => {
   test('every documented field, and unknown ones, pass; n is what admission reserves for, with no output tokens', () => {
     const body = { model: 'i', prompt: 'a fox', n: 3, size: '1024x1536', quality: 'high', background: 'transparent', output_format: 'webp', output_compression: 80, moderation: 'low', user: 'u-1', seed: 4 };
     const parsed = imageGenerations.parse(structuredClone(body), wire);
-    assert.deepEqual(imageGenerations.outputBound(parsed), { maxTokens: 0, choices: 3 });
+    assert.deepEqual(imageGenerations.outputBound(parsed), { maxTokens: 0, choices: 1, units: { images: 3 } });
     assert.deepEqual((parsed as unknown as { body: unknown }).body, body);
-    assert.deepEqual(imageGenerations.outputBound(imageGenerations.parse({ model: 'i', prompt: 'p' }, wire)), { maxTokens: 0, choices: 1 });
+    assert.deepEqual(imageGenerations.outputBound(imageGenerations.parse({ model: 'i', prompt: 'p' }, wire)), { maxTokens: 0, choices: 1, units: { images: 1 } });
   });
 
   const bad: readonly [string, unknown, string, RegExp][] = [

@@ -1,13 +1,12 @@
 import { encodedAs, type Embedding } from '../../../generation/embedding.js';
 import { planEmbeddings } from '../../../generation/embedding-plan.js';
-import type { Operation } from '../../../generation/operation.js';
+import { NO_OUTPUT, type Operation } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
 import { rendered, wholeReply } from '../../reply.js';
 import { credential, GOOGLE_JSON, modelNamed } from '../generate/operation.js';
 import { parseBatchEmbedContentsRequest, parseEmbedContentRequest, type GeminiEmbedRequest } from './request.js';
 
 /** Nothing generated: no output tokens are reserved. */
-const NO_OUTPUT = { maxTokens: 0, choices: 1 } as const;
 
 function values(embedding: Embedding): { values: readonly number[] } {
   return { values: encodedAs(embedding, 'float') as readonly number[] };

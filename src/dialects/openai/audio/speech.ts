@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { countUsage } from '../../../generation/token-counter.js';
 import type { Usage } from '../../../generation/model.js';
-import type { Operation } from '../../../generation/operation.js';
+import { NO_OUTPUT, type Operation } from '../../../generation/operation.js';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import { tokenUsage, withUnits } from '../../../wire/openai/media-usage.js';
 import { eventsReading, passedOnHeaders, passedOnReply } from '../../transfer-reply.js';
@@ -54,7 +54,7 @@ export const audioSpeech: Operation<SpeechRequest> = {
   operation: 'audio.speech',
   credential: (wire) => bearerToken(wire.headers),
   parse: parseSpeechRequest,
-  outputBound: () => ({ maxTokens: undefined, choices: 1 }),
+  outputBound: (request) => ({ ...NO_OUTPUT, units: { characters: request.characters } }),
   // Sluice's own count where the upstream gave none: the input's tokens, and its characters.
   countUsage: async (request) => withUnits(await countUsage([request.body.input], []), { characters: request.characters }),
   plan: (request, target) => transferCall('openai.audio.speech', request.model, target, () => jsonBody({ ...request.body, model: target.model.upstreamModel }), true),

@@ -1,5 +1,5 @@
 import { usageOf, type Usage } from '../../../generation/model.js';
-import type { Operation } from '../../../generation/operation.js';
+import { NO_OUTPUT, type Operation } from '../../../generation/operation.js';
 import type { UploadForm } from '../../../generation/upload.js';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import { transcriptionUsage, withUnits } from '../../../wire/openai/media-usage.js';
@@ -63,7 +63,8 @@ function audioTextOperation(kind: 'transcriptions' | 'translations'): Operation<
     async prepare(request) {
       return { ...request, audio: await readAudioFile(request.file) };
     },
-    outputBound: () => ({ maxTokens: undefined, choices: 1 }),
+    // The audio's length, what it is billed by, is read after admission (prepare): only its input is reserved here.
+    outputBound: () => NO_OUTPUT,
     countUsage: (request) => Promise.resolve(usageOf(0, 0, request.audio?.seconds === undefined ? {} : { units: { audioSeconds: request.audio.seconds } })),
     plan: (request, target) => transferCall(wire, request.model, target, () => multipartBody(request.form, { model: target.model.upstreamModel }), request.stream),
     answer(request, answer, { sink }) {

@@ -1,6 +1,6 @@
 import { embeddingInputs } from '../../../generation/embedding.js';
 import { planEmbeddings } from '../../../generation/embedding-plan.js';
-import type { Operation } from '../../../generation/operation.js';
+import { NO_OUTPUT, type Operation } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import { rendered, wholeReply } from '../../reply.js';
@@ -8,7 +8,6 @@ import { parseEmbeddingsRequest, type EmbeddingsRequest } from './request.js';
 import { embeddingsBody } from './writer.js';
 
 /** Nothing generated: no output tokens are reserved. */
-const NO_OUTPUT = { maxTokens: 0, choices: 1 } as const;
 
 /**
  * `POST /v1/embeddings`. Every upstream gets the embedding model (an OpenAI-compatible one in its

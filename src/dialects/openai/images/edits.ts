@@ -1,5 +1,5 @@
 import { usageOf, type Usage } from '../../../generation/model.js';
-import type { Operation } from '../../../generation/operation.js';
+import { NO_OUTPUT, type Operation } from '../../../generation/operation.js';
 import { countUsage } from '../../../generation/token-counter.js';
 import type { UploadForm } from '../../../generation/upload.js';
 import { bearerToken } from '../../../wire/key-carriers.js';
@@ -18,6 +18,8 @@ export interface ImageEditRequest {
   readonly stream: boolean;
   readonly form: UploadForm;
   readonly prompt: string;
+  /** Images asked for. */
+  readonly n: number;
 }
 
 /** Parses an image edit form: one or more `image` files (`image[]` as the SDKs send an array), `prompt`, `model`; the rest goes upstream as it came. */
@@ -33,10 +35,10 @@ export function parseImageEditForm(body: unknown): ImageEditRequest {
   const prompt = fields.required('prompt');
   if ([...prompt].length > MAX_EDIT_PROMPT_CHARACTERS) throw invalid('prompt', `Invalid 'prompt': string too long. Expected a string with maximum length ${MAX_EDIT_PROMPT_CHARACTERS}.`, 'string_above_max_length');
   const model = fields.required('model');
-  fields.number('n', 1, 10);
+  const n = fields.number('n', 1, 10) ?? 1;
   fields.oneOf('response_format', ['url', 'b64_json']);
   const stream = fields.boolean('stream') ?? false;
-  return { model, stream, form: fields.form, prompt };
+  return { model, stream, form: fields.form, prompt, n };
 }
 
 /**
@@ -51,7 +53,7 @@ export const imageEdits: Operation<ImageEditRequest> = {
   body: 'multipart',
   credential: (wire) => bearerToken(wire.headers),
   parse: parseImageEditForm,
-  outputBound: () => ({ maxTokens: undefined, choices: 1 }),
+  outputBound: (request) => ({ ...NO_OUTPUT, units: { images: request.n } }),
   countUsage: async (request) => withUnits(await countUsage([request.prompt], []), { images: 0 }),
   plan: (request, target) => transferCall('openai.images.edits', request.model, target, () => multipartBody(request.form, { model: target.model.upstreamModel }), request.stream),
   answer(request, answer, { sink }) {

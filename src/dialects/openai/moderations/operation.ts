@@ -1,4 +1,4 @@
-import { relayedJsonOperation } from '../relayed-json.js';
+import { ONE_CALL, relayedJsonOperation } from '../relayed-json.js';
 import { MODERATION_INPUT, moderationRequest, moderationSchema } from './request.js';
 
 /**
@@ -14,5 +14,6 @@ export const moderations = relayedJsonOperation({
   request: moderationRequest,
   unionExpectations: { input: MODERATION_INPUT },
   inputs: (request) => request.texts,
-  consumption: () => ({ usage: null, units: { requests: 1 } }),
+  units: () => ONE_CALL,
+  consumption: () => ({ usage: null, units: ONE_CALL }),
 });

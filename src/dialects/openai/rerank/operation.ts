@@ -1,5 +1,5 @@
 import { rerankConsumption } from '../../../wire/rerank/usage.js';
-import { relayedJsonOperation } from '../relayed-json.js';
+import { ONE_CALL, relayedJsonOperation } from '../relayed-json.js';
 import { rerankRequest, rerankSchema } from './request.js';
 
 /**
@@ -16,5 +16,6 @@ export const rerank = relayedJsonOperation({
   request: rerankRequest,
   unionExpectations: { 'documents[]': 'a string or an object with a string `text`' },
   inputs: (request) => [request.query, ...request.documents],
+  units: () => ONE_CALL,
   consumption: rerankConsumption,
 });
