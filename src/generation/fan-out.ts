@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import { randomBase62 } from '../core/ids.js';
-import type { Embedding, EmbeddingRequest, EmbeddingResult } from './embedding.js';
+import type { EmbeddingRequest, EmbeddingResult } from './embedding.js';
 import { addUsage, type GeneratedChoice, type GenerationRequest, type GenerationResult, type StreamPart, type Usage } from './model.js';
 import type { GenerationCall, Provider } from './provider.js';
 
@@ -54,66 +54,56 @@ function linkedAbort(signal: AbortSignal): { controller: AbortController; releas
   return { controller, release: () => signal.removeEventListener('abort', onAbort) };
 }
 
+/**
+ * `call` on every item, at most MAX_PARALLEL_CALLS at once, results in the items' order; the first
+ * failure aborts the calls still running (through the signal they are given) and is thrown.
+ */
+async function callAll<Item, Result>(items: readonly Item[], signal: AbortSignal, call: (item: Item, signal: AbortSignal) => Promise<Result>): Promise<Result[]> {
+  const { controller, release } = linkedAbort(signal);
+  const results = new Array<Result>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await call(items[i]!, controller.signal);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL_CALLS, items.length) }, worker));
+  } catch (error) {
+    controller.abort();
+    throw error;
+  } finally {
+    release();
+  }
+  return results;
+}
+
+/** Usage summed over calls; known only if every call reported it. */
+function totalUsage(usages: readonly (Usage | null)[]): Usage | null {
+  let total = usages[0] ?? null;
+  for (let i = 1; i < usages.length && total !== null; i++) total = usages[i] === null ? null : addUsage(total, usages[i]!);
+  return total;
+}
+
 /** Every sub-call answered whole, in parallel (bounded), choices re-indexed, usage summed. */
 export async function generateAll(provider: Provider, subCalls: readonly SubCall[], target: CallTarget): Promise<GenerationResult> {
   if (subCalls.length === 1 && subCalls[0]!.firstChoice === 0) return provider.generate(callOf(subCalls[0]!, target, target.signal));
-  const { controller, release } = linkedAbort(target.signal);
-  const results = new Array<GenerationResult>(subCalls.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < subCalls.length) {
-      const i = next++;
-      results[i] = await provider.generate(callOf(subCalls[i]!, target, controller.signal));
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL_CALLS, subCalls.length) }, worker));
-  } catch (error) {
-    controller.abort();
-    throw error;
-  } finally {
-    release();
-  }
+  const results = await callAll(subCalls, target.signal, (sub, signal) => provider.generate(callOf(sub, target, signal)));
   const choices: GeneratedChoice[] = [];
-  // Usage is known only if every call reported it.
-  let usage = results[0]!.usage;
   subCalls.forEach((sub, i) => {
-    const result = results[i]!;
-    if (i > 0) usage = usage === null || result.usage === null ? null : addUsage(usage, result.usage);
-    for (const choice of result.choices) choices.push({ ...choice, index: sub.firstChoice + choice.index });
+    for (const choice of results[i]!.choices) choices.push({ ...choice, index: sub.firstChoice + choice.index });
   });
   choices.sort((a, b) => a.index - b.index);
-  return { id: results[0]!.id, created: results[0]!.created, choices, usage };
+  return { id: results[0]!.id, created: results[0]!.created, choices, usage: totalUsage(results.map((result) => result.usage)) };
 }
 
-/** Every batch embedded, in parallel (bounded), vectors joined in input order; usage known only if every call reported it. */
+/** Every batch embedded, in parallel (bounded), vectors joined in input order, usage summed. */
 export async function embedAll(provider: Provider, batches: readonly EmbeddingRequest[], encoding: 'float' | 'base64', target: CallTarget): Promise<EmbeddingResult> {
-  const embedOne = (request: EmbeddingRequest, signal: AbortSignal) => provider.embed({ request, model: target.model, requestId: target.requestId, signal, encoding, traceHeaders: target.traceHeaders });
-  if (batches.length === 1) return embedOne(batches[0]!, target.signal);
-  const { controller, release } = linkedAbort(target.signal);
-  const results = new Array<EmbeddingResult>(batches.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < batches.length) {
-      const i = next++;
-      results[i] = await embedOne(batches[i]!, controller.signal);
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL_CALLS, batches.length) }, worker));
-  } catch (error) {
-    controller.abort();
-    throw error;
-  } finally {
-    release();
-  }
-  const embeddings: Embedding[] = [];
-  let usage = results[0]!.usage;
-  results.forEach((result, i) => {
-    if (i > 0) usage = usage === null || result.usage === null ? null : addUsage(usage, result.usage);
-    embeddings.push(...result.embeddings);
-  });
-  return { embeddings, usage };
+  const embed = (request: EmbeddingRequest, signal: AbortSignal) => provider.embed({ request, model: target.model, requestId: target.requestId, signal, encoding, traceHeaders: target.traceHeaders });
+  if (batches.length === 1) return embed(batches[0]!, target.signal);
+  const results = await callAll(batches, target.signal, embed);
+  return { embeddings: results.flatMap((result) => result.embeddings), usage: totalUsage(results.map((result) => result.usage)) };
 }
 
 /**
