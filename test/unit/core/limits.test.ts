@@ -337,7 +337,7 @@ describe('the admit stage for operations that generate no tokens (embeddings, im
     two.settle({ tokens: 0, costUsd: 0.08 });
     await new Promise((resolve) => setImmediate(resolve));
     // Characters to speak are input, like a prompt: an ordinary request whatever their cost, admitted while any budget is left.
-    const SPEAKER = modelFromConfig(modelSchema.parse({ id: 's', provider: 'p', endpoints: ['speech'], pricing: { per_mchar: 30_000 } }));
+    const SPEAKER = modelFromConfig(modelSchema.parse({ id: 's', provider: 'p', endpoints: ['speech'], pricing: { per_mchar: 30 } }));
     await admission.admit(key, SPEAKER, { ...demand(0), units: { characters: 4_000 } });
     assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - (0.08 + 0.12)) < 1e-12, 'its $0.12 reserved, past the budget by one request');
   });
