@@ -17,7 +17,9 @@ import { cli, createKey, eventually, startSluice, tempDir, type LedgerRow, type 
  * OpenAI's upload and binary operations through the real gateway with the real `openai` SDK:
  * image edits, transcriptions and translations (multipart uploads of a real WAV), speech (audio
  * streamed back). Two OpenAI-compatible fakes `a` and `b` (a model on both, `a` first, for
- * retries) and an Anthropic one (which has no such API).
+ * retries) and an Anthropic one (which has no such API). Each ledger row's cost is asserted in the
+ * unit its model is sold in: per_audio_minute (the upstream's duration where it gave one, else the
+ * WAV's own), per_mchar (the input's characters), per_image beside token prices.
  */
 
 const UPSTREAM_MODELS = ['whisper-up', 'gpt-4o-transcribe-up', 'tts-up', 'image-up', 'whisper-retry', 'tts-retry', 'image-retry'];
@@ -52,6 +54,20 @@ function wav(seconds: number, rate = 16_000): Buffer {
 }
 
 const WAV = wav(1.5);
+/** The WAV's real length: its data chunk's 16-bit mono samples over the rate. */
+const WAV_SECONDS = WAV.readUInt32LE(40) / 2 / 16_000;
+
+// The models' prices in their units: USD per minute of audio, per million characters, per image (beside tokens).
+const PER_AUDIO_MINUTE = 0.006;
+const PER_MCHAR = 15;
+const PER_IMAGE = 0.04;
+const IMAGE_IN = 5;
+const IMAGE_OUT = 40;
+
+/** Asserts a ledger row's cost to within float rounding. */
+function assertCost(row: LedgerRow, expected: number, what: string): void {
+  assert.ok(Math.abs(row.cost_usd - expected) < 1e-12, `${what}: ${row.cost_usd}, expected ${expected}`);
+}
 
 /** The form an upstream received, parsed by undici's own multipart parser. */
 async function formOf(request: RecordedRequest): Promise<FormData> {
@@ -86,10 +102,10 @@ providers:
   - { id: b, kind: openai, base_url: '${b.url}', api_key: b-credential }
   - { id: anthropic, kind: anthropic, base_url: '${anthropic.url}', api_key: anthropic-credential }
 models:
-  - { id: whisper, provider: a, upstream_model: whisper-up, endpoints: [transcriptions] }
+  - { id: whisper, provider: a, upstream_model: whisper-up, endpoints: [transcriptions], pricing: { per_audio_minute: ${PER_AUDIO_MINUTE} } }
   - { id: transcribe-tokens, provider: a, upstream_model: gpt-4o-transcribe-up, endpoints: [transcriptions] }
-  - { id: tts, provider: a, upstream_model: tts-up, endpoints: [speech] }
-  - { id: image-editor, provider: a, upstream_model: image-up, endpoints: [images] }
+  - { id: tts, provider: a, upstream_model: tts-up, endpoints: [speech], pricing: { per_mchar: ${PER_MCHAR} } }
+  - { id: image-editor, provider: a, upstream_model: image-up, endpoints: [images], pricing: { input_per_mtok: ${IMAGE_IN}, output_per_mtok: ${IMAGE_OUT}, per_image: ${PER_IMAGE} } }
   - { id: claude-ears, provider: anthropic, upstream_model: claude-x, endpoints: [transcriptions] }
   - { id: chat-only, provider: a, upstream_model: whisper-up, endpoints: [chat] }
   - id: whisper-pair
@@ -146,16 +162,19 @@ describe('transcriptions', () => {
     assert.equal(row.model, 'whisper');
     assert.equal(row.status, 200);
     assert.equal(row.deployment, 'a/whisper-up');
+    assertCost(row, (2 / 60) * PER_AUDIO_MINUTE, "json: the upstream's usage of type duration (whole seconds, 2 for 1.5 s of audio), per minute");
   });
 
   test('each response_format: verbose_json with its duration, text, srt and vtt as text', async () => {
     reset();
     const file = () => toFile(WAV, 'hello.wav', { type: 'audio/wav' });
-    const verbose = await openai.audio.transcriptions.create({ file: await file(), model: 'whisper', response_format: 'verbose_json' });
+    const { data: verbose, response: verboseResponse } = await openai.audio.transcriptions.create({ file: await file(), model: 'whisper', response_format: 'verbose_json' }).withResponse();
     assert.equal(verbose.text, TRANSCRIPT);
     assert.equal(verbose.duration, 1.5);
-    const text = await openai.audio.transcriptions.create({ file: await file(), model: 'whisper', response_format: 'text' });
+    assertCost(await rowFor(verboseResponse.headers.get('x-request-id')!), (verbose.duration / 60) * PER_AUDIO_MINUTE, "verbose_json: the upstream's duration, before its usage's whole seconds");
+    const { data: text, response: textResponse } = await openai.audio.transcriptions.create({ file: await file(), model: 'whisper', response_format: 'text' }).withResponse();
     assert.equal(text, `${TRANSCRIPT}\n`);
+    assertCost(await rowFor(textResponse.headers.get('x-request-id')!), (WAV_SECONDS / 60) * PER_AUDIO_MINUTE, "text: no duration from the upstream, the WAV's own from its header");
     const srt = await openai.audio.transcriptions.create({ file: await file(), model: 'whisper', response_format: 'srt' });
     assert.equal(srt, `1\n00:00:00,000 --> 00:00:01,500\n${TRANSCRIPT}\n\n`);
     const response = await openai.audio.transcriptions.create({ file: await file(), model: 'whisper', response_format: 'vtt' }).asResponse();
@@ -198,6 +217,7 @@ describe('transcriptions', () => {
     const row = await rowFor(response.headers.get('x-request-id')!);
     assert.equal(row.operation, 'audio.translations');
     assert.equal(row.status, 200);
+    assertCost(row, (2 / 60) * PER_AUDIO_MINUTE, "the upstream's usage of type duration, per minute");
   });
 
   test('a file that is not audio (a PNG, text) is a 400 naming file; nothing reaches the upstream', async () => {
@@ -286,6 +306,7 @@ describe('speech', () => {
     assert.equal(row.status, 200);
     assert.ok(row.prompt_tokens > 0, "the input's tokens, counted by Sluice");
     assert.equal(row.tokens_counted, 1);
+    assertCost(row, ([...input].length / 1e6) * PER_MCHAR, "the input's characters, per million");
   });
 
   test('stream_format sse: the events pass on, usage from speech.audio.done', async () => {
@@ -301,6 +322,7 @@ describe('speech', () => {
     const row = await rowFor(response.headers.get('x-request-id')!);
     assert.equal(row.prompt_tokens, [...input].length, "the upstream's input_tokens");
     assert.equal(row.stream, 1);
+    assertCost(row, ([...input].length / 1e6) * PER_MCHAR, "the input's characters beside the upstream's tokens (this model has no token price)");
   });
 
   test('a caller that leaves mid-speech cancels the upstream request', async () => {
@@ -343,6 +365,7 @@ describe('speech', () => {
     assert.equal(response.status, 200);
     await response.arrayBuffer();
     assert.equal(posted(a, '/v1/audio/speech').length, 1);
+    assertCost(await rowFor(response.headers.get('x-request-id')!), (4096 / 1e6) * PER_MCHAR, 'billed by characters (code points, not UTF-16 units)');
   });
 });
 
@@ -363,6 +386,7 @@ describe('image edits', () => {
     assert.equal(row.model, 'image-editor');
     assert.equal(row.prompt_tokens, 3 + 194, "gpt-image-1's input tokens");
     assert.equal(row.completion_tokens, 272 * 2);
+    assertCost(row, ((3 + 194) * IMAGE_IN + 272 * 2 * IMAGE_OUT) / 1e6 + 2 * PER_IMAGE, 'the tokens at their prices, and the two images in the answer per_image');
   });
 
   test('image, prompt and model are required, n checked; nothing reaches the upstream', async () => {
@@ -419,6 +443,26 @@ describe('keys, limits and routing apply to every one of them', () => {
       assert.ok(error.headers.get('retry-after') !== null, name);
     }
     assert.equal(a.requests.length, Object.keys(calls).length, 'only the admitted calls went upstream');
+  });
+
+  test('a budget binds on per_image for edits: n images beyond what the whole budget buys refused up front, one image admitted, then the budget spent; nothing refused reaches the upstream', async () => {
+    reset();
+    const budgeted = (await createKey(sluice.dataDir, 'acme', ['--budget-usd', '0.05', '--budget-period', 'day'])).key;
+    const client = new OpenAI({ apiKey: budgeted, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    const edit = (n: number) => toFile(EDITED_PNG, 'in.png', { type: 'image/png' }).then((image) => client.images.edit({ image, prompt: 'x', model: 'image-editor', n }).withResponse());
+    // Four at $0.04: $0.12 beyond one image, more than the whole $0.05.
+    const upFront = await edit(4).catch((e: unknown) => e);
+    assert.ok(upFront instanceof OpenAI.RateLimitError && upFront.code === 'insufficient_quota', String(upFront));
+    assert.match(upFront.message, /more than this API key's whole spend budget/);
+    assert.equal(upFront.headers.get('retry-after'), null);
+    assert.equal(posted(a, '/v1/images/edits').length, 0);
+    const { response } = await edit(1);
+    const row = await rowFor(response.headers.get('x-request-id')!);
+    assertCost(row, ((1 + 194) * IMAGE_IN + 272 * IMAGE_OUT) / 1e6 + PER_IMAGE, 'one image and its tokens, past the budget');
+    const spent = await edit(1).catch((e: unknown) => e);
+    assert.ok(spent instanceof OpenAI.RateLimitError && spent.code === 'insufficient_quota', String(spent));
+    assert.match(spent.message, /has used its spend budget/);
+    assert.equal(posted(a, '/v1/images/edits').length, 1, 'only the admitted edit went upstream');
   });
 
   test('a retry to the second deployment before the upstream answered: the whole upload is sent again', async () => {

@@ -6,9 +6,10 @@
  * goes through the same stages as a chat: the key and its allow-list, the limits and budgets,
  * routing's retries, one ledger row with its operation name and cost, the metrics.
  *
- * Costs are asserted with token prices (the upstream's tokens, else Sluice's count). Per-image and
- * per-request prices (`per_image`, `per_request`) are not in this suite: the billed units are set on
- * the usage (Usage.units) for the pricing that reads them.
+ * Costs are asserted to the price units each is sold in: tokens (the upstream's, else Sluice's
+ * count) and, beside them, `per_request` (a rerank's search units, a moderation), `per_image` (the
+ * images in the answer; a dall-e model priced per image alone). A budget binds on a unit price: one
+ * image spends it, and `n` images beyond what the whole budget buys are refused up front.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -48,6 +49,11 @@ const RERANK_PRICE = 1000;
 const MODERATION_PRICE = 500;
 const IMAGE_IN = 5;
 const IMAGE_OUT = 40;
+// USD per call (a rerank's search unit, a moderation) and per image: the units beside the tokens.
+const RERANK_CALL = 0.002;
+const MODERATION_CALL = 0.001;
+const PAINTER_IMAGE = 0.04;
+const DALLE_IMAGE = 0.02;
 
 before(async () => {
   [a, b, anthropicUpstream, geminiUpstream] = await Promise.all([
@@ -67,12 +73,12 @@ providers:
   - { id: anthropic, kind: anthropic, base_url: '${anthropicUpstream.url}', api_key: anthropic-credential }
   - { id: google, kind: gemini, base_url: '${geminiUpstream.url}', api_key: gemini-credential }
 models:
-${pair('reranker', 'm-rerank', 'rerank', `{ input_per_mtok: ${RERANK_PRICE}, output_per_mtok: 0 }`)}
-  - { id: cohere-reranker, provider: a, upstream_model: cohere-rerank-v3.5, endpoints: [rerank], pricing: { input_per_mtok: ${RERANK_PRICE}, output_per_mtok: 0 } }
-${pair('moderator', 'omni-moderation-latest', 'moderations', `{ input_per_mtok: ${MODERATION_PRICE}, output_per_mtok: 0 }`)}
+${pair('reranker', 'm-rerank', 'rerank', `{ input_per_mtok: ${RERANK_PRICE}, output_per_mtok: 0, per_request: ${RERANK_CALL} }`)}
+  - { id: cohere-reranker, provider: a, upstream_model: cohere-rerank-v3.5, endpoints: [rerank], pricing: { input_per_mtok: ${RERANK_PRICE}, output_per_mtok: 0, per_request: ${RERANK_CALL} } }
+${pair('moderator', 'omni-moderation-latest', 'moderations', `{ input_per_mtok: ${MODERATION_PRICE}, output_per_mtok: 0, per_request: ${MODERATION_CALL} }`)}
   - { id: text-moderator, provider: a, upstream_model: text-moderation-latest, endpoints: [moderations] }
-${pair('painter', 'gpt-image-1', 'images', `{ input_per_mtok: ${IMAGE_IN}, output_per_mtok: ${IMAGE_OUT} }`)}
-  - { id: dalle, provider: a, upstream_model: dall-e-2, endpoints: [images], pricing: { input_per_mtok: 1000, output_per_mtok: 0 } }
+${pair('painter', 'gpt-image-1', 'images', `{ input_per_mtok: ${IMAGE_IN}, output_per_mtok: ${IMAGE_OUT}, per_image: ${PAINTER_IMAGE} }`)}
+  - { id: dalle, provider: a, upstream_model: dall-e-2, endpoints: [images], pricing: { per_image: ${DALLE_IMAGE} } }
   - { id: dalle-3, provider: a, upstream_model: dall-e-3, endpoints: [images] }
   - { id: chatty, provider: a, upstream_model: m-chat, endpoints: [chat] }
   - { id: claude-everything, provider: anthropic, upstream_model: claude-x, endpoints: [rerank, moderations, images] }
@@ -162,7 +168,7 @@ describe('rerank over raw HTTP', () => {
       assert.equal(row.prompt_tokens, answered.body.usage.total_tokens, "the upstream's usage.total_tokens are the input tokens");
       assert.equal(row.completion_tokens, 0);
       assert.equal(row.tokens_counted, 0, "the upstream's count");
-      assert.ok(Math.abs(row.cost_usd - (answered.body.usage.total_tokens * RERANK_PRICE) / 1e6) < 1e-12, `cost at the input price (${row.cost_usd})`);
+      assert.ok(Math.abs(row.cost_usd - ((answered.body.usage.total_tokens * RERANK_PRICE) / 1e6 + RERANK_CALL)) < 1e-12, `the input tokens at their price, and one call (${row.cost_usd})`);
     });
 
     test(`Cohere's shape on ${path}: results without documents and billed search units; Sluice counts the tokens the upstream did not`, async () => {
@@ -176,9 +182,19 @@ describe('rerank over raw HTTP', () => {
       assert.equal(row.operation, 'rerank');
       assert.equal(row.tokens_counted, 1, "Sluice's own count");
       assert.ok(row.prompt_tokens >= 20 && row.prompt_tokens <= 40, `the query's and the documents' tokens (${row.prompt_tokens})`);
-      assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * RERANK_PRICE) / 1e6) < 1e-12, 'cost at the input price');
+      assert.ok(Math.abs(row.cost_usd - ((row.prompt_tokens * RERANK_PRICE) / 1e6 + 1 * RERANK_CALL)) < 1e-12, `the input tokens at their price, and one search unit per_request (${row.cost_usd})`);
     });
   }
+
+  test("Cohere's search units are billed per_request: 150 documents are two (one per 100)", async () => {
+    const documents = Array.from({ length: 150 }, (_, i) => `document ${i}`);
+    const answered = await post('/v2/rerank', { model: 'cohere-reranker', query: 'which document', documents, top_n: 3 });
+    assert.equal(answered.status, 200, JSON.stringify(answered.body));
+    assert.equal(answered.body.meta.billed_units.search_units, 2);
+    const row = await rowOf(answered.requestId);
+    assert.ok(row.prompt_tokens > 150, `Sluice's count of the query and documents (${row.prompt_tokens})`);
+    assert.ok(Math.abs(row.cost_usd - ((row.prompt_tokens * RERANK_PRICE) / 1e6 + 2 * RERANK_CALL)) < 1e-12, `two search units at per_request beside the tokens (${row.cost_usd})`);
+  });
 
   test("top_n 0 (vLLM's \"all\", an error to Cohere) is refused by name before any upstream", async () => {
     const before = upstreamCalls();
@@ -206,7 +222,7 @@ describe('moderations through the openai SDK', () => {
     assert.equal(row.operation, 'moderations');
     assert.equal(row.tokens_counted, 1);
     assert.ok(row.prompt_tokens >= 6 && row.prompt_tokens <= 10, `the inputs' tokens (${row.prompt_tokens})`);
-    assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * MODERATION_PRICE) / 1e6) < 1e-12, 'cost at the input price');
+    assert.ok(Math.abs(row.cost_usd - ((row.prompt_tokens * MODERATION_PRICE) / 1e6 + MODERATION_CALL)) < 1e-12, `the input tokens at their price, and one call per_request, whatever the number of inputs (${row.cost_usd})`);
   });
 
   test('multimodal parts reach an omni model; a text-only model refuses the image as its API does', async () => {
@@ -222,7 +238,7 @@ describe('moderations through the openai SDK', () => {
 });
 
 describe('image generations through the openai SDK', () => {
-  test('gpt-image: b64_json images, the tokens it reports billed at the token prices, one ledger row', async () => {
+  test('gpt-image: b64_json images, the tokens it reports billed at the token prices and each image per_image, one ledger row', async () => {
     const requestId = newRequestId();
     const result = await openai.images.generate({ model: 'painter', prompt: 'a red fox in the snow', n: 2, quality: 'low', size: '1024x1024' }, { headers: { 'x-request-id': requestId } });
     assert.equal(result.data?.length, 2);
@@ -234,10 +250,10 @@ describe('image generations through the openai SDK', () => {
     assert.equal(row.prompt_tokens, 6, "gpt-image's input_tokens (the fake's: the prompt's words)");
     assert.equal(row.completion_tokens, 544, "gpt-image's output (image) tokens");
     assert.equal(row.tokens_counted, 0);
-    assert.ok(Math.abs(row.cost_usd - (6 * IMAGE_IN + 544 * IMAGE_OUT) / 1e6) < 1e-12, `cost at the token prices (${row.cost_usd})`);
+    assert.ok(Math.abs(row.cost_usd - ((6 * IMAGE_IN + 544 * IMAGE_OUT) / 1e6 + 2 * PAINTER_IMAGE)) < 1e-12, `the tokens at their prices, and two images (${row.cost_usd})`);
   });
 
-  test('dall-e: url answers and b64_json answers passed as they came, revised prompts included', async () => {
+  test('dall-e: url answers and b64_json answers passed as they came, revised prompts included; a model priced per_image alone bills n images', async () => {
     const requestId = newRequestId();
     const byUrl = await openai.images.generate({ model: 'dalle', prompt: 'a lighthouse at dusk', response_format: 'url', size: '256x256' }, { headers: { 'x-request-id': requestId } });
     assert.match(byUrl.data![0]!.url!, /^https:\/\/images\.fake\.example\/.+\.png$/);
@@ -245,11 +261,56 @@ describe('image generations through the openai SDK', () => {
     assert.equal(row.operation, 'images.generations');
     assert.equal(row.tokens_counted, 1, 'dall-e reports no tokens: the prompt is counted');
     assert.ok(row.prompt_tokens >= 4 && row.prompt_tokens <= 6);
-    assert.ok(Math.abs(row.cost_usd - (row.prompt_tokens * 1000) / 1e6) < 1e-12);
+    assert.ok(Math.abs(row.cost_usd - DALLE_IMAGE) < 1e-12, `one image, no token price (${row.cost_usd})`);
+    const threeId = newRequestId();
+    const three = await openai.images.generate({ model: 'dalle', prompt: 'three lighthouses', n: 3, response_format: 'b64_json', size: '256x256' }, { headers: { 'x-request-id': threeId } });
+    assert.equal(three.data?.length, 3);
+    const threeRow = await rowOf(threeId);
+    assert.ok(Math.abs(threeRow.cost_usd - 3 * DALLE_IMAGE) < 1e-12, `three images (${threeRow.cost_usd})`);
     const inline = await openai.images.generate({ model: 'dalle-3', prompt: 'a lighthouse', response_format: 'b64_json', style: 'natural' });
     assert.equal(inline.data![0]!.b64_json, TINY_PNG_BASE64);
     assert.equal(inline.data![0]!.revised_prompt, 'A picture of a lighthouse');
     await assert.rejects(openai.images.generate({ model: 'dalle-3', prompt: 'two lighthouses', n: 2 }), (error: unknown) => error instanceof OpenAI.BadRequestError && /Invalid 'n'/.test(error.message), "the upstream's own refusal, in its words");
+  });
+});
+
+describe('a budget binds on a unit price', () => {
+  test("one image at per_image spends a budget below it; the next request is the budget's 429 in OpenAI's shape and reaches no upstream", async () => {
+    const { key: budgeted } = await createKey(sluice.dataDir, 'image-budget-co', ['--budget-usd', String(DALLE_IMAGE / 2), '--budget-period', 'day']);
+    const client = new OpenAI({ apiKey: budgeted, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    const requestId = newRequestId();
+    const made = await client.images.generate({ model: 'dalle', prompt: 'a boat', size: '256x256' }, { headers: { 'x-request-id': requestId } });
+    assert.equal(made.data?.length, 1, 'admitted while the budget is unspent');
+    const spent = await rowOf(requestId);
+    assert.ok(Math.abs(spent.cost_usd - DALLE_IMAGE) < 1e-12, `one image, priced per_image, spends the whole budget (${spent.cost_usd})`);
+    const before = upstreamCalls();
+    const refused = await post('/v1/images/generations', { model: 'dalle', prompt: 'another boat', size: '256x256' }, budgeted);
+    assert.equal(refused.status, 429);
+    assert.deepEqual(refused.body, { error: { message: refused.body.error.message, type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    assert.match(refused.body.error.message, /has used its spend budget/);
+    assert.equal(upstreamCalls(), before, 'the refusal reached no upstream');
+    const row = await rowOf(refused.requestId);
+    assert.equal(row.error_kind, 'budget_exhausted');
+    assert.equal(row.cost_usd, 0);
+    // The SDK reads it as OpenAI's own quota error.
+    const error = await client.images.generate({ model: 'dalle', prompt: 'a third boat', size: '256x256' }).catch((e: unknown) => e);
+    assert.ok(error instanceof OpenAI.RateLimitError && error.code === 'insufficient_quota', String(error));
+  });
+
+  test('n images that cost more beyond one image than the whole budget are refused up front, with no Retry-After; fewer are admitted', async () => {
+    const { key: budgeted } = await createKey(sluice.dataDir, 'images-budget-co', ['--budget-usd', '0.05', '--budget-period', 'day']);
+    const before = upstreamCalls();
+    // Four at $0.02: $0.06 beyond one image, more than the whole $0.05.
+    const refused = await post('/v1/images/generations', { model: 'dalle', prompt: 'four boats', n: 4, size: '256x256' }, budgeted);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, 'insufficient_quota');
+    assert.match(refused.body.error.message, /reserves \$0\.06 more than an ordinary request \(one image\), which is more than this API key's whole spend budget \(\$0\.05\)\. Ask for fewer images \(n\)\./);
+    assert.equal(refused.headers.get('retry-after'), null, 'no period would admit it');
+    assert.equal(upstreamCalls(), before, 'the refusal reached no upstream');
+    // Two: $0.02 beyond one, within the budget.
+    const two = await post('/v1/images/generations', { model: 'dalle', prompt: 'two boats', n: 2, size: '256x256' }, budgeted);
+    assert.equal(two.status, 200, JSON.stringify(two.body));
+    assert.ok(Math.abs((await rowOf(two.requestId)).cost_usd - 2 * DALLE_IMAGE) < 1e-12);
   });
 });
 

@@ -138,7 +138,7 @@ export class LimitAdmission implements Admission {
 
   /**
    * The request's reservation (its prompt plus its output cap × its choices, and their cost with that of the units it asks for), and what
-   * it costs beyond an ordinary request's: what the same prompt would reserve asking for one answer
+   * it costs beyond an ordinary request's: what the same prompt would reserve asking for one answer (one image)
    * and setting no output cap (the model's `max_output_tokens`, else `limits.default_max_output_tokens`).
    */
   private async reservationFor(scopes: readonly ScopeLimits[], model: CatalogueModel, demand: Demand): Promise<{ reservation: Reservation; beyondOrdinary: BeyondOrdinary }> {
@@ -149,9 +149,8 @@ export class LimitAdmission implements Admission {
     const perChoice = Math.min(cap, model.maxOutputTokens ?? cap);
     const output = perChoice * demand.choices;
     const input = await demand.promptTokens();
-    // Units besides tokens (images asked for, characters to speak) are part of an ordinary request: they reserve, they do not count as beyond it.
     const cost = costUsd(model, { input, output, cachedInput: 0, cacheWrite: 0, units: demand.units });
-    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0, units: demand.units });
+    const ordinary = costUsd(model, { input, output: Math.min(perChoice, ordinaryCap, output), cachedInput: 0, cacheWrite: 0, units: ordinaryUnits(demand.units) });
     return { reservation: { lease, tokens: input + output, costUsd: cost }, beyondOrdinary: { usd: Math.max(0, cost - ordinary), ordinaryCap } };
   }
 
@@ -175,6 +174,15 @@ export class LimitAdmission implements Admission {
     const leases = [...this.held].map(([lease, scopes]) => ({ lease, scopes }));
     this.counter.renew(leases, this.settings.leaseMs).catch((error: unknown) => this.logger.warn({ err: error }, 'renewing in-flight leases failed'));
   }
+}
+
+/**
+ * The units an ordinary request is billed: what it takes in (characters to speak, the call) is part
+ * of it, as its prompt is; an ordinary request makes one image, as it asks for one answer, so the
+ * images beyond the first are beyond it, as choices beyond the first are.
+ */
+function ordinaryUnits(units: Demand['units']): Demand['units'] {
+  return units?.images === undefined ? units : { ...units, images: Math.min(units.images, 1) };
 }
 
 function scopeOf(scope: string, limits: Limits | null, now: number): ScopeLimits | null {
@@ -222,8 +230,9 @@ function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary, demand: Demand
   const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
   if (result.reason === 'budget') {
     const renews = retryAfter === undefined ? '' : ` It renews in ${retryAfter} s.`;
-    const beyond = `reserves ${usd(beyondOrdinary.usd)} more than an ordinary request (one answer of at most ${beyondOrdinary.ordinaryCap} tokens)`;
-    const smaller = 'Ask for fewer choices (n) or a lower output cap (max_tokens).';
+    const images = (demand.units?.images ?? 0) > 1;
+    const beyond = `reserves ${usd(beyondOrdinary.usd)} more than an ordinary request (${images ? 'one image' : `one answer of at most ${beyondOrdinary.ordinaryCap} tokens`})`;
+    const smaller = images ? 'Ask for fewer images (n).' : 'Ask for fewer choices (n) or a lower output cap (max_tokens).';
     const message =
       beyondOrdinary.usd === 0
         ? `${owner} has used its spend budget for this period.${renews} Check /app/keys.`

@@ -321,6 +321,27 @@ describe('the admit stage for operations that generate no tokens (embeddings, im
     assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 0.08) < 1e-12, 'two were made');
   });
 
+  test('images beyond the first are beyond an ordinary request, as choices are: more of them than the whole budget buys is refused up front; what they take in is not', async () => {
+    const { admission, counter } = setup();
+    const key = principal({ budgetUsd: 0.1, budgetPeriod: 'total' });
+    const scopes: ScopeLimits[] = [{ scope: 'key:k1', rpm: 0, tpm: 0, concurrency: 0, budget: { usd: 0.1, periodStart: 0, periodEnd: Infinity } }];
+    // Four images at $0.04: $0.12 beyond one image, more than the whole $0.10.
+    const error = await refusal(admission.admit(key, PAINTER, { ...demand(0), units: { images: 4 } }));
+    assert.equal(error.kind, 'budget_exhausted');
+    assert.equal(error.message, "This request reserves $0.12 more than an ordinary request (one image), which is more than this API key's whole spend budget ($0.1). Ask for fewer images (n).");
+    assert.equal(error.retryAfter, undefined, 'no period will admit it');
+    assert.equal((await counter.usage(scopes))[0]!.spentUsd ?? 0, 0, 'nothing reserved');
+    // Two: $0.04 beyond one, within the budget.
+    const two = await admission.admit(key, PAINTER, { ...demand(0), units: { images: 2 } });
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 0.08) < 1e-12);
+    two.settle({ tokens: 0, costUsd: 0.08 });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Characters to speak are input, like a prompt: an ordinary request whatever their cost, admitted while any budget is left.
+    const SPEAKER = modelFromConfig(modelSchema.parse({ id: 's', provider: 'p', endpoints: ['speech'], pricing: { per_mchar: 30 } }));
+    await admission.admit(key, SPEAKER, { ...demand(0), units: { characters: 4_000 } });
+    assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - (0.08 + 0.12)) < 1e-12, 'its $0.12 reserved, past the budget by one request');
+  });
+
   test('a spent budget refuses them too, whatever unit they are priced in; one with budget left is admitted at its real cost later', async () => {
     const { admission, ledger, counter } = setup();
     const key = principal({ budgetUsd: 1, budgetPeriod: 'total' });
