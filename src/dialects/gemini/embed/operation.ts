@@ -6,8 +6,6 @@ import { rendered, wholeReply } from '../../reply.js';
 import { credential, GOOGLE_JSON, modelNamed } from '../generate/operation.js';
 import { parseBatchEmbedContentsRequest, parseEmbedContentRequest, type GeminiEmbedRequest } from './request.js';
 
-/** Nothing generated: no output tokens are reserved. */
-
 function values(embedding: Embedding): { values: readonly number[] } {
   return { values: encodedAs(embedding, 'float') as readonly number[] };
 }

@@ -7,8 +7,6 @@ import { rendered, wholeReply } from '../../reply.js';
 import { parseEmbeddingsRequest, type EmbeddingsRequest } from './request.js';
 import { embeddingsBody } from './writer.js';
 
-/** Nothing generated: no output tokens are reserved. */
-
 /**
  * `POST /v1/embeddings`. Every upstream gets the embedding model (an OpenAI-compatible one in its
  * own wire, unknown fields passed on; Gemini translated), the inputs split into calls of at most
