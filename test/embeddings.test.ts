@@ -11,6 +11,7 @@ import { startFakeGemini } from './fakes/fake-gemini.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
 import type { RecordedRequest } from './fakes/fake-server.js';
 import { cli, createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
+import { queryStore } from './support/store.js';
 
 /**
  * Embeddings through the real gateway, called by real clients: the openai SDK, LangChain, the AI
@@ -30,16 +31,19 @@ let gemini: FakeUpstream;
 let anthropic: FakeUpstream;
 /** A server that takes at most 4 inputs a call, as TEI's `max_client_batch_size` makes one. */
 let small: FakeUpstream;
+/** A server that serves embeddings alone, probed for /status. */
+let probed: FakeUpstream;
 let sluice: RunningSluice;
 let key: string;
 
 before(async () => {
-  [vllm, backup, gemini, anthropic, small] = await Promise.all([
+  [vllm, backup, gemini, anthropic, small, probed] = await Promise.all([
     startFakeOpenAI({ apiKey: 'vllm-credential', models: ['embed-up', 'embed-fixed', 'embed-retry-up'], embeddings: { fixedDimensions: ['embed-fixed'], reversed: true } }),
     startFakeOpenAI({ apiKey: 'backup-credential', models: ['embed-up'] }),
     startFakeGemini({ apiKey: 'gemini-credential', models: ['gemini-embed'] }),
     startFakeAnthropic({ apiKey: 'anthropic-credential', models: ['claude-x'] }),
     startFakeOpenAI({ apiKey: 'small-credential', models: ['embed-small-batch'], embeddings: { maxInputs: 4 } }),
+    startFakeOpenAI({ apiKey: 'probed-credential', models: ['embed-probed-up'] }),
   ]);
   const config = `
 routing:
@@ -51,6 +55,7 @@ providers:
   - { id: claude, kind: anthropic, base_url: '${anthropic.url}', api_key: anthropic-credential }
   - { id: small, kind: openai, base_url: '${small.url}', api_key: small-credential }
   - { id: small-split, kind: openai, base_url: '${small.url}', api_key: small-credential, max_embedding_inputs: 4 }
+  - { id: probed, kind: openai, base_url: '${probed.url}', api_key: probed-credential, probe: { interval_ms: 1000, model: embed-probed } }
 models:
   - id: embed-small
     provider: vllm
@@ -86,6 +91,10 @@ models:
     provider: vllm
     upstream_model: embed-up
     endpoints: [chat]
+  - id: embed-probed
+    provider: probed
+    upstream_model: embed-probed-up
+    endpoints: [embeddings]
 `;
   sluice = await startSluice({ config, args: ['--metrics-token', METRICS_TOKEN] });
   key = (await createKey(sluice.dataDir, 'embed-co')).key;
@@ -93,7 +102,7 @@ models:
 
 after(async () => {
   await sluice?.stop();
-  await Promise.all([vllm, backup, gemini, anthropic, small].map((upstream) => upstream?.close()));
+  await Promise.all([vllm, backup, gemini, anthropic, small, probed].map((upstream) => upstream?.close()));
 });
 
 const openai = (apiKey = key) => new OpenAI({ apiKey, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
@@ -457,3 +466,18 @@ async function rowsOf(keyId: string, count: number): Promise<LedgerRow[]> {
     return rows.length >= count ? rows : undefined;
   }, 5000, `${count} ledger rows`);
 }
+
+describe('the status probe', () => {
+  test('a provider that serves embeddings alone is probed with one embedding, not a chat turn; the probe is recorded and never billed', async () => {
+    const probe = await eventually(() => probed.requests.find((r) => r.path === '/v1/embeddings'), 5000, 'a probe at the upstream');
+    assert.deepEqual(probe.body.input, ['ping'], 'one word embedded');
+    assert.equal(probe.body.model, 'embed-probed-up', 'the upstream model');
+    assert.equal(probed.requests.filter((r) => r.path.endsWith('/completions')).length, 0, 'no chat or completion was sent to an embedding server');
+    const ok = await eventually(async () => {
+      const rows = await queryStore<{ ok: number | boolean }>(sluice.dataDir, "SELECT ok FROM status_probes WHERE provider_id = 'probed'");
+      return rows.length > 0 ? rows : undefined;
+    }, 5000, 'a recorded probe');
+    assert.ok(ok.every((row) => Boolean(row.ok)), 'every probe succeeded');
+    assert.equal((await sluice.ledger()).filter((row) => row.model === 'embed-probed').length, 0, 'no probe is in the ledger');
+  });
+});

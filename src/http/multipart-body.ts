@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { Busboy, type BusboyInstance } from '@fastify/busboy';
+import type { BusboyInstance } from '@fastify/busboy';
 import { GatewayError } from '../core/errors.js';
 import type { FormPart, UploadForm } from '../generation/upload.js';
 
@@ -25,6 +25,10 @@ export const MULTIPART_LIMITS = {
  * kept either way.
  */
 export const DISCARD_FACTOR = 4;
+
+/** Loaded with the first upload, so that a gateway that takes none keeps it out of memory. */
+const loadBusboy = () => import('@fastify/busboy');
+let busboy: ReturnType<typeof loadBusboy> | undefined;
 export const DISCARD_MIN_BYTES = 64 * 1024 * 1024;
 
 /**
@@ -34,7 +38,8 @@ export const DISCARD_MIN_BYTES = 64 * 1024 * 1024;
  * close`), sent once the client has finished sending (up to DISCARD_FACTOR × `limit`, at least DISCARD_MIN_BYTES). A body that
  * is not multipart, names no boundary, has no part delimited by it or ends early is a 400.
  */
-export function readMultipartBody(req: IncomingMessage, limit: number): Promise<UploadForm> {
+export async function readMultipartBody(req: IncomingMessage, limit: number): Promise<UploadForm> {
+  const { Busboy } = await (busboy ??= loadBusboy());
   return new Promise((resolve, reject) => {
     let settled = false;
     const refuse = (error: GatewayError) => {

@@ -75,10 +75,21 @@ export class Prober {
 
 /**
  * A one-token request on the operation the model serves: a legacy completion relayed where the
- * upstream takes those (base models may have no chat template), otherwise one chat turn.
+ * upstream takes those (base models may have no chat template); one embedding of one word for an
+ * embedding model, one document ranked for a reranker (servers such as TEI serve nothing else);
+ * otherwise one chat turn.
  */
 async function probe1Token(provider: Provider, model: CatalogueModel, requestId: string): Promise<void> {
   const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+  const generates = model.endpoints.has('chat') || model.endpoints.has('completions') || model.endpoints.has('responses');
+  if (!generates && model.endpoints.has('embeddings')) {
+    await provider.embed({ request: { input: { kind: 'text', texts: ['ping'] }, extensions: {} }, model, requestId, signal, encoding: 'base64' });
+    return;
+  }
+  if (!generates && model.endpoints.has('rerank') && provider.relays('openai.rerank', model)) {
+    await provider.relay({ operation: 'openai.rerank', body: { model: model.id, query: 'ping', documents: ['ping'] }, stream: false, model, requestId, signal });
+    return;
+  }
   if (model.endpoints.has('completions') && provider.relays('openai.completions', model)) {
     await provider.relay({ operation: 'openai.completions', body: { model: model.id, prompt: 'ping', max_tokens: 1 }, stream: false, model, requestId, signal });
     return;

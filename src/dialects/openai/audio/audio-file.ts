@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import { parseStream } from 'music-metadata';
 import type { FilePart } from '../uploads/form.js';
 import { invalid } from '../validation.js';
 
@@ -30,6 +29,9 @@ function containerOf(name: string | undefined): AudioContainer | undefined {
 
 const ACCEPTED = 'flac, m4a, mp3, mp4, mpeg, mpga, ogg, wav or webm';
 
+/** Loaded with the first audio upload: a gateway that never transcribes keeps the parser (and its format detectors) out of memory. */
+let metadataParser: Promise<typeof import('music-metadata')> | undefined;
+
 /**
  * The file's container and duration; a 400 naming `file` when its bytes are not audio in a
  * container OpenAI's audio APIs take. The header is read from the file's own buffers as a stream
@@ -40,6 +42,7 @@ export async function readAudioFile(file: FilePart, param = 'file'): Promise<Aud
   let seconds: number | undefined;
   try {
     // No name or type given: the parser would trust them over the bytes.
+    const { parseStream } = await (metadataParser ??= import('music-metadata'));
     const metadata = await parseStream(Readable.from(file.chunks, { objectMode: false }), { size: file.size }, { duration: false, skipCovers: true, skipPostHeaders: true });
     container = metadata.format.container;
     seconds = metadata.format.duration;
