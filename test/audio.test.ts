@@ -11,6 +11,7 @@ import { startFakeAnthropic } from './fakes/fake-anthropic.js';
 import { EDITED_PNG, speechAudio, TRANSCRIPT, TRANSLATION, wavSeconds } from './fakes/fake-openai-media.js';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
 import type { RecordedRequest } from './fakes/fake-server.js';
+import { pcmWav } from './fakes/wav.js';
 import { cli, createKey, eventually, startSluice, tempDir, type LedgerRow, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -34,23 +35,7 @@ let config: string;
 
 /** A PCM WAV as a recorder writes one: RIFF header, fmt chunk, data chunk of 16-bit mono samples (a 440 Hz tone). */
 function wav(seconds: number, rate = 16_000): Buffer {
-  const samples = Math.round(seconds * rate);
-  const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 8000), i * 2);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVEfmt ', 8, 'latin1');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
+  return pcmWav(Math.round(seconds * rate), rate, (i) => Math.sin((2 * Math.PI * 440 * i) / rate) * 8000);
 }
 
 const WAV = wav(1.5);

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { json, sleep, type Behaviour, type RecordedRequest } from './fake-server.js';
+import { pcmWav } from './wav.js';
 
 /**
  * OpenAI's media endpoints as a fake serves them, validating as OpenAI does and answering in its
@@ -175,22 +176,7 @@ async function imageEdit(request: RecordedRequest, res: ServerResponse, models: 
 export function speechAudio(input: string): Buffer {
   const rate = 8000;
   const samples = Math.max(1, [...input].length) * (rate / 100);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + samples * 2, 4);
-  header.write('WAVEfmt ', 8, 'latin1');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(samples * 2, 40);
-  const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.round(Math.sin((i * (input.charCodeAt(i % Math.max(1, input.length)) || 440)) / 500) * 12_000), i * 2);
-  return Buffer.concat([header, data]);
+  return pcmWav(samples, rate, (i) => Math.sin((i * (input.charCodeAt(i % Math.max(1, input.length)) || 440)) / 500) * 12_000);
 }
 
 const SPEECH_TYPES: Record<string, string> = { mp3: 'audio/mpeg', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm' };

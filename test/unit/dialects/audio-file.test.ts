@@ -3,24 +3,12 @@ import { test } from 'node:test';
 import { GatewayError } from '../../../src/core/errors.js';
 import { readAudioFile } from '../../../src/dialects/openai/audio/audio-file.js';
 import type { FilePart } from '../../../src/dialects/openai/uploads/form.js';
+import { pcmWav } from '../../fakes/wav.js';
 
 /** A PCM WAV of `seconds` at 16 kHz mono. */
 function wav(seconds: number): Buffer {
   const rate = 16_000;
-  const data = Buffer.alloc(Math.round(seconds * rate) * 2);
-  const header = Buffer.alloc(44);
-  header.write('RIFFxxxxWAVEfmt ', 0, 'latin1');
-  header.writeUInt32LE(36 + data.length, 4);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
+  return pcmWav(Math.round(seconds * rate), rate);
 }
 
 /** A FLAC stream's head: the marker and a last STREAMINFO block saying 44.1 kHz, mono, 16 bits, `samples` samples. */
