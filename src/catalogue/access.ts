@@ -24,16 +24,21 @@ export function operationsOf(model: CatalogueModel): string[] {
   return [...new Set([...model.endpoints].flatMap((endpoint) => ENDPOINT_OPERATIONS[endpoint]))];
 }
 
-/** The model a key asked for, if it exists and the key may use it. */
+/**
+ * The model a key asked for by `id` (a model id, an alias or a name a pattern matches), if it exists
+ * and the key may use it: the model it resolves to, whose id the allow-list, limits, prices and the
+ * ledger go by (a key allowed a model may use every alias of it).
+ */
 export function modelForKey(catalogue: Catalogue, id: string, principal: Principal): CatalogueModel {
-  const model = catalogue.get(id);
+  const model = catalogue.resolve(id);
   if (model === undefined) {
     throw new GatewayError('model_not_found', `The model \`${id}\` does not exist. GET /v1/models lists the models your key may use.`, {
       param: 'model',
     });
   }
-  if (principal.allowedModels !== null && !principal.allowedModels.has(id)) {
-    throw new GatewayError('model_not_permitted', `This API key may not use the model \`${id}\`. Check /app/keys.`, { param: 'model' });
+  if (principal.allowedModels !== null && !principal.allowedModels.has(model.id)) {
+    const named = model.id === id ? `\`${id}\`` : `\`${id}\` (served by \`${model.id}\`)`;
+    throw new GatewayError('model_not_permitted', `This API key may not use the model ${named}. Check /app/keys.`, { param: 'model' });
   }
   return model;
 }
@@ -52,4 +57,21 @@ export function modelForOperation(catalogue: Catalogue, id: string, principal: P
     });
   }
   return model;
+}
+
+/**
+ * Names among a key's models that are no model id but stand for one (an alias, or a name a
+ * `model_aliases` pattern matches), with the model each stands for: a key's models are model ids,
+ * and a key allowed a model may use every alias of it, so these are refused with the id to name.
+ */
+export function aliasedNames(catalogue: Catalogue, names: readonly string[]): string[] {
+  return names.flatMap((name) => {
+    const model = catalogue.get(name) === undefined ? catalogue.resolve(name) : undefined;
+    return model === undefined ? [] : [`'${name}' stands for the model '${model.id}'`];
+  });
+}
+
+/** The refusal for aliasedNames' findings. */
+export function aliasedNamesProblem(found: readonly string[]): string {
+  return `${found.join(', ')}: a key's models are model ids (a key allowed a model may use its aliases), so name the model instead`;
 }

@@ -1,5 +1,6 @@
-import { deploymentsOf, resolveRouting, type Endpoint, type GatewayConfig, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import { deploymentsOf, isNamePattern, resolveRouting, type Endpoint, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 import type { Pricing } from '../pricing/cost.js';
+import { Glob } from './glob.js';
 import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
 
 /**
@@ -15,6 +16,10 @@ export type CatalogueOrigin = 'config' | 'console' | 'discovered';
  */
 export interface CatalogueModel {
   readonly id: string;
+  /** Other names callers may ask for it by (its entry's `aliases`). */
+  readonly aliases: readonly string[];
+  /** Set on a model list's entry for an alias: the id of the model it names (the entry is that model's, under the alias). */
+  readonly aliasOf?: string;
   readonly providerId: string;
   readonly upstreamModel: string;
   /** How an `openai` provider is asked for legacy completions. */
@@ -108,6 +113,7 @@ export function withListPrices(catalogue: Catalogue, prices: PricesInForce, kind
       const entry = kind === undefined ? undefined : prices.list.find(FAMILY_OF_KIND[kind], model.upstreamModel);
       return entry === undefined ? model : repriced(model, pricingOf(entry), source);
     }),
+    catalogue.modelAliases,
   );
 }
 
@@ -146,28 +152,94 @@ export interface PermittedModels {
   ordered(ordering?: ModelOrdering): ModelSequence;
 }
 
+/** A `model_aliases` pattern, compiled once per snapshot, and the model it names. */
+export interface NamePattern {
+  readonly pattern: string;
+  readonly glob: Glob;
+  readonly target: CatalogueModel;
+}
+
 /**
  * An immutable snapshot of the models on offer. The order is the configuration's, which is the
  * order lists use unless a dialect prescribes its own.
+ *
+ * A caller's model name resolves to an id or an exact alias (the models' `aliases` and the exact
+ * names of `model_aliases`) in one Map lookup; only a name that is neither is tried against the
+ * patterns of `model_aliases`, in order, the first match winning. An alias whose target is not in
+ * the snapshot (a discovered model gone from its upstream's list) names nothing until it returns.
  */
 export class Catalogue {
   private readonly byId: ReadonlyMap<string, CatalogueModel>;
+  /** Ids and exact aliases. */
+  private readonly byName: ReadonlyMap<string, CatalogueModel>;
+  /** Each model's exact aliases, its entry's first, then `model_aliases`'s. */
+  private readonly aliasesById: ReadonlyMap<string, readonly string[]>;
   /** What is computed from this snapshot once and kept with it (orderings, search text), so that a request costs its page, not the catalogue. */
   private readonly derived = new Map<string, unknown>();
   readonly models: readonly CatalogueModel[];
+  readonly patterns: readonly NamePattern[];
+  /** Aliases left out of this snapshot (a target missing, a name taken by another entry), one line each, for the log. */
+  readonly aliasProblems: readonly string[];
 
-  constructor(models: readonly CatalogueModel[]) {
+  constructor(
+    models: readonly CatalogueModel[],
+    /** The configuration's `model_aliases`, in its order. */
+    readonly modelAliases: readonly ModelAlias[] = [],
+  ) {
     this.models = models;
     this.byId = new Map(models.map((model) => [model.id, model]));
+    const byName = new Map(this.byId);
+    const aliasesById = new Map<string, string[]>();
+    const patterns: NamePattern[] = [];
+    const problems: string[] = [];
+    const claim = (alias: string, target: CatalogueModel, entry: string): void => {
+      if (byName.has(alias)) {
+        problems.push(`${entry}: '${alias}' is taken by ${this.byId.has(alias) ? 'a model id' : `an alias of '${byName.get(alias)!.id}'`}; the alias is left out`);
+        return;
+      }
+      byName.set(alias, target);
+      let list = aliasesById.get(target.id);
+      if (list === undefined) aliasesById.set(target.id, (list = []));
+      list.push(alias);
+    };
+    for (const model of models) for (const alias of model.aliases) claim(alias, model, `model '${model.id}'`);
+    for (const { name, target } of modelAliases) {
+      const model = this.byId.get(target);
+      const entry = `model_aliases '${name}'`;
+      if (model === undefined) problems.push(`${entry}: no model has the id '${target}' (yet); it names nothing until one does`);
+      else if (isNamePattern(name)) patterns.push({ pattern: name, glob: new Glob(name), target: model });
+      else claim(name, model, entry);
+    }
+    this.byName = byName;
+    this.aliasesById = aliasesById;
+    this.patterns = patterns;
+    this.aliasProblems = problems;
   }
 
   static fromConfig(config: GatewayConfig): Catalogue {
     const blocks = routingBlocksOf(config);
-    return new Catalogue(config.models.map((entry) => modelFromConfig(entry, 'config', blocks)));
+    return new Catalogue(
+      config.models.map((entry) => modelFromConfig(entry, 'config', blocks)),
+      config.modelAliases,
+    );
   }
 
+  /** The model with this id (never an alias). */
   get(id: string): CatalogueModel | undefined {
     return this.byId.get(id);
+  }
+
+  /** The model a caller's name stands for: an id, an exact alias, else the first pattern it matches. */
+  resolve(name: string): CatalogueModel | undefined {
+    const found = this.byName.get(name);
+    if (found !== undefined || this.patterns.length === 0) return found;
+    for (const pattern of this.patterns) if (pattern.glob.matches(name)) return pattern.target;
+    return undefined;
+  }
+
+  /** The exact aliases of a model. */
+  aliasesOf(id: string): readonly string[] {
+    return this.aliasesById.get(id) ?? [];
   }
 
   /** A value computed once from this snapshot under `name` (one name, one computation). */
@@ -182,15 +254,31 @@ export class Catalogue {
   }
 
   /**
-   * The models a key may use: every model when the key has no list. A restricted key's models are
-   * looked up from its own list, so the cost follows that list, not the catalogue.
+   * The models a key may use, each followed by an entry per exact alias (see listedWithAliases):
+   * every model when the key has no list. A restricted key's models are looked up from its own
+   * list, so the cost follows that list, not the catalogue.
    */
   permitted(allowed: ReadonlySet<string> | null): PermittedModels {
-    if (allowed === null) return { count: this.models.length, ordered: (ordering) => this.ordered(ordering) };
-    const position = this.ordered();
-    const mine = [...allowed].flatMap((id) => this.byId.get(id) ?? []).sort((a, b) => position.indexOf(a.id) - position.indexOf(b.id));
+    const listed = this.derive('listed', (models) => new ModelSequence(listedWithAliases(models, this)));
+    if (allowed === null) {
+      return {
+        count: listed.models.length,
+        ordered: (ordering) => (ordering === undefined ? listed : this.derive(`listed:${ordering.name}`, () => new ModelSequence([...listed.models].sort(ordering.compare)))),
+      };
+    }
+    const mine = listedWithAliases([...allowed].flatMap((id) => this.byId.get(id) ?? []), this).sort((a, b) => listed.indexOf(a.id) - listed.indexOf(b.id));
     return { count: mine.length, ordered: (ordering) => new ModelSequence(ordering === undefined ? mine : [...mine].sort(ordering.compare)) };
   }
+}
+
+/** Models, each followed by a list entry of its own per exact alias (the model under that name; patterns cannot be listed). */
+function listedWithAliases(models: readonly CatalogueModel[], catalogue: Catalogue): CatalogueModel[] {
+  return models.flatMap((model) => [model, ...catalogue.aliasesOf(model.id).map((alias) => asAlias(model, alias))]);
+}
+
+/** The model as a caller who asked for it by `name` sees it: itself, or its entry under the alias. */
+export function asAlias(model: CatalogueModel, name: string): CatalogueModel {
+  return name === model.id ? model : { ...model, id: name, aliasOf: model.id };
 }
 
 export function routingBlocksOf(config: GatewayConfig, moreProviders: readonly { id: string; routing?: RoutingBlock | undefined }[] = []): RoutingBlocks {
@@ -204,6 +292,7 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
   const deployments: Deployment[] = [];
   const model: CatalogueModel = {
     id: entry.id,
+    aliases: entry.aliases ?? [],
     providerId: first.provider,
     upstreamModel: first.upstream_model ?? entry.id,
     upstreamApi: first.upstream_api ?? 'completions',

@@ -2,16 +2,12 @@ import { DISCOVER_DEFAULTS, modelSchema, type DiscoverConfig, type ModelConfig, 
 import type { CatalogueModel, RoutingBlocks } from './catalogue.js';
 import { modelFromConfig } from './catalogue.js';
 import { endpointsByName } from './model-kind.js';
+import { globMatches } from './glob.js';
 import { readUpstreamModels, type UpstreamModel } from './upstream-model.js';
 
 /** What a provider without a `discover:` block imports with (the console's import action). */
 const IMPORT_DEFAULTS: DiscoverConfig = { interval_ms: DISCOVER_DEFAULTS.interval_ms, max_models: DISCOVER_DEFAULTS.max_models, endpoints: DISCOVER_DEFAULTS.endpoints };
 
-/** `*` any run of characters (none included), `?` exactly one; the whole name must match. */
-export function globMatches(pattern: string, name: string): boolean {
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${source}$`, 's').test(name);
-}
 
 /** Why an upstream model is left out by the provider's include/exclude lists; undefined when it is not. */
 export function exclusion(settings: DiscoverConfig | undefined, upstreamId: string): string | undefined {
@@ -70,7 +66,7 @@ export function servedDeployments(models: readonly CatalogueModel[]): Set<string
 
 /**
  * The discovered models of the discovering providers, in provider order, around the entries an
- * operator wrote (`operator`): an operator's id is never taken, an upstream model an operator's
+ * operator wrote (`operator`): an operator's id or alias is never taken, an upstream model an operator's
  * entry already serves on that provider (under whatever id) is not listed twice, and of two
  * providers listing the same id the first keeps it. `clash` is told of each id lost to another
  * provider's, and of each name that cannot be a model id.
@@ -79,10 +75,12 @@ export function discoveredModels(
   providers: readonly ProviderConfig[],
   lists: ReadonlyMap<string, unknown>,
   operator: readonly CatalogueModel[],
+  /** Names an operator's entry holds besides its models' ids (their aliases), never given to a discovered model. */
+  reserved: Iterable<string>,
   blocks: RoutingBlocks,
   clash: (providerId: string, id: string, problem: string) => void,
 ): CatalogueModel[] {
-  const owners = new Map<string, string | null>(operator.map((model) => [model.id, null]));
+  const owners = new Map<string, string | null>([...operator.map((model) => model.id), ...reserved, ...operator.flatMap((model) => model.aliases)].map((id) => [id, null]));
   const served = servedDeployments(operator);
   const out: CatalogueModel[] = [];
   for (const provider of providers) {

@@ -48,6 +48,8 @@ export class LiveCatalogue {
   private readonly state: VersionedCache<CatalogueState>;
   /** Discovered ids already reported as lost to another entry, so that each is logged once. */
   private readonly clashesLogged = new Set<string>();
+  /** Alias problems of the catalogue in force, as logged. */
+  private aliasProblemsLogged = new Set<string>();
 
   constructor(
     private config: GatewayConfig,
@@ -119,7 +121,8 @@ export class LiveCatalogue {
   private async load(): Promise<CatalogueState> {
     const [storedProviders, storedModels, discovered, storedPrices] = await Promise.all([this.repository.providers(), this.repository.models(), this.repository.discovered(), this.repository.priceList()]);
     const configProviderIds = new Set(this.config.providers.map((p) => p.id));
-    const configModelIds = new Set(this.config.models.map((m) => m.id));
+    // A console or discovered model never takes an id or an exact alias of the file's.
+    const configModelIds = new Set([...this.config.models.flatMap((m) => [m.id, ...(m.aliases ?? [])]), ...this.config.modelAliases.map((a) => a.name)]);
 
     const consoleProviders: { config: ProviderConfig; stamp: string }[] = [];
     for (const stored of storedProviders) {
@@ -143,18 +146,26 @@ export class LiveCatalogue {
     const operator = [...Catalogue.fromConfig(this.config).models, ...consoleModels];
     const lists = new Map(discovered.map((list) => [list.providerId, list.models]));
     const providers = [...this.config.providers, ...consoleProviders.map((p) => p.config)];
-    const found = discoveredModels(providers, lists, operator, blocks, (providerId, id, problem) => {
+    const found = discoveredModels(providers, lists, operator, configModelIds, blocks, (providerId, id, problem) => {
       const key = `${providerId}\u0000${id}`;
       if (this.clashesLogged.has(key)) return;
       this.clashesLogged.add(key);
       this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
     });
     const prices = pricesInForce(storedPrices?.document, (error) => this.logger.warn({ err: error }, 'the imported price list is not valid; the shipped one prices the catalogue'));
+    const catalogue = withListPrices(new Catalogue([...operator, ...found], this.config.modelAliases), prices, (id) => kinds.get(id));
+    this.logAliasProblems(catalogue.aliasProblems);
     return {
-      catalogue: withListPrices(new Catalogue([...operator, ...found]), prices, (id) => kinds.get(id)),
+      catalogue,
       entries: [...this.config.providers.map((provider) => entryFor(provider, 'config')), ...consoleProviders.map(({ config }) => entryFor(config, 'console'))],
       providers: [...this.config.providers.map((provider) => ({ config: provider, stamp: configStamp(provider) })), ...consoleProviders],
     };
+  }
+
+  /** Each problem once while it lasts: a catalogue rebuilt every few minutes does not repeat it, and one that comes back is told again. */
+  private logAliasProblems(problems: readonly string[]): void {
+    for (const problem of problems) if (!this.aliasProblemsLogged.has(problem)) this.logger.warn(problem);
+    this.aliasProblemsLogged = new Set(problems);
   }
 
   private providerFromStore(stored: StoredProvider): ProviderConfig | undefined {

@@ -47,11 +47,12 @@ function printKeyTable(keys: readonly KeyRecord[]): void {
  * use nothing.
  */
 async function checkModelsKnown(store: Pick<Store, 'catalogue'>, dataDir: string, configFile: string | undefined, models: readonly string[]): Promise<void> {
-  const [{ emptyConfig, loadConfigFile }, { LiveCatalogue }, { CredentialCipher }, { createLogger }] = await Promise.all([
+  const [{ emptyConfig, loadConfigFile }, { LiveCatalogue }, { CredentialCipher }, { createLogger }, { aliasedNames, aliasedNamesProblem }] = await Promise.all([
     import('../config/config-file.js'),
     import('../catalogue/live-catalogue.js'),
     import('../catalogue/credential-cipher.js'),
     import('../core/log.js'),
+    import('../catalogue/access.js'),
   ]);
   const config = configFile === undefined ? emptyConfig() : loadConfigFile(configFile);
   const live = new LiveCatalogue(config, store.catalogue, CredentialCipher.forDataDir(dataDir), createLogger('error'), () => undefined);
@@ -61,6 +62,8 @@ async function checkModelsKnown(store: Pick<Store, 'catalogue'>, dataDir: string
     await live.close();
   }
   const catalogue = live.current();
+  const aliased = aliasedNames(catalogue, models);
+  if (aliased.length > 0) throw new UserError(aliasedNamesProblem(aliased));
   const unknown = models.filter((model) => catalogue.get(model) === undefined);
   if (unknown.length === 0) return;
   const known = catalogue.models.length === 0 ? 'it has no models yet' : `it has ${catalogue.models.map((m) => m.id).slice(0, 20).join(', ')}${catalogue.models.length > 20 ? ', …' : ''}`;

@@ -48,6 +48,11 @@ export const PROVIDER_DEFAULTS = {
 } as const;
 
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
+const ID_RULE = 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit';
+/** A name pattern of `model_aliases`: a model name's characters, with `*` (any run of characters) and `?` (one). */
+const aliasPattern = /^[A-Za-z0-9._:/@+*?-]{1,200}$/;
+/** A `model_aliases` key holding `*` or `?` is a pattern; any other is an exact name, an alias like a model's `aliases`. */
+export const isNamePattern = (name: string): boolean => name.includes('*') || name.includes('?');
 const nonNegativeInt = z.number().int().nonnegative();
 
 /** Upstream failures a routing policy can retry on: an HTTP status, or a connection that failed or timed out. */
@@ -258,7 +263,9 @@ export const pricingSchema = z.strictObject(PRICING_FIELDS).superRefine((pricing
 export type PricingConfig = z.output<typeof pricingSchema>;
 
 export const modelSchema = z.strictObject({
-  id: z.string().regex(idPattern, 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit'),
+  id: z.string().regex(idPattern, ID_RULE),
+  /** Other names callers may ask for this model by (exact names; patterns go in the top-level `model_aliases`). */
+  aliases: z.array(z.string().regex(idPattern, ID_RULE)).optional(),
   /** One deployment: the short form of `deployments: [{ provider, upstream_model, upstream_api }]`. */
   provider: z.string().optional(),
   upstream_model: z.string().min(1).optional(),
@@ -294,6 +301,7 @@ export const modelSchema = z.strictObject({
     }
   }
   if (model.fallbacks?.includes(model.id)) ctx.addIssue({ code: 'custom', path: ['fallbacks'], message: 'a model cannot fall back to itself' });
+  if (model.aliases?.includes(model.id)) ctx.addIssue({ code: 'custom', path: ['aliases'], message: 'a model cannot be its own alias' });
 });
 
 /** The deployments of a model entry, whichever form it was written in. */
@@ -331,7 +339,23 @@ const configSchema = z.strictObject({
   limits: limitsSectionSchema.default(LIMITS_DEFAULTS),
   /** The largest multipart request body (file uploads: image edits, audio) the gateway reads; held in memory up to this. */
   max_upload_bytes: z.number().int().positive().default(DEFAULT_MAX_UPLOAD_BYTES),
+  /**
+   * Names and name patterns (`claude-*`) callers may ask for, each mapped to a model id; in the
+   * file's order, the first pattern that matches wins, after every exact id and alias.
+   */
+  model_aliases: z
+    .record(
+      z.string().regex(aliasPattern, "must be a model name or a pattern of 1-200 letters, digits or ._:/@+- with '*' (any run of characters) or '?' (one character)"),
+      z.string().regex(idPattern, `the target is a model id, which ${ID_RULE}`),
+    )
+    .optional(),
 });
+
+/** One `model_aliases` entry: an exact name or a pattern, and the model id it resolves to. */
+export interface ModelAlias {
+  readonly name: string;
+  readonly target: string;
+}
 
 /** A provider entry with its base URL settled (explicit, or the kind's default). */
 export type ProviderConfig = z.output<typeof providerSchema> & { base_url: string };
@@ -348,6 +372,8 @@ export interface GatewayConfig {
   readonly limits: { readonly leaseMs: number; readonly defaultMaxOutputTokens: number };
   /** The largest multipart request body read (`max_upload_bytes`). */
   readonly maxUploadBytes: number;
+  /** `model_aliases`, in the file's order. */
+  readonly modelAliases: readonly ModelAlias[];
 }
 
 const limitsOf = (section: { lease_ms: number; default_max_output_tokens: number }) => ({ leaseMs: section.lease_ms, defaultMaxOutputTokens: section.default_max_output_tokens });
@@ -358,7 +384,7 @@ export class ConfigError extends UserError {
 
 /** An empty configuration, for a gateway started without a file. */
 export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
-  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS), maxUploadBytes: DEFAULT_MAX_UPLOAD_BYTES };
+  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS), maxUploadBytes: DEFAULT_MAX_UPLOAD_BYTES, modelAliases: [] };
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -393,7 +419,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
     ...provider,
     base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
   }));
-  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits), maxUploadBytes: config.max_upload_bytes };
+  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits), maxUploadBytes: config.max_upload_bytes, modelAliases: Object.entries(config.model_aliases ?? {}).map(([name, target]) => ({ name, target })) };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {
@@ -422,6 +448,34 @@ function checkReferences(config: z.output<typeof configSchema>, source: string):
     const missing = model.fallbacks?.find((id) => !modelIds.has(id));
     if (missing !== undefined) throw new ConfigError(`${source}: models[${index}] (id: ${model.id}): field 'fallbacks': no model has the id '${missing}'`);
   });
+  checkAliases(config, modelIds, source);
+}
+
+/**
+ * Every exact alias names one model and is no model's id; every `model_aliases` target is a model
+ * of this file, or (when a provider discovers) may be a discovered one, checked as the catalogue is built.
+ */
+function checkAliases(config: z.output<typeof configSchema>, modelIds: ReadonlySet<string>, source: string): void {
+  const aliasOf = new Map<string, string>();
+  const claim = (alias: string, target: string, entry: string): void => {
+    if (modelIds.has(alias)) throw new ConfigError(`${source}: ${entry}: '${alias}' is the id of a model; an alias must be a name of its own`);
+    const earlier = aliasOf.get(alias);
+    if (earlier !== undefined) throw new ConfigError(`${source}: ${entry}: '${alias}' is already an alias of '${earlier}'`);
+    aliasOf.set(alias, target);
+  };
+  config.models.forEach((model, index) => {
+    for (const alias of model.aliases ?? []) claim(alias, model.id, `models[${index}] (id: ${model.id}): field 'aliases'`);
+  });
+  const discovers = config.providers.some((provider) => provider.discover !== undefined);
+  for (const [name, target] of Object.entries(config.model_aliases ?? {})) {
+    const entry = `model_aliases ('${name}': ${target})`;
+    const targetAlias = aliasOf.get(target);
+    if (targetAlias !== undefined) throw new ConfigError(`${source}: ${entry}: '${target}' is an alias of '${targetAlias}'; point at the model id '${targetAlias}'`);
+    if (!modelIds.has(target) && !discovers) {
+      throw new ConfigError(`${source}: ${entry}: no model has the id '${target}' (a target is a model of this file, or a discovered one when a provider discovers)`);
+    }
+    if (!isNamePattern(name)) claim(name, target, entry);
+  }
 }
 
 /**

@@ -106,6 +106,9 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     const key = `${method} ${path}`;
     const handler = exact.get(key);
     if (handler !== undefined) return { name: key, handler };
+    // HEAD is GET without the body (node:http leaves it out): a client checking the gateway is up (Claude Code's `HEAD /`) gets GET's status.
+    const asGet = method === 'HEAD' ? exact.get(`GET ${path}`) : undefined;
+    if (asGet !== undefined) return { name: key, handler: asGet };
     for (const page of pages.prefixes) {
       if (path.startsWith(page.prefix) && path.length > page.prefix.length) {
         return page.methods.includes(method) ? { name: `${method} ${page.prefix}*`, handler: page.handler } : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);

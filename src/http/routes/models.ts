@@ -1,6 +1,7 @@
 import { identifyListingCaller } from '../../wire/key-carriers.js';
 import type { Principal } from '../../core/principal.js';
 import { modelForKey } from '../../catalogue/access.js';
+import { asAlias } from '../../catalogue/catalogue.js';
 import { DIALECTS } from '../../dialects/dialect.js';
 import { GatewayError } from '../../core/errors.js';
 import type { Handler, RequestContext } from '../handler.js';
@@ -42,7 +43,8 @@ export function retrieveModelRoute(deps: GatewayDeps): Handler {
     const prefix = MODEL_PATH_PREFIXES.find((p) => ctx.path.startsWith(p))!;
     let id = decodePathPart(ctx.path.slice(prefix.length));
     if (ctx.dialect.name === 'gemini' && id.startsWith('models/')) id = id.slice('models/'.length);
-    sendJson(ctx.res, 200, JSON.stringify(ctx.dialect.describeModel(modelForKey(deps.catalogue(), id, principal))));
+    // An alias (or a name a pattern matches) is described under the name asked for, as its answers carry it.
+    sendJson(ctx.res, 200, JSON.stringify(ctx.dialect.describeModel(asAlias(modelForKey(deps.catalogue(), id, principal), id))));
   };
 }
 

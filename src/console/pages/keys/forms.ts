@@ -1,5 +1,6 @@
 // The key creation form: what was posted, as typed (to show again when refused), and the checks
 // the form itself can make, into the new key's name, account, models, expiry and limits.
+import { aliasedNames, aliasedNamesProblem } from '../../../catalogue/access.js';
 import type { Catalogue } from '../../../catalogue/catalogue.js';
 import type { Limits } from '../../../core/key-limits.js';
 import { emptyLimitValues, limitValuesFromForm, parseLimitValues, type LimitValues } from '../../limits-view.js';
@@ -50,8 +51,10 @@ export function readCreateForm(form: URLSearchParams, session: Session, catalogu
   const errors: Record<string, string> = { ...parsedLimits.errors };
   if (values.name.length > MAX_KEY_NAME) errors.name = `must be at most ${MAX_KEY_NAME} characters`;
   if (/[\u0000-\u001f\u007f]/.test(values.name)) errors.name = 'must not contain control characters';
+  const aliased = aliasedNames(catalogue, values.models);
   const unknown = values.models.filter((id) => catalogue.get(id) === undefined);
-  if (unknown.length > 0) errors.models = `not in the catalogue: ${unknown.join(', ')}`;
+  if (aliased.length > 0) errors.models = aliasedNamesProblem(aliased);
+  else if (unknown.length > 0) errors.models = `not in the catalogue: ${unknown.join(', ')}`;
   let expiresAt: number | undefined;
   if (values.expires !== '') {
     const parsed = parseExpiry(values.expires);

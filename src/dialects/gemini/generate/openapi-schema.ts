@@ -10,6 +10,14 @@ export const SCHEMA_FIELDS: ReadonlySet<string> = new Set([
 const SAME = ['format', 'title', 'description', 'enum', 'maxItems', 'minItems', 'required', 'minProperties', 'maxProperties', 'minLength', 'maxLength', 'pattern', 'default', 'minimum', 'maximum'];
 const TYPES = new Set(['STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL', 'TYPE_UNSPECIFIED']);
 
+/**
+ * Whether a `responseJsonSchema` is written as Google's `Schema` (upper-case type names, as the
+ * Gemini CLI writes its classifier's): Google takes it, and it is translated as `responseSchema` is.
+ */
+export function isGoogleSchema(schema: unknown): boolean {
+  return isRecord(schema) && typeof schema.type === 'string' && schema.type !== schema.type.toLowerCase() && TYPES.has(schema.type);
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

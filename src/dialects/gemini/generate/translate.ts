@@ -1,7 +1,7 @@
 import type { GatewayError } from '../../../core/errors.js';
 import type { ModelledField } from '../../../generation/capabilities.js';
 import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition } from '../../../generation/model.js';
-import { jsonSchemaOf } from './openapi-schema.js';
+import { isGoogleSchema, jsonSchemaOf } from './openapi-schema.js';
 import type { GenerateBody, GenerateRequest, Part } from './request.js';
 import { openSeal } from './thought-signatures.js';
 
@@ -119,6 +119,7 @@ function responseFormatOf(config: NonNullable<GenerateBody['generationConfig']>,
   if (config.responseJsonSchema !== undefined) {
     const schema = config.responseJsonSchema;
     if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return { type: 'json_schema', name: 'response', schema: {}, strict: undefined, description: undefined };
+    if (isGoogleSchema(schema)) return { type: 'json_schema', name: 'response', schema: jsonSchemaOf(schema, 'generationConfig.responseJsonSchema'), strict: undefined, description: undefined };
     return { type: 'json_schema', name: 'response', schema: schema as Record<string, unknown>, strict: undefined, description: undefined };
   }
   if (config.responseSchema !== undefined) {

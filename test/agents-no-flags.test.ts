@@ -1,0 +1,204 @@
+// postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+
+/**
+ * The coding agents as a developer runs them: no `--model`, no `-m`, only the lines
+ * docs/dialects.md gives (the base URL and the key; the Gemini CLI's sign-in choice). Each asks for its own default model
+ * names (Claude Code `claude-opus-…`, the Gemini CLI a `gemini-…-flash-lite` classifier, then
+ * `gemini-…-flash`), which no catalogue lists: `model_aliases` patterns send them to the
+ * operator's models. Two gateways: one whose patterns point at models on translated upstreams
+ * (`claude-*` → a vLLM model, `gemini-*` → an Anthropic model), one at same-dialect upstreams.
+ */
+const BIN = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.bin');
+const SYSTEM_PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
+
+let upstreams: ThreeUpstreams;
+let translated: RunningSluice;
+let sameDialect: RunningSluice;
+const keys = new Map<RunningSluice, string>();
+
+const MODELS = `
+models:
+  - { id: claude-house, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
+  - { id: gemini-house, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
+  - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
+`;
+
+before(async () => {
+  upstreams = await startThreeUpstreams();
+  [translated, sameDialect] = await Promise.all([
+    startSluice({ config: `${upstreams.providersYaml}${MODELS}\nmodel_aliases:\n  "claude-*": llama-chat\n  "gemini-*": claude-house\n` }),
+    startSluice({ config: `${upstreams.providersYaml}${MODELS}\nmodel_aliases:\n  "claude-*": claude-house\n  "gemini-*": gemini-house\n` }),
+  ]);
+  for (const sluice of [translated, sameDialect]) keys.set(sluice, (await createKey(sluice.dataDir, 'acme')).key);
+});
+
+after(async () => {
+  assert.equal(await translated.stop(), 0);
+  assert.equal(await sameDialect.stop(), 0);
+  await upstreams.close();
+});
+
+beforeEach(() => upstreams.reset());
+
+/** Runs a CLI with stdin closed (each waits for more input on an open pipe) and a hard timeout. */
+function runCli(command: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: { PATH: SYSTEM_PATH, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A fresh home; the agents' calls home are switched off (offline here, they would only fail), which a developer need not do. */
+function home(prefix: string): { home: string; work: string } {
+  const dir = tempDir(prefix);
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  return { home: dir, work };
+}
+
+/** `claude -p`, with the two lines a developer sets: ANTHROPIC_BASE_URL and the key. */
+function claude(sluice: RunningSluice, prompt: string) {
+  const { home: dir, work } = home('sluice-claude-');
+  return runCli(
+    join(BIN, 'claude'),
+    ['-p', prompt, '--output-format', 'json'],
+    {
+      ANTHROPIC_BASE_URL: sluice.url,
+      ANTHROPIC_API_KEY: keys.get(sluice)!,
+      HOME: dir,
+      CLAUDE_CONFIG_DIR: join(dir, '.claude'),
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_MAX_RETRIES: '0',
+    },
+    work,
+  );
+}
+
+/**
+ * `gemini -p`, with the three lines a developer sets: GOOGLE_GEMINI_BASE_URL, GEMINI_API_KEY and
+ * GEMINI_CLI_TRUST_WORKSPACE. Headless, the CLI 0.61 takes a base URL in the environment for its
+ * `gateway` sign-in, which it then refuses ("Invalid auth method selected."): the API-key sign-in
+ * must be chosen in its settings, the one line docs/dialects.md gives (interactive, it asks once).
+ */
+function gemini(sluice: RunningSluice, prompt: string) {
+  const { home: dir, work } = home('sluice-gemini-');
+  mkdirSync(join(dir, '.gemini'));
+  writeFileSync(join(dir, '.gemini', 'settings.json'), JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }));
+  return runCli(
+    process.execPath,
+    [join(BIN, 'gemini'), '-o', 'json', '-p', prompt],
+    {
+      GOOGLE_GEMINI_BASE_URL: sluice.url,
+      GEMINI_API_KEY: keys.get(sluice)!,
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+      HOME: dir,
+      GEMINI_CLI_HOME: dir,
+      // The test's own: the CLI would re-launch itself with a bigger heap, and draw colours for a terminal.
+      GEMINI_CLI_NO_RELAUNCH: 'true',
+      TERM: 'dumb',
+    },
+    work,
+  );
+}
+
+/** The ledger rows of `operation`, once there are at least `count`. */
+function rowsOf(sluice: RunningSluice, operation: string, count: number) {
+  return eventually(async () => {
+    const found = (await sluice.ledger()).filter((row) => row.operation === operation);
+    return found.length >= count ? found : undefined;
+  });
+}
+
+describe('Claude Code with no --model', () => {
+  test('HEAD / (its first call) is answered as GET / is, not with an error', async () => {
+    const head = await fetch(`${translated.url}/`, { method: 'HEAD', redirect: 'manual' });
+    const get = await fetch(`${translated.url}/`, { redirect: 'manual' });
+    assert.equal(head.status, get.status);
+    assert.ok(head.status < 400, `HEAD / answered ${head.status}`);
+    assert.equal(await head.text(), '');
+  });
+
+  test('its default claude-opus-… model is served by the vLLM model `claude-*` points at, translated', async () => {
+    const result = await claude(translated, 'Say hello to the gateway.');
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const output = JSON.parse(result.stdout);
+    assert.equal(output.is_error, false, result.stdout);
+    assert.ok(typeof output.result === 'string' && output.result.length > 0);
+    const calls = upstreams.vllm.requests.filter((r) => r.method === 'POST');
+    assert.ok(calls.length >= 1, 'the prompt reached the vLLM upstream');
+    assert.ok(calls.every((call) => call.body.model === 'upstream-model'), 'the upstream is asked for its own model');
+    assert.equal(upstreams.anthropic.requests.length, 0);
+    const rows = await rowsOf(translated, 'messages', calls.length);
+    assert.ok(rows.every((row) => row.model === 'llama-chat' && row.status === 200), JSON.stringify(rows));
+    // What the agent asked for: a `claude-…` name of its own, which the ledger does not record (it goes by the model that served).
+    assert.ok(Object.keys(output.modelUsage ?? {}).every((name) => name.startsWith('claude-')), JSON.stringify(output.modelUsage));
+  });
+
+  test('on a same-dialect upstream its body is relayed, with its context-1m beta, to the Anthropic model `claude-*` points at', async () => {
+    const result = await claude(sameDialect, 'Say hello to the gateway.');
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const output = JSON.parse(result.stdout);
+    assert.equal(output.is_error, false, result.stdout);
+    const calls = upstreams.anthropic.requests.filter((r) => r.method === 'POST');
+    assert.ok(calls.length >= 1);
+    assert.equal(calls[0]!.body.model, 'claude-test');
+    assert.ok(calls[0]!.body.tools.length > 10, 'Claude Code’s own tools go upstream');
+    const rows = await rowsOf(sameDialect, 'messages', calls.length);
+    assert.ok(rows.every((row) => row.model === 'claude-house' && row.status === 200 && row.stream === 1), JSON.stringify(rows));
+    assert.equal(output.usage.output_tokens, rows.at(-1)!.completion_tokens);
+  });
+});
+
+describe('the Gemini CLI with no -m', () => {
+  test('its classifier and its main model are both served by the Anthropic model `gemini-*` points at, translated', async () => {
+    const result = await gemini(translated, 'Say hello to the gateway.');
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const output = JSON.parse(result.stdout);
+    assert.ok(typeof output.response === 'string' && output.response.length > 0, result.stdout);
+    const calls = upstreams.anthropic.requests.filter((r) => r.method === 'POST');
+    assert.ok(calls.length >= 1);
+    assert.ok(calls.every((call) => call.body.model === 'claude-test'));
+    // The classifier's Google-style schema (upper-case types) arrives as a closed JSON Schema, which Anthropic takes.
+    const classifier = calls.find((call) => call.body.output_config !== undefined);
+    assert.equal(classifier?.body.output_config.format.schema.type, 'object', JSON.stringify(classifier?.body.output_config));
+    assert.equal(classifier?.body.output_config.format.schema.additionalProperties, false);
+    assert.equal(upstreams.gemini.requests.length, 0);
+    const rows = await rowsOf(translated, 'generate_content', calls.length);
+    assert.ok(rows.every((row) => row.model === 'claude-house' && row.status === 200), JSON.stringify(rows));
+    // The names the CLI used are its own gemini-… defaults: its stats are keyed by the name each answer carries.
+    const used = Object.keys(output.stats?.models ?? {});
+    assert.ok(used.length >= 1 && used.every((name) => name.startsWith('gemini-')), JSON.stringify(output.stats));
+  });
+
+  test('on a same-dialect upstream the classifier (JSON Schema output) and the stream go to the Gemini model `gemini-*` points at', async () => {
+    const result = await gemini(sameDialect, 'Say hello to the gateway.');
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const output = JSON.parse(result.stdout);
+    assert.ok(typeof output.response === 'string' && output.response.length > 0, result.stdout);
+    const calls = upstreams.gemini.requests.filter((r) => r.method === 'POST');
+    assert.ok(calls.length >= 1);
+    assert.ok(calls.every((call) => /\/models\/gemini-test:(stream)?[gG]enerateContent/.test(call.path)), JSON.stringify(calls.map((c) => c.path)));
+    assert.ok(calls.some((call) => call.path.includes(':generateContent') && call.body.generationConfig?.responseJsonSchema !== undefined), 'the classifier call came');
+    assert.ok(calls.some((call) => call.path.includes(':streamGenerateContent')), 'the answer is streamed');
+    const rows = await rowsOf(sameDialect, 'generate_content', calls.length);
+    assert.ok(rows.every((row) => row.model === 'gemini-house' && row.status === 200), JSON.stringify(rows));
+  });
+});
+
+// Codex with no flags: added with the Responses dialect's tool work (its default model, `gpt-…`, needs a `"gpt-*"` pattern and its tool shapes).
