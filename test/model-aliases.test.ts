@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { cli, createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
+
+/**
+ * Aliases and `model_aliases` patterns through the official SDKs: a caller naming an alias is
+ * served by the model it points at (allow-list, limits, prices and the ledger go by that model's
+ * id), and every answer, streamed or whole, carries the name the caller asked for.
+ */
+let upstreams: ThreeUpstreams;
+let sluice: RunningSluice;
+let full: string;
+
+const PRICES = { input: 1, output: 2 };
+
+before(async () => {
+  upstreams = await startThreeUpstreams();
+  sluice = await startSluice({
+    config: `${upstreams.providersYaml}
+models:
+  - id: llama-chat
+    provider: vllm
+    upstream_model: upstream-model
+    endpoints: [chat]
+    aliases: [llama-latest]
+    pricing: { input_per_mtok: ${PRICES.input}, output_per_mtok: ${PRICES.output} }
+  - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 2048 }
+model_aliases:
+  gpt-4o: llama-chat
+  "claude-*": claude
+  "llama-*": claude
+`,
+  });
+  full = (await createKey(sluice.dataDir, 'acme')).key;
+});
+
+after(async () => {
+  assert.equal(await sluice.stop(), 0);
+  await upstreams.close();
+});
+
+beforeEach(() => upstreams.reset());
+
+const openai = (key: string) => new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+const anthropic = (key: string) => new Anthropic({ apiKey: key, baseURL: sluice.url, maxRetries: 0 });
+const hi = [{ role: 'user' as const, content: 'Say hi' }];
+
+/** The ledger row of a request, by its id (every reply carries `x-request-id`). */
+function rowOf(requestId: string | null): Promise<LedgerRow> {
+  return eventually(async () => (await sluice.ledger()).find((row) => row.request_id === requestId));
+}
+
+describe('the OpenAI SDK asking for an alias', () => {
+  test("a model's own alias: the reply names the alias, the upstream gets its model, the ledger the target's id and price", async () => {
+    const { data, response } = await openai(full).chat.completions.create({ model: 'llama-latest', messages: hi }).withResponse();
+    assert.equal(data.model, 'llama-latest');
+    assert.equal(upstreams.vllm.requests.at(-1)!.body.model, 'upstream-model');
+    const row = await rowOf(response.headers.get('x-request-id'));
+    assert.equal(row.model, 'llama-chat');
+    assert.equal(row.status, 200);
+    const expected = (row.prompt_tokens * PRICES.input + row.completion_tokens * PRICES.output) / 1e6;
+    assert.ok(expected > 0 && Math.abs(Number(row.cost_usd) - expected) < 1e-12, `cost ${row.cost_usd}, expected ${expected} at the target's price`);
+  });
+
+  test('an exact name of model_aliases, streamed: every chunk names it', async () => {
+    const { data: stream, response } = await openai(full).chat.completions.create({ model: 'gpt-4o', messages: hi, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const models = new Set<string>();
+    let text = '';
+    for await (const chunk of stream) {
+      models.add(chunk.model);
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.deepEqual([...models], ['gpt-4o']);
+    assert.ok(text.length > 0);
+    const row = await rowOf(response.headers.get('x-request-id'));
+    assert.equal(row.model, 'llama-chat');
+    assert.equal(row.stream, 1);
+  });
+
+  test('an exact alias wins over a pattern that also matches it (`llama-*` points elsewhere)', async () => {
+    const reply = await openai(full).chat.completions.create({ model: 'llama-latest', messages: hi });
+    assert.equal(reply.model, 'llama-latest');
+    assert.equal(upstreams.vllm.requests.length, 1);
+    assert.equal(upstreams.anthropic.requests.length, 0);
+  });
+
+  test('a name a pattern matches goes to its target, which answers under that name; models.retrieve describes it so', async () => {
+    const reply = await openai(full).chat.completions.create({ model: 'llama-9000', messages: hi });
+    assert.equal(reply.model, 'llama-9000');
+    assert.equal(upstreams.anthropic.requests.at(-1)!.body.model, 'claude-test');
+    const described = await openai(full).models.retrieve('gpt-4o');
+    assert.equal(described.id, 'gpt-4o');
+    await assert.rejects(openai(full).chat.completions.create({ model: 'mistral-large', messages: hi }), OpenAI.NotFoundError);
+  });
+
+  test('/v1/models lists each exact alias as an entry of its own beside its model; patterns are not listed', async () => {
+    const ids: string[] = [];
+    for await (const model of openai(full).models.list()) ids.push(model.id);
+    assert.deepEqual(ids, ['llama-chat', 'llama-latest', 'gpt-4o', 'claude']);
+  });
+});
+
+describe('the Anthropic SDK asking for a name a pattern matches', () => {
+  test('whole and streamed, the message names what Claude Code asked for; the ledger the target', async () => {
+    const { data, response } = await anthropic(full).messages.create({ model: 'claude-opus-4-8', max_tokens: 64, messages: hi }).withResponse();
+    assert.equal(data.model, 'claude-opus-4-8');
+    assert.equal(upstreams.anthropic.requests.at(-1)!.body.model, 'claude-test');
+    assert.equal((await rowOf(response.headers.get('x-request-id'))).model, 'claude');
+
+    const stream = anthropic(full).messages.stream({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: hi });
+    const final = await stream.finalMessage();
+    assert.equal(final.model, 'claude-sonnet-4-6');
+    const row = await rowOf((await stream.withResponse()).response.headers.get('x-request-id'));
+    assert.equal(row.model, 'claude');
+    assert.equal(row.stream, 1);
+  });
+
+  test('its model list (a key allowed every model) holds the exact aliases too', async () => {
+    const ids: string[] = [];
+    for await (const model of anthropic(full).models.list()) ids.push(model.id);
+    assert.deepEqual(new Set(ids), new Set(['llama-chat', 'llama-latest', 'gpt-4o', 'claude']));
+  });
+});
+
+describe("a key's model list and aliases", () => {
+  test('a key allowed only the target uses its aliases, and sees them listed', async () => {
+    const key = (await createKey(sluice.dataDir, 'acme', ['--models', 'llama-chat', '--config', join(sluice.dataDir, 'sluice.yaml')])).key;
+    assert.equal((await openai(key).chat.completions.create({ model: 'gpt-4o', messages: hi })).model, 'gpt-4o');
+    assert.equal((await openai(key).chat.completions.create({ model: 'llama-latest', messages: hi })).model, 'llama-latest');
+    const ids: string[] = [];
+    for await (const model of openai(key).models.list()) ids.push(model.id);
+    assert.deepEqual(ids, ['llama-chat', 'llama-latest', 'gpt-4o']);
+    // `llama-9000` matches a pattern whose target this key may not use.
+    await assert.rejects(openai(key).chat.completions.create({ model: 'llama-9000', messages: hi }), (error: unknown) => error instanceof OpenAI.PermissionDeniedError && /llama-9000/.test(error.message));
+  });
+
+  test('a key not allowed the target gets the usual 403 for its aliases, in each dialect, and does not see them listed', async () => {
+    const key = (await createKey(sluice.dataDir, 'acme', ['--models', 'claude', '--config', join(sluice.dataDir, 'sluice.yaml')])).key;
+    await assert.rejects(openai(key).chat.completions.create({ model: 'llama-latest', messages: hi }), OpenAI.PermissionDeniedError);
+    await assert.rejects(anthropic(key).messages.create({ model: 'gpt-4o', max_tokens: 16, messages: hi }), Anthropic.PermissionDeniedError);
+    assert.equal(upstreams.vllm.requests.length, 0, 'nothing reached the upstream');
+    const ids: string[] = [];
+    for await (const model of anthropic(key).models.list()) ids.push(model.id);
+    assert.deepEqual(ids, ['claude']);
+  });
+
+  test("a key's models are model ids: naming an alias is refused with the id to name", async () => {
+    const result = await cli(['keys', 'create', '--account', 'acme', '--data', sluice.dataDir, '--config', join(sluice.dataDir, 'sluice.yaml'), '--models', 'llama-latest']);
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /'llama-latest' stands for the model 'llama-chat'/);
+  });
+
+  test("limits count requests by alias and by id together, against the key (rpm 2: the third is refused)", async () => {
+    const key = (await createKey(sluice.dataDir, 'acme', ['--rpm', '2'])).key;
+    await openai(key).chat.completions.create({ model: 'llama-latest', messages: hi });
+    await openai(key).chat.completions.create({ model: 'llama-chat', messages: hi });
+    await assert.rejects(openai(key).chat.completions.create({ model: 'gpt-4o', messages: hi }), OpenAI.RateLimitError);
+    assert.equal(upstreams.vllm.requests.length, 2);
+  });
+});
