@@ -343,12 +343,7 @@ const configSchema = z.strictObject({
    * Names and name patterns (`claude-*`) callers may ask for, each mapped to a model id; in the
    * file's order, the first pattern that matches wins, after every exact id and alias.
    */
-  model_aliases: z
-    .record(
-      z.string().regex(aliasPattern, "must be a model name or a pattern of 1-200 letters, digits or ._:/@+- with '*' (any run of characters) or '?' (one character)"),
-      z.string().regex(idPattern, `the target is a model id, which ${ID_RULE}`),
-    )
-    .optional(),
+  model_aliases: z.record(z.string(), z.string().regex(idPattern, `the target is a model id, which ${ID_RULE}`)).optional(),
 });
 
 /** One `model_aliases` entry: an exact name or a pattern, and the model id it resolves to. */
@@ -469,6 +464,9 @@ function checkAliases(config: z.output<typeof configSchema>, modelIds: ReadonlyS
   const discovers = config.providers.some((provider) => provider.discover !== undefined);
   for (const [name, target] of Object.entries(config.model_aliases ?? {})) {
     const entry = `model_aliases ('${name}': ${target})`;
+    if (!aliasPattern.test(name)) {
+      throw new ConfigError(`${source}: ${entry}: a name is a model name or a pattern of 1-200 letters, digits or ._:/@+- with '*' (any run of characters) or '?' (one character)`);
+    }
     const targetAlias = aliasOf.get(target);
     if (targetAlias !== undefined) throw new ConfigError(`${source}: ${entry}: '${target}' is an alias of '${targetAlias}'; point at the model id '${targetAlias}'`);
     if (!modelIds.has(target) && !discovers) {
