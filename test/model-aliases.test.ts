@@ -162,3 +162,17 @@ describe("a key's model list and aliases", () => {
     assert.equal(upstreams.vllm.requests.length, 2);
   });
 });
+
+describe('the public /models page', () => {
+  test("marks each alias under the model it names, and shows the patterns in order with their targets", async () => {
+    const page = await (await fetch(`${sluice.url}/models`)).text();
+    const row = (id: string) => page.slice(page.indexOf(`<tr data-model="${id}">`), page.indexOf('</tr>', page.indexOf(`<tr data-model="${id}">`)));
+    assert.match(row('llama-chat'), /aliases: <code>llama-latest<\/code>, <code>gpt-4o<\/code>/);
+    assert.doesNotMatch(row('claude'), /aliases:/);
+    assert.ok(!page.includes('<tr data-model="gpt-4o">'), 'an alias is no row of its own');
+    const patterns = page.slice(page.indexOf('id="model-patterns"'));
+    assert.match(patterns, /<code>claude-\*<\/code> → <a href="\/models\/claude"><code>claude<\/code><\/a>; <code>llama-\*<\/code> → <a href="\/models\/claude">/);
+    const searched = await (await fetch(`${sluice.url}/models?q=gpt-4o`)).text();
+    assert.ok(searched.includes('<tr data-model="llama-chat">') && !searched.includes('<tr data-model="claude">'), 'a search finds a model by its alias');
+  });
+});

@@ -53,16 +53,16 @@ function sorted(catalogue: Catalogue, sort: SortKey, dir: SortDir): readonly Cat
   });
 }
 
-/** Each model's lower-case id, display name, owner and description, aligned with `sorted`; prepared on the first search. */
+/** Each model's lower-case id, aliases, display name, owner and description, aligned with `sorted`; prepared on the first search. */
 function searchTexts(catalogue: Catalogue, sort: SortKey, dir: SortDir): readonly string[] {
   return catalogue.derive(`models-page:text:${sort}:${dir}`, () => {
-    const textOf = catalogue.derive('models-page:text', (models) => new Map(models.map((m) => [m, [m.id, m.displayName ?? '', m.ownedBy, m.description ?? ''].join('\u0000').toLowerCase()])));
+    const textOf = catalogue.derive('models-page:text', (models) => new Map(models.map((m) => [m, [m.id, ...catalogue.aliasesOf(m.id), m.displayName ?? '', m.ownedBy, m.description ?? ''].join('\u0000').toLowerCase()])));
     return sorted(catalogue, sort, dir).map((m) => textOf.get(m)!);
   });
 }
 
 /**
- * One page of the models, sorted, and filtered by a search over id, display name, owner and
+ * One page of the models, sorted, and filtered by a search over id, aliases, display name, owner and
  * description. Without a search the page is a slice; a search reads each model's prepared text once.
  */
 export function select(catalogue: Catalogue, { q, sort, dir }: ListQuery, spec: PageSpec): Paged<CatalogueModel> {

@@ -38,7 +38,7 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
       });
     }
     const { user, headers } = await visitor(deps, ctx);
-    sendHtml(ctx.res, 200, listPage(list, query, healthOf, listQuery, catalogue.models.length, user), headers);
+    sendHtml(ctx.res, 200, listPage(list, query, healthOf, listQuery, catalogue.models.length, catalogue, user), headers);
   };
 
   const detail = page(deps, async (ctx) => {

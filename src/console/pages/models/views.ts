@@ -1,7 +1,7 @@
 // The public model pages as HTML: the searchable, sortable list and one model's page, and the
 // health, price and price-source labels the status and catalogue pages share.
 import { operationsOf } from '../../../catalogue/access.js';
-import type { CatalogueModel, PricingSource } from '../../../catalogue/catalogue.js';
+import type { Catalogue, CatalogueModel, PricingSource } from '../../../catalogue/catalogue.js';
 import type { Pricing } from '../../../pricing/cost.js';
 import type { Health } from '../../../status/health.js';
 import type { HealthOf } from '../../../status/status-monitor.js';
@@ -60,8 +60,12 @@ function price(value: number | undefined): Html {
 }
 
 /** A page of the list (`all` models in the catalogue), sorted and searched as `q`, `sort` and `dir` say. */
-export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, healthOf: HealthOf, { q, sort, dir }: ListQuery, all: number, user: LayoutOptions['user']): Html {
+/** The catalogue's other names: each model's exact aliases, and the `model_aliases` patterns. */
+export type CatalogueNames = Pick<Catalogue, 'aliasesOf' | 'patterns'>;
+
+export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, healthOf: HealthOf, { q, sort, dir }: ListQuery, all: number, names: CatalogueNames, user: LayoutOptions['user']): Html {
   const models = list.items;
+  const aliasesOf = (m: CatalogueModel) => names.aliasesOf(m.id);
   const limit: Record<string, string> = list.limit === PAGE_SIZE.default ? {} : { limit: String(list.limit) };
   const header = (key: SortKey, label: string, numeric = false) => {
     const active = sort === key;
@@ -106,7 +110,7 @@ export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, he
       ? html`<tr><td colspan="9" class="empty">${list.page > list.pages ? html`No models on this page: <a href="${pageHref('/models', query, 1)}">back to the first</a>.` : 'No model matches.'}</td></tr>`
       : models.map(
           (m) => html`<tr data-model="${m.id}">
-    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}${unitPrices(m.pricing).length > 0 ? html`<br><span class="price-units small">${unitPrices(m.pricing).join(', ')}</span>` : ''}</th>
+    <th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a>${m.displayName ? html`<br><span class="muted">${m.displayName}</span>` : ''}${aliasesOf(m).length > 0 ? html`<br><span class="muted small aliases">aliases: ${aliasesOf(m).map((alias, i) => html`${i > 0 ? ', ' : ''}<code>${alias}</code>`)}</span>` : ''}${unitPrices(m.pricing).length > 0 ? html`<br><span class="price-units small">${unitPrices(m.pricing).join(', ')}</span>` : ''}</th>
     <td>${m.ownedBy}</td>
     <td class="num">${m.contextWindow === undefined ? html`<span class="muted">—</span>` : formatInt(m.contextWindow)}</td>
     <td class="num">${m.maxOutputTokens === undefined ? html`<span class="muted">—</span>` : formatInt(m.maxOutputTokens)}</td>
@@ -121,7 +125,12 @@ export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, he
   </tbody>
 </table>
 </div>
-${pager('/models', query, list, 'Models')}`,
+${pager('/models', query, list, 'Models')}
+${
+  names.patterns.length === 0
+    ? ''
+    : html`<p class="muted small" id="model-patterns">Other names, by pattern (the first that matches wins; an id or an alias comes first; GET /v1/models cannot list them): ${names.patterns.map((p, i) => html`${i > 0 ? '; ' : ''}<code>${p.pattern}</code> → <a href="/models/${encodeURIComponent(p.target.id)}"><code>${p.target.id}</code></a>`)}.</p>`
+}`,
   });
 }
 
