@@ -4,6 +4,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { ConsoleClient, createAccount } from './support/console.js';
 import { cli, createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -174,5 +175,30 @@ describe('the public /models page', () => {
     assert.match(patterns, /<code>claude-\*<\/code> → <a href="\/models\/claude"><code>claude<\/code><\/a>; <code>llama-\*<\/code> → <a href="\/models\/claude">/);
     const searched = await (await fetch(`${sluice.url}/models?q=gpt-4o`)).text();
     assert.ok(searched.includes('<tr data-model="llama-chat">') && !searched.includes('<tr data-model="claude">'), 'a search finds a model by its alias');
+  });
+});
+
+describe('a model registered in the console with aliases', () => {
+  test('its aliases are served and listed like the file\'s; an alias another model holds is refused, naming it', async () => {
+    await createAccount(sluice.dataDir, 'admin', 'admin-password-1', true);
+    const client = new ConsoleClient(sluice.url);
+    const csrf = await client.signIn('admin', 'admin-password-1');
+    const entry = { csrf, id: 'console-llama', provider: 'vllm', upstream_model: 'upstream-model', endpoints: 'chat' };
+    const clash = await client.post('/app/catalogue/models/new', { ...entry, aliases: 'house-llama llama-latest' });
+    assert.equal(clash.status, 400);
+    assert.match(clash.text, /&#39;llama-latest&#39; is already an alias of &#39;llama-chat&#39;/);
+    const saved = await client.post('/app/catalogue/models/new', { ...entry, aliases: 'house-llama, house-llama-2' });
+    assert.equal(saved.status, 303, saved.text);
+    assert.match((await client.get('/app/catalogue/models/console-llama/edit')).text, /name="aliases" type="text" value="house-llama, house-llama-2"/);
+    try {
+      const { data, response } = await openai(full).chat.completions.create({ model: 'house-llama-2', messages: hi }).withResponse();
+      assert.equal(data.model, 'house-llama-2');
+      assert.equal((await rowOf(response.headers.get('x-request-id'))).model, 'console-llama');
+      const ids: string[] = [];
+      for await (const model of openai(full).models.list()) ids.push(model.id);
+      assert.deepEqual(ids.slice(-3), ['console-llama', 'house-llama', 'house-llama-2']);
+    } finally {
+      assert.equal((await client.post('/app/catalogue/models/console-llama/delete', { csrf })).status, 303);
+    }
   });
 });

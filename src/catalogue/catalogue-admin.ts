@@ -91,6 +91,13 @@ export class CatalogueAdmin {
     if (problem !== undefined) return refused(problem.field, problem.message);
     const missing = parsed.data.fallbacks?.find((fallback) => this.live.current().get(fallback) === undefined);
     if (missing !== undefined) return refused('fallbacks', `no model has the id '${missing}'`);
+    const current = this.live.current();
+    const taken = current.named(id);
+    if (taken !== undefined && taken.id !== id) return refused('id', `'${id}' is an alias of the model '${taken.id}'.`);
+    for (const alias of parsed.data.aliases ?? []) {
+      const owner = current.named(alias);
+      if (owner !== undefined && owner.id !== id) return refused('aliases', owner.id === alias ? `'${alias}' is the id of a model.` : `'${alias}' is already an alias of '${owner.id}'.`);
+    }
     const { id: _id, provider: _provider, ...config } = parsed.data;
     const written = await this.repository.putModel({ id, providerId: deploymentsOf(parsed.data)[0]!.provider, config }, mode);
     if (!written) return refused('id', mode === 'create' ? `A model '${id}' already exists.` : `There is no console model '${id}'.`);

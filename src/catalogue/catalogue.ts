@@ -229,6 +229,11 @@ export class Catalogue {
     return this.byId.get(id);
   }
 
+  /** The model with this id or exact alias (no pattern). */
+  named(name: string): CatalogueModel | undefined {
+    return this.byName.get(name);
+  }
+
   /** The model a caller's name stands for: an id, an exact alias, else the first pattern it matches. */
   resolve(name: string): CatalogueModel | undefined {
     const found = this.byName.get(name);

@@ -180,6 +180,7 @@ export function modelFormErrors(errors: FieldErrors, lines: readonly number[]): 
         add(name, attribute === undefined || attribute === name ? message : `${attribute}: ${message}`);
       } else add('deployments', `line ${lines[index - 1] ?? index}${attribute === undefined ? '' : `, ${attribute}`}: ${message}`);
     } else if (path.startsWith('fallbacks.')) add('fallbacks', message);
+    else if (path.startsWith('aliases.')) add('aliases', message);
     // A price's own field shows its error (`pricing.per_image` → the per_image field).
     else if (path.startsWith('pricing.')) add(path.slice('pricing.'.length), message);
     else add(path, message);
@@ -197,8 +198,10 @@ export function readModelForm(form: URLSearchParams): { raw: Record<string, unkn
   const { entries, lines } = deploymentLines(form.get('deployments') ?? '', errors);
   if (entries.length === 0) Object.assign(raw, first);
   else raw.deployments = [first, ...entries];
-  const fallbacks = (form.get('fallbacks') ?? '').split(/[\s,]+/).filter((id) => id !== '');
-  if (fallbacks.length > 0) raw.fallbacks = fallbacks;
+  for (const name of ['fallbacks', 'aliases']) {
+    const ids = (form.get(name) ?? '').split(/[\s,]+/).filter((id) => id !== '');
+    if (ids.length > 0) raw[name] = ids;
+  }
   for (const name of ['display_name', 'owned_by', 'description', 'version']) {
     const value = text(form, name);
     if (value !== undefined) raw[name] = value;
@@ -246,7 +249,7 @@ export function valuesOf(stored: Record<string, unknown>): FormValues {
         if (first.upstream_model !== undefined) values.upstream_model = first.upstream_model;
       }
       values.deployments = rest.map(deploymentLine).join('\n');
-    } else if (key === 'fallbacks' && Array.isArray(value)) values.fallbacks = value.join(', ');
+    } else if ((key === 'fallbacks' || key === 'aliases') && Array.isArray(value)) values[key] = value.join(', ');
     else if (Array.isArray(value)) values[key] = value.map(String);
     else if (value !== undefined && value !== null) values[key] = String(value);
   }

@@ -284,6 +284,7 @@ ${errorSummary(errors)}
     ${errors.provider ? html`<p class="field-error" id="f-provider-err">${errors.provider}</p>` : ''}
   </div>
   ${field('upstream_model', 'Upstream model', values, errors, { hint: 'The name the provider knows it by; default: the model id.' })}
+  ${field('aliases', 'Aliases', values, errors, { hint: 'Other names clients may ask for this model by, separated by commas or spaces (exact names; patterns such as claude-* go in the configuration file’s model_aliases).' })}
   <details${values.deployments || values.fallbacks || errors.deployments || errors.fallbacks ? html` open` : ''}>
     <summary>More deployments and fallbacks</summary>
     ${textField('deployments', 'More deployments', values, errors, {
