@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
+import type { ListedModel } from './fakes/model-lists.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 import { ConsoleClient, createAccount } from './support/console.js';
 import { cli, createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
@@ -199,6 +201,34 @@ describe('a model registered in the console with aliases', () => {
       assert.deepEqual(ids.slice(-3), ['console-llama', 'house-llama', 'house-llama-2']);
     } finally {
       assert.equal((await client.post('/app/catalogue/models/console-llama/delete', { csrf })).status, 303);
+    }
+  });
+});
+
+describe('a pattern pointing at a discovered model', () => {
+  test('serves once discovery lists the model, names nothing (404, and a warning in the log) while it is gone, and serves again when it returns', async () => {
+    const listed: ListedModel[] = [{ id: 'qwen-7b' }];
+    const upstream = await startFakeOpenAI({ models: ['qwen-7b'], listed });
+    const discovering = await startSluice({
+      config: `providers:\n  - { id: vllm, kind: openai, base_url: '${upstream.url}', discover: { interval_ms: 1000 } }\nmodel_aliases:\n  "claude-*": qwen-7b\n`,
+    });
+    try {
+      const key = (await createKey(discovering.dataDir, 'acme')).key;
+      const client = new OpenAI({ apiKey: key, baseURL: `${discovering.url}/v1`, maxRetries: 0 });
+      const ask = () => client.chat.completions.create({ model: 'claude-opus-4-8', messages: hi }).withResponse();
+      const served = await eventually(async () => ask().catch(() => undefined), 10_000, 'the discovered target');
+      assert.equal(served.data.model, 'claude-opus-4-8');
+      assert.equal((await eventually(async () => (await discovering.ledger()).find((row) => row.request_id === served.response.headers.get('x-request-id')))).model, 'qwen-7b');
+
+      listed.length = 0;
+      await eventually(async () => ask().then(() => undefined, (error: unknown) => (error instanceof OpenAI.NotFoundError ? true : undefined)), 10_000, 'the alias to name nothing');
+      await eventually(() => (discovering.stderr().includes("model_aliases 'claude-*': no model has the id 'qwen-7b'") ? true : undefined), 10_000, 'the warning');
+
+      listed.push({ id: 'qwen-7b' });
+      assert.equal((await eventually(async () => ask().catch(() => undefined), 10_000, 'the target back')).data.model, 'claude-opus-4-8');
+    } finally {
+      assert.equal(await discovering.stop(), 0);
+      await upstream.close();
     }
   });
 });
