@@ -175,6 +175,9 @@ describe('the public /models page', () => {
     assert.ok(!page.includes('<tr data-model="gpt-4o">'), 'an alias is no row of its own');
     const patterns = page.slice(page.indexOf('id="model-patterns"'));
     assert.match(patterns, /<code>claude-\*<\/code> → <a href="\/models\/claude"><code>claude<\/code><\/a>; <code>llama-\*<\/code> → <a href="\/models\/claude">/);
+    const aliasPage = await fetch(`${sluice.url}/models/gpt-4o?format=json`, { redirect: 'manual' });
+    assert.equal(aliasPage.status, 303);
+    assert.equal(aliasPage.headers.get('location'), '/models/llama-chat?format=json', "an alias's page is its model's");
     const searched = await (await fetch(`${sluice.url}/models?q=gpt-4o`)).text();
     assert.ok(searched.includes('<tr data-model="llama-chat">') && !searched.includes('<tr data-model="claude">'), 'a search finds a model by its alias');
   });

@@ -2,7 +2,7 @@
 // answering in HTML or, when asked, in the public JSON.
 import type { Handler, RequestContext } from '../../../http/handler.js';
 import { page, visitor, type ConsoleDeps } from '../../console-context.js';
-import { FormError, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
+import { FormError, redirect, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
 import { pageHref, pageSpec, PagingError, type PageSpec } from '../../paging.js';
 import { decodeParam } from '../../path-routes.js';
 import { modelJson, sendPublicJsonError } from './json.js';
@@ -45,7 +45,11 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
     const id = decodeParam(ctx.path.slice('/models/'.length), 'There is no such model.');
     const query = new URLSearchParams(ctx.query);
     const json = wantsJson(ctx.req, query);
-    const model = deps.catalogue.current().get(id);
+    const catalogue = deps.catalogue.current();
+    const model = catalogue.get(id);
+    // An alias's page is its model's.
+    const aliased = model === undefined ? catalogue.named(id) : undefined;
+    if (aliased !== undefined) return redirect(ctx.res, `/models/${encodeURIComponent(aliased.id)}${ctx.query === '' ? '' : `?${ctx.query}`}`);
     if (model === undefined) {
       if (json) return void ctx.res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `There is no model '${id}'.`, code: 'model_not_found' } }));
       throw new FormError(404, `There is no model “${id}” in the catalogue. See /models for every model.`);
