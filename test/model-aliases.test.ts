@@ -143,7 +143,11 @@ describe("a key's model list and aliases", () => {
 
   test('a key not allowed the target gets the usual 403 for its aliases, in each dialect, and does not see them listed', async () => {
     const key = (await createKey(sluice.dataDir, 'acme', ['--models', 'claude', '--config', join(sluice.dataDir, 'sluice.yaml')])).key;
-    await assert.rejects(openai(key).chat.completions.create({ model: 'llama-latest', messages: hi }), OpenAI.PermissionDeniedError);
+    const refused: unknown = await openai(key).chat.completions.create({ model: 'llama-latest', messages: hi }).catch((error: unknown) => error);
+    assert.ok(refused instanceof OpenAI.PermissionDeniedError);
+    assert.match(refused.message, /may not use the model `llama-latest` \(served by `llama-chat`\)/);
+    const row = await rowOf(refused.headers.get('x-request-id'));
+    assert.deepEqual([row.model, row.status, row.error_kind], ['llama-chat', 403, 'model_not_permitted'], 'the refusal is recorded under the model the alias stands for');
     await assert.rejects(anthropic(key).messages.create({ model: 'gpt-4o', max_tokens: 16, messages: hi }), Anthropic.PermissionDeniedError);
     assert.equal(upstreams.vllm.requests.length, 0, 'nothing reached the upstream');
     const ids: string[] = [];

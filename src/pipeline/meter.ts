@@ -37,6 +37,10 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
   const { served, deployment, attempts } = metered.outcome ?? NOT_ROUTED;
   const usage = metered.usage;
   const model = served ?? metered.model;
+  // A request refused before it had a model (one the key may not use, or that serves another operation) is still
+  // the catalogue's, and a name standing for a model (an alias) goes by that model's id; only a name it lacks is unresolved.
+  const asked = metered.model ?? deps.catalogue().resolve(metered.modelAsked);
+  const modelName = model?.id ?? asked?.id ?? metered.modelAsked;
   const cost = usage === null ? 0 : costUsd(model, usage);
   const latencyMs = performance.now() - arrival.startedAt;
   const ttfbMs = metered.firstByteAt === null ? null : metered.firstByteAt - arrival.startedAt;
@@ -49,7 +53,7 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
     accountId: principal.accountId,
     keyId: principal.keyId,
     operation: metered.operation,
-    model: model?.id ?? metered.modelAsked,
+    model: modelName,
     providerId,
     status: metered.status,
     errorKind: metered.errorKind,
@@ -75,9 +79,8 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
     requestId: arrival.requestId,
     keyId: principal.keyId,
     accountId: principal.accountId,
-    model: model?.id ?? metered.modelAsked,
-    // A model the key may not use, or that serves another operation, is still the catalogue's: only a name it lacks is unresolved.
-    catalogueModel: (metered.model ?? deps.catalogue().get(metered.modelAsked))?.id ?? null,
+    model: modelName,
+    catalogueModel: asked?.id ?? null,
     // A request refused before any attempt is reported under its model's first provider.
     providerKind: deps.providers.get(providerId ?? '')?.kind ?? null,
     status: metered.status,
