@@ -129,6 +129,15 @@ describe('the Anthropic SDK asking for a name a pattern matches', () => {
   });
 });
 
+describe('the Gemini list (x-goog-api-key)', () => {
+  test("holds each exact alias as a model of its own, its base the model it stands for; one alias described alone", async () => {
+    const listed = (await (await fetch(`${sluice.url}/v1beta/models`, { headers: { 'x-goog-api-key': full } })).json()) as { models: { name: string; baseModelId: string }[] };
+    assert.deepEqual(listed.models.map((m) => [m.name, m.baseModelId]), [['models/llama-chat', 'llama-chat'], ['models/llama-latest', 'llama-chat'], ['models/gpt-4o', 'llama-chat'], ['models/claude', 'claude']]);
+    const one = (await (await fetch(`${sluice.url}/v1beta/models/claude-haiku-4-5`, { headers: { 'x-goog-api-key': full } })).json()) as { name: string; baseModelId: string };
+    assert.deepEqual([one.name, one.baseModelId], ['models/claude-haiku-4-5', 'claude']);
+  });
+});
+
 describe("a key's model list and aliases", () => {
   test('a key allowed only the target uses its aliases, and sees them listed', async () => {
     const key = (await createKey(sluice.dataDir, 'acme', ['--models', 'llama-chat', '--config', join(sluice.dataDir, 'sluice.yaml')])).key;

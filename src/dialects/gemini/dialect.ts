@@ -43,7 +43,8 @@ const METHODS: Record<Endpoint, readonly string[]> = {
 export function geminiModel(model: CatalogueModel) {
   return {
     name: `models/${model.id}`,
-    baseModelId: model.id,
+    // An alias's entry names the model it stands for as its base.
+    baseModelId: model.aliasOf ?? model.id,
     ...(model.version === undefined ? {} : { version: model.version }),
     ...(model.displayName === undefined ? {} : { displayName: model.displayName }),
     ...(model.description === undefined ? {} : { description: model.description }),
