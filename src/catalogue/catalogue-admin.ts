@@ -89,9 +89,9 @@ export class CatalogueAdmin {
     const kinds = new Map(this.live.providers().map((p) => [p.id, p.config.kind]));
     const problem = deploymentProblem(parsed.data, (providerId) => kinds.get(providerId));
     if (problem !== undefined) return refused(problem.field, problem.message);
-    const missing = parsed.data.fallbacks?.find((fallback) => this.live.current().get(fallback) === undefined);
-    if (missing !== undefined) return refused('fallbacks', `no model has the id '${missing}'`);
     const current = this.live.current();
+    const missing = parsed.data.fallbacks?.find((fallback) => current.get(fallback) === undefined);
+    if (missing !== undefined) return refused('fallbacks', `no model has the id '${missing}'`);
     const taken = current.named(id);
     if (taken !== undefined && taken.id !== id) return refused('id', `'${id}' is an alias of the model '${taken.id}'.`);
     for (const alias of parsed.data.aliases ?? []) {

@@ -1,7 +1,7 @@
 import { deploymentsOf, isNamePattern, resolveRouting, type Endpoint, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 import type { Pricing } from '../pricing/cost.js';
-import { Glob } from './glob.js';
 import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
+import { Glob } from './glob.js';
 
 /**
  * `config`: from the configuration file (changed there); `console`: registered in the console, kept
@@ -218,10 +218,7 @@ export class Catalogue {
 
   static fromConfig(config: GatewayConfig): Catalogue {
     const blocks = routingBlocksOf(config);
-    return new Catalogue(
-      config.models.map((entry) => modelFromConfig(entry, 'config', blocks)),
-      config.modelAliases,
-    );
+    return new Catalogue(config.models.map((entry) => modelFromConfig(entry, 'config', blocks)), config.modelAliases);
   }
 
   /** The model with this id (never an alias). */

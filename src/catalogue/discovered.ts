@@ -8,7 +8,6 @@ import { readUpstreamModels, type UpstreamModel } from './upstream-model.js';
 /** What a provider without a `discover:` block imports with (the console's import action). */
 const IMPORT_DEFAULTS: DiscoverConfig = { interval_ms: DISCOVER_DEFAULTS.interval_ms, max_models: DISCOVER_DEFAULTS.max_models, endpoints: DISCOVER_DEFAULTS.endpoints };
 
-
 /** Why an upstream model is left out by the provider's include/exclude lists; undefined when it is not. */
 export function exclusion(settings: DiscoverConfig | undefined, upstreamId: string): string | undefined {
   if (settings?.include !== undefined && !settings.include.some((pattern) => globMatches(pattern, upstreamId))) return 'matches no include pattern';
@@ -75,7 +74,7 @@ export function discoveredModels(
   providers: readonly ProviderConfig[],
   lists: ReadonlyMap<string, unknown>,
   operator: readonly CatalogueModel[],
-  /** Names an operator's entry holds besides its models' ids (their aliases), never given to a discovered model. */
+  /** Names the operator holds besides its models' ids and aliases (the file's `model_aliases`), never given to a discovered model. */
   reserved: Iterable<string>,
   blocks: RoutingBlocks,
   clash: (providerId: string, id: string, problem: string) => void,

@@ -59,10 +59,10 @@ function price(value: number | undefined): Html {
   return value === undefined ? html`<span class="muted">—</span>` : html`${formatPrice(value)}`;
 }
 
-/** A page of the list (`all` models in the catalogue), sorted and searched as `q`, `sort` and `dir` say. */
 /** The catalogue's other names: each model's exact aliases, and the `model_aliases` patterns. */
 export type CatalogueNames = Pick<Catalogue, 'aliasesOf' | 'patterns'>;
 
+/** A page of the list (`all` models in the catalogue), sorted and searched as `q`, `sort` and `dir` say; each model's aliases under it, the patterns below. */
 export function listPage(list: Paged<CatalogueModel>, query: URLSearchParams, healthOf: HealthOf, { q, sort, dir }: ListQuery, all: number, names: CatalogueNames, user: LayoutOptions['user']): Html {
   const models = list.items;
   const aliasesOf = (m: CatalogueModel) => names.aliasesOf(m.id);
