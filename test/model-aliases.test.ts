@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -7,7 +8,7 @@ import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
 import type { ListedModel } from './fakes/model-lists.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 import { ConsoleClient, createAccount } from './support/console.js';
-import { cli, createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
+import { cli, createKey, eventually, startSluice, tempDir, type LedgerRow, type RunningSluice } from './support/sluice.js';
 
 /**
  * Aliases and `model_aliases` patterns through the official SDKs: a caller naming an alias is
@@ -245,6 +246,45 @@ describe('a pattern pointing at a discovered model', () => {
     } finally {
       assert.equal(await discovering.stop(), 0);
       await upstream.close();
+    }
+  });
+});
+
+describe('aliases at start-up and on reload', () => {
+  const withAliases = (aliases: string) => `${upstreams.providersYaml}
+models:
+  - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat] }
+model_aliases:
+${aliases}`;
+
+  test('serve refuses to start on an alias that cannot stand, naming the entry', async () => {
+    const data = tempDir();
+    const file = join(data, 'sluice.yaml');
+    writeFileSync(file, withAliases('  "claude-*": claude-sonnet\n'));
+    const result = await cli(['serve', '--listen', '127.0.0.1:0', '--data', data, '--config', file]);
+    assert.equal(result.code, 1);
+    assert.ok(result.stderr.includes(`${file}: model_aliases ('claude-*': claude-sonnet): no model has the id 'claude-sonnet'`), result.stderr);
+  });
+
+  test('a reload with a bad alias keeps the aliases in force; a good one brings its own', async () => {
+    const running = await startSluice({ config: withAliases('  "claude-*": llama-chat\n') });
+    try {
+      const client = new OpenAI({ apiKey: (await createKey(running.dataDir, 'acme')).key, baseURL: `${running.url}/v1`, maxRetries: 0 });
+      const ask = (model: string) => client.chat.completions.create({ model, messages: hi });
+      assert.equal((await ask('claude-opus-4-8')).model, 'claude-opus-4-8');
+      const file = join(running.dataDir, 'sluice.yaml');
+      writeFileSync(file, withAliases('  "claude-*": llama-chat\n  "gpt-*": gpt-4o\n'));
+      running.child.kill('SIGHUP');
+      const refusal = await eventually(() => running.stderr().split('\n').find((line) => line.includes('configuration not reloaded')), 10_000, 'the refusal in the log');
+      assert.match(JSON.parse(refusal).msg, /model_aliases \('gpt-\*': gpt-4o\): no model has the id 'gpt-4o'/);
+      assert.equal((await ask('claude-opus-4-8')).model, 'claude-opus-4-8', 'the aliases in force stay');
+
+      writeFileSync(file, withAliases('  "gpt-*": llama-chat\n'));
+      running.child.kill('SIGHUP');
+      await eventually(() => ask('gpt-6.1-sol').then(() => true, () => undefined), 10_000, 'the new pattern');
+      await assert.rejects(ask('claude-opus-4-8'), OpenAI.NotFoundError, 'the pattern taken out names nothing');
+    } finally {
+      assert.equal(await running.stop(), 0);
     }
   });
 });
