@@ -146,8 +146,8 @@ describe('Claude Code with no --model', () => {
     assert.equal(upstreams.anthropic.requests.length, 0);
     const rows = await rowsOf(translated, 'messages', calls.length);
     assert.ok(rows.every((row) => row.model === 'llama-chat' && row.status === 200), JSON.stringify(rows));
-    // What the agent asked for: a `claude-…` name of its own, which the ledger does not record (it goes by the model that served).
-    assert.ok(Object.keys(output.modelUsage ?? {}).every((name) => name.startsWith('claude-')), JSON.stringify(output.modelUsage));
+    // The agent's own default (2.1.197's, `[1m]` its mark for the context-1m beta), which the answers carried back to it.
+    assert.deepEqual(Object.keys(output.modelUsage ?? {}), ['claude-opus-4-8[1m]'], JSON.stringify(output.modelUsage));
   });
 
   test('on a same-dialect upstream its body is relayed, with its context-1m beta, to the Anthropic model `claude-*` points at', async () => {
@@ -159,6 +159,7 @@ describe('Claude Code with no --model', () => {
     assert.ok(calls.length >= 1);
     assert.equal(calls[0]!.body.model, 'claude-test');
     assert.ok(calls[0]!.body.tools.length > 10, 'Claude Code’s own tools go upstream');
+    assert.match(String(calls[0]!.headers['anthropic-beta']), /context-1m/, 'its beta headers are passed on');
     const rows = await rowsOf(sameDialect, 'messages', calls.length);
     assert.ok(rows.every((row) => row.model === 'claude-house' && row.status === 200 && row.stream === 1), JSON.stringify(rows));
     assert.equal(output.usage.output_tokens, rows.at(-1)!.completion_tokens);
@@ -181,9 +182,8 @@ describe('the Gemini CLI with no -m', () => {
     assert.equal(upstreams.gemini.requests.length, 0);
     const rows = await rowsOf(translated, 'generate_content', calls.length);
     assert.ok(rows.every((row) => row.model === 'claude-house' && row.status === 200), JSON.stringify(rows));
-    // The names the CLI used are its own gemini-… defaults: its stats are keyed by the name each answer carries.
-    const used = Object.keys(output.stats?.models ?? {});
-    assert.ok(used.length >= 1 && used.every((name) => name.startsWith('gemini-')), JSON.stringify(output.stats));
+    // The CLI 0.61's own defaults, the classifier's and the main model's, each served under its name.
+    assert.deepEqual(Object.keys(output.stats?.models ?? {}), ['gemini-3.5-flash-lite', 'gemini-3.8-flash'], JSON.stringify(output.stats));
   });
 
   test('on a same-dialect upstream the classifier (JSON Schema output) and the stream go to the Gemini model `gemini-*` points at', async () => {
