@@ -201,4 +201,6 @@ describe('the Gemini CLI with no -m', () => {
   });
 });
 
-// Codex with no flags: added with the Responses dialect's tool work (its default model, `gpt-…`, needs a `"gpt-*"` pattern and its tool shapes).
+// TODO(merge with h2): `describe('Codex with no flags', …)` goes here, with the Responses dialect's tool work. Its default
+// model (Codex 0.169: `gpt-6.1-sol`) needs a `"gpt-*"` pattern in both gateways' `model_aliases` above, and its tools
+// arrive in an `additional_tools` item (namespaces, a `custom` tool) that translated upstreams must take.
