@@ -181,4 +181,25 @@ describe('Codex’s tools on a translated upstream', () => {
     assert.equal(tools.flatName('sleep', 'clock'), names[1]);
     assert.deepEqual(tools.dropped, ['web_search', 'file_search'], 'each type once');
   });
+
+  test('streamed from Gemini: a signature on the answer’s last text part does not cut the message, it follows it as a reasoning item', async () => {
+    const request = recorded('codex-exec-default-model');
+    const sink = new MemorySink();
+    const writer = new ResponsesStreamWriter(sink, newResponseHead(request.body), 'gemini', responsesTools([], request.input), {}, async () => {});
+    await writer.begin();
+    const parts: StreamPart[] = [
+      { type: 'reasoning', choice: 0, text: 'Let me think.' },
+      { type: 'text', choice: 0, text: 'Result: Script' },
+      { type: 'reasoning_signature', choice: 0, signature: 'c2ln' },
+      { type: 'text', choice: 0, text: ' failed' },
+      { type: 'finish', choice: 0, finish: STOP },
+    ];
+    for (const part of parts) await writer.part(part);
+    await writer.close(USAGE);
+    const output = events(sink.body).at(-1)!.response.output;
+    assert.deepEqual(output.map((item: any) => item.type), ['reasoning', 'message', 'reasoning']);
+    assert.equal(output[1].content[0].text, 'Result: Script failed');
+    assert.equal(output[0].encrypted_content, null);
+    assert.equal(typeof output[2].encrypted_content, 'string', 'the signature kept, for the next turn');
+  });
 });

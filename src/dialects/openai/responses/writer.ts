@@ -183,6 +183,8 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
   /** Open tool calls by the upstream's index; a custom tool's arguments are gathered here, its input told once they are whole. */
   private readonly calls = new Map<number, { index: number; id: string; item: Json; args: string }>();
   private finish: Finish = { reason: 'stop', raw: undefined };
+  /** A signature that came while a message was open: a reasoning item of its own once the message closes. */
+  private signatureAfterText: string | undefined;
 
   constructor(
     sink: AnswerSink,
@@ -228,9 +230,12 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
         return;
       }
       case 'reasoning_signature': {
-        const open = this.open?.kind === 'reasoning' && this.open.encrypted === null ? this.open : await this.ensure('reasoning', true);
-        open.encrypted = sealReasoning(this.providerKind, { signature: part.signature });
-        return this.closeOpen();
+        // Gemini signs the last part of its answer, text too: the message is not cut for it, the signature follows it.
+        if (this.open?.kind === 'message') {
+          this.signatureAfterText = part.signature;
+          return;
+        }
+        return this.sealed(part.signature);
       }
       case 'redacted_reasoning': {
         const open = await this.ensure('reasoning', true);
@@ -317,6 +322,16 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
     }
     this.items[open.index] = item;
     await this.event('response.output_item.done', { output_index: open.index, item });
+    const signature = this.signatureAfterText;
+    this.signatureAfterText = undefined;
+    if (signature !== undefined) await this.sealed(signature);
+  }
+
+  /** The open reasoning sealed with its signature, or a reasoning item of the signature alone. */
+  private async sealed(signature: string): Promise<void> {
+    const open = this.open?.kind === 'reasoning' && this.open.encrypted === null ? this.open : await this.ensure('reasoning', true);
+    open.encrypted = sealReasoning(this.providerKind, { signature });
+    await this.closeOpen();
   }
 
   private async closeCall(toolIndex: number): Promise<void> {
