@@ -144,9 +144,12 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
   const choice = data.tool_choice;
   if (typeof choice === 'object' && choice !== null && choice.type === 'function') {
     if (typeof choice.name !== 'string') throw invalid('tool_choice.name', "Missing required parameter: 'tool_choice.name'.", 'missing_required_parameter');
-    const offered = [...tools, ...input.flatMap((item) => (item.type === 'additional_tools' ? (item.tools as Item[]) : []))];
-    if (!offered.some((tool) => tool.type === 'function' && tool.name === choice.name)) {
-      throw invalid('tool_choice', `Invalid 'tool_choice': no function named '${choice.name}' is in 'tools'.`);
+    // Functions of `tools` and of `additional_tools` items, a namespace's under its name.
+    const listed = [...tools, ...input.flatMap((item) => (item.type === 'additional_tools' ? (item.tools as Item[]) : []))];
+    const offered: Item[] = listed.flatMap((tool) => (tool.type === 'namespace' ? (tool.tools as Item[]).map((inner) => ({ ...inner, namespace: tool.name })) : [{ ...tool, namespace: undefined }]));
+    const namespace = typeof choice.namespace === 'string' ? choice.namespace : undefined;
+    if (!offered.some((tool) => tool.type === 'function' && tool.name === choice.name && tool.namespace === namespace)) {
+      throw invalid('tool_choice', `Invalid 'tool_choice': no function named '${choice.name}'${namespace === undefined ? '' : ` in namespace '${namespace}'`} is in 'tools'.`);
     }
   }
   return {
