@@ -180,10 +180,10 @@ const UNTRANSLATABLE = ['background', 'conversation', 'prompt', 'max_tool_calls'
 /**
  * The generation model of a Responses request, for an upstream without a Responses API. `items` is
  * the whole conversation (earlier turns and this one, references resolved), `tools` its tools as
- * functions (tools.ts). Consecutive assistant items (reasoning, text, function and custom tool calls) become
- * one assistant turn, as the other APIs want them; reasoning is carried only where it came from the
- * same kind of upstream (its signature means nothing to another). What cannot be carried is
- * refused by name.
+ * functions (tools.ts). Consecutive assistant items (reasoning, text, function and custom tool
+ * calls) become one assistant turn, as the other APIs want them; reasoning is carried only where it
+ * came from the same kind of upstream (its signature means nothing to another). What cannot be
+ * carried is refused by name.
  */
 export function toGenerationRequest(request: ResponsesRequest, items: readonly Item[], model: CatalogueModel, providerKind: string, tools: ResponsesTools): GenerationRequest {
   const b = request.body;
