@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { ContentPart, StreamPart } from '../../../src/generation/model.js';
 import { parseResponsesRequest, toGenerationRequest, type Item } from '../../../src/dialects/openai/responses/request.js';
-import { responsesTools } from '../../../src/dialects/openai/responses/tools.js';
+import { CustomInputStream, responsesTools } from '../../../src/dialects/openai/responses/tools.js';
 import { newResponseHead, outputItems, ResponsesStreamWriter } from '../../../src/dialects/openai/responses/writer.js';
 import { MemorySink } from '../support/memory-sink.js';
 import { FIXTURES } from './support/fixtures.js';
@@ -129,6 +129,7 @@ describe('Codex’s tools on a translated upstream', () => {
         'response.output_item.done',
         'response.output_item.added',
         'response.custom_tool_call_input.delta',
+        'response.custom_tool_call_input.delta',
         'response.custom_tool_call_input.done',
         'response.output_item.done',
         'response.completed',
@@ -140,9 +141,9 @@ describe('Codex’s tools on a translated upstream', () => {
     assert.equal(added[0].name, 'sleep');
     assert.deepEqual([added[1].type, added[1].name, added[1].namespace, added[1].input, added[1].status], ['custom_tool_call', 'exec', 'functions', '', 'in_progress']);
     const custom = sent.filter((e) => e.type.startsWith('response.custom_tool_call_input'));
-    assert.deepEqual(custom.map((e) => [e.item_id, e.output_index]), [[added[1].id, 1], [added[1].id, 1]]);
-    assert.equal(custom[0]!.delta, 'text("hi")');
-    assert.equal(custom[1]!.input, 'text("hi")');
+    assert.deepEqual(custom.map((e) => [e.item_id, e.output_index]), [[added[1].id, 1], [added[1].id, 1], [added[1].id, 1]]);
+    assert.deepEqual(custom.slice(0, 2).map((e) => e.delta), ['text(', '"hi")'], 'the input told as its JSON string streams in, decoded');
+    assert.equal(custom[2]!.input, 'text("hi")');
     const done = sent.filter((e) => e.type === 'response.output_item.done').map((e) => e.item);
     assert.deepEqual({ ...done[0], id: undefined }, { id: undefined, type: 'function_call', status: 'completed', arguments: '{"duration_ms":1}', call_id: 'call_1', name: 'sleep', namespace: 'clock' });
     assert.deepEqual({ ...done[1], id: undefined }, { id: undefined, type: 'custom_tool_call', status: 'completed', call_id: 'call_2', name: 'exec', namespace: 'functions', input: 'text("hi")' });
@@ -201,5 +202,21 @@ describe('Codex’s tools on a translated upstream', () => {
     assert.equal(output[1].content[0].text, 'Result: Script failed');
     assert.equal(output[0].encrypted_content, null);
     assert.equal(typeof output[2].encrypted_content, 'string', 'the signature kept, for the next turn');
+  });
+
+  test('a custom tool’s input is decoded as its JSON arguments stream in, however they are cut; other shapes tell nothing until the end', () => {
+    const whole = '{ "input" : "line 1\\nsays \\"hi\\" \\u00e9\\ud83d\\ude00 \\\\ end" }';
+    const expected = (JSON.parse(whole) as { input: string }).input;
+    for (let size = 1; size <= whole.length; size++) {
+      const stream = new CustomInputStream();
+      let told = '';
+      for (let at = size; at < whole.length + size; at += size) told += stream.next(whole.slice(0, Math.min(at, whole.length)));
+      assert.equal(told, expected, `fragments of ${size}`);
+    }
+    const other = new CustomInputStream();
+    assert.equal(other.next('{"code": "x"}'), '');
+    assert.equal(other.next(`{"code": "x"}${' '.repeat(40)}`), '');
+    const broken = new CustomInputStream();
+    assert.equal(broken.next('{"input":"a\\qb"}'), 'a', 'an escape JSON has not ends what is told');
   });
 });

@@ -178,3 +178,74 @@ export function customInput(args: string): string {
   }
   return args;
 }
+
+const ESCAPES: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+/** The arguments' start when they are `{"input": "…`; no model pads it with more than this. */
+const INPUT_START = /^\s*\{\s*"input"\s*:\s*"/;
+const INPUT_START_MAX = 32;
+
+/**
+ * A custom tool's input told as its function's JSON arguments stream in: the text of the `input`
+ * string decoded so far, an escape held back until it is whole. Arguments of another shape tell
+ * nothing (their text is told whole at the end, by customInput). Each call reads only what came
+ * since the last.
+ */
+export class CustomInputStream {
+  /** Where the next undecoded character of the string is; undefined until its start is seen. */
+  private at: number | undefined;
+  private done = false;
+  /** What has been told so far. */
+  told = '';
+
+  /** The new text in `args` (all the arguments so far). */
+  next(args: string): string {
+    if (this.done) return '';
+    if (this.at === undefined) {
+      const start = INPUT_START.exec(args);
+      if (start === null) {
+        if (args.length >= INPUT_START_MAX) this.done = true;
+        return '';
+      }
+      this.at = start[0].length;
+    }
+    let out = '';
+    let i = this.at;
+    let run = i;
+    while (i < args.length) {
+      const c = args[i]!;
+      if (c !== '"' && c !== '\\') {
+        i++;
+        continue;
+      }
+      out += args.slice(run, i);
+      if (c === '"') {
+        this.done = true;
+        run = i;
+        break;
+      }
+      const escape = args[i + 1];
+      if (escape === undefined) break;
+      if (escape === 'u') {
+        const hex = args.slice(i + 2, i + 6);
+        if (hex.length < 4) break;
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) {
+          this.done = true;
+          break;
+        }
+        out += String.fromCharCode(Number.parseInt(hex, 16));
+        i += 6;
+      } else if (ESCAPES[escape] !== undefined) {
+        out += ESCAPES[escape];
+        i += 2;
+      } else {
+        this.done = true; // not JSON: the end tells the rest
+        break;
+      }
+      run = i;
+    }
+    if (!this.done && i >= args.length) out += args.slice(run, i);
+    this.at = i;
+    this.told += out;
+    return out;
+  }
+}

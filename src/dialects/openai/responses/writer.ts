@@ -6,7 +6,7 @@ import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../reply.js';
 import { openAIErrorObject } from '../errors.js';
 import { sealReasoning } from './reasoning.js';
 import type { Item, ResponsesBody } from './request.js';
-import { customInput, type ResponsesTools } from './tools.js';
+import { CustomInputStream, customInput, type ResponsesTools } from './tools.js';
 import { isObject } from '../../../wire/json.js';
 
 type Json = Record<string, unknown>;
@@ -180,8 +180,8 @@ interface OpenItem {
 export class ResponsesStreamWriter extends ResponsesEventWriter {
   private readonly items: Json[] = [];
   private open: OpenItem | undefined;
-  /** Open tool calls by the upstream's index; a custom tool's arguments are gathered here, its input told once they are whole. */
-  private readonly calls = new Map<number, { index: number; id: string; item: Json; args: string }>();
+  /** Open tool calls by the upstream's index, their arguments so far; a custom tool's input is told from them as it comes. */
+  private readonly calls = new Map<number, { index: number; id: string; item: Json; args: string; input: CustomInputStream | undefined }>();
   private finish: Finish = { reason: 'stop', raw: undefined };
   /** A signature that came while a message was open: a reasoning item of its own once the message closes. */
   private signatureAfterText: string | undefined;
@@ -247,7 +247,7 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
         const index = this.items.length;
         const item = callItem(this.tools, part.id, part.name, '', 'in_progress');
         this.items.push(item);
-        this.calls.set(part.index, { index, id: item.id as string, item, args: '' });
+        this.calls.set(part.index, { index, id: item.id as string, item, args: '', input: item.type === 'custom_tool_call' ? new CustomInputStream() : undefined });
         await this.event('response.output_item.added', { output_index: index, item });
         return;
       }
@@ -255,8 +255,11 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
         const call = this.calls.get(part.index);
         if (call === undefined || part.arguments === '') return;
         call.args += part.arguments;
-        // A custom tool's input is the text inside its function's JSON arguments: told whole when they are.
-        if (call.item.type === 'custom_tool_call') return;
+        if (call.input !== undefined) {
+          const told = call.input.next(call.args);
+          if (told !== '') await this.event('response.custom_tool_call_input.delta', { item_id: call.id, output_index: call.index, delta: told });
+          return;
+        }
         call.item.arguments = call.args;
         await this.event('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta: part.arguments });
         return;
@@ -340,10 +343,12 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
     this.calls.delete(toolIndex);
     call.item.status = 'completed';
     const base = { item_id: call.id, output_index: call.index };
-    if (call.item.type === 'custom_tool_call') {
+    if (call.input !== undefined) {
       const input = customInput(call.args);
       call.item.input = input;
-      if (input !== '') await this.event('response.custom_tool_call_input.delta', { ...base, delta: input });
+      // What the stream did not tell (arguments of another shape: all of it); `done` has the whole input either way.
+      const rest = input.startsWith(call.input.told) ? input.slice(call.input.told.length) : '';
+      if (rest !== '') await this.event('response.custom_tool_call_input.delta', { ...base, delta: rest });
       await this.event('response.custom_tool_call_input.done', { ...base, input });
     } else await this.event('response.function_call_arguments.done', { ...base, name: call.item.name, arguments: call.item.arguments });
     await this.event('response.output_item.done', { output_index: call.index, item: call.item });
