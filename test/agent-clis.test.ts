@@ -31,7 +31,8 @@ type Upstream = keyof typeof UPSTREAM_MODELS;
  * upstream given. TODO(merge with model aliases): a `gpt-*` pattern in `model_aliases` replaces
  * this literal entry.
  */
-function gatewayConfig(codexDefault: Upstream): string {
+function gatewayConfig(codexDefault: Upstream | 'native'): string {
+  const sol = codexDefault === 'native' ? 'provider: vllm, upstream_model: upstream-model, endpoints: [responses], upstream_api: responses, owned_by: native' : `provider: ${PROVIDER_IDS[codexDefault]}, upstream_model: ${UPSTREAM_MODELS[codexDefault]}, endpoints: [chat], max_output_tokens: 8000`;
   return `${upstreams.providersYaml}
 models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
@@ -39,7 +40,7 @@ models:
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
   - { id: gpt-native, provider: vllm, upstream_model: upstream-model, endpoints: [responses], upstream_api: responses }
   - { id: claude-strict, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000, hosted_tools: refuse }
-  - { id: gpt-6.1-sol, provider: ${PROVIDER_IDS[codexDefault]}, upstream_model: ${UPSTREAM_MODELS[codexDefault]}, endpoints: [chat], max_output_tokens: 8000 }
+  - { id: gpt-6.1-sol, ${sol} }
 `;
 }
 
@@ -208,12 +209,13 @@ function toolResultTexts(upstream: Upstream, body: any): string[] {
 }
 
 /** Points `gpt-6.1-sol` at another upstream: the gateway reloads its file, seen in /v1/models' owned_by. */
-async function codexDefaultOn(upstream: Upstream): Promise<void> {
+async function codexDefaultOn(upstream: Upstream | 'native'): Promise<void> {
   writeFileSync(join(sluice.dataDir, 'sluice.yaml'), gatewayConfig(upstream));
+  const owner = upstream === 'native' ? 'native' : PROVIDER_IDS[upstream];
   await eventually(
     async () => {
       const list = (await (await fetch(`${sluice.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string; owned_by: string }[] };
-      return list.data.find((m) => m.id === 'gpt-6.1-sol')?.owned_by === PROVIDER_IDS[upstream] ? true : undefined;
+      return list.data.find((m) => m.id === 'gpt-6.1-sol')?.owned_by === owner ? true : undefined;
     },
     10_000,
     `gpt-6.1-sol on ${upstream}`,
@@ -221,7 +223,20 @@ async function codexDefaultOn(upstream: Upstream): Promise<void> {
 }
 
 describe('Codex through Sluice', () => {
-  test('codex exec answers through gpt-native (a native Responses upstream), its body relayed untouched', async () => {
+  test('codex exec with no model on a native Responses upstream: its additional_tools and new fields reach it untouched', async () => {
+    await codexDefaultOn('native');
+    const result = await codex(undefined, 'Say hello to the gateway.');
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.ok((codexOutcome(result.stdout).text ?? '').length > 0, result.stdout);
+    const sent = upstreams.vllm.requests.filter((r) => r.method === 'POST')[0]!;
+    assert.match(sent.path, /\/responses$/);
+    assert.equal(sent.body.tools, undefined);
+    assert.deepEqual(sent.body.input[0].tools.map((tool: { type: string; name: string }) => `${tool.type} ${tool.name}`), ['namespace functions', 'namespace clock', 'namespace collaboration']);
+    assert.equal(sent.body.input[0].tools[0].tools[0].type, 'custom');
+    assert.deepEqual([sent.body.reasoning.context, sent.body.text.verbosity], ['all_turns', 'low']);
+  });
+
+  test('codex exec answers through gpt-native (a native Responses upstream), its hosted tools and namespace reaching it', async () => {
     const result = await codex('gpt-native', 'Say hello to the gateway.');
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     const { text, usage } = codexOutcome(result.stdout);
