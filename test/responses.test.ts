@@ -53,6 +53,7 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-agent, provider: vllm, upstream_model: upstream-model, endpoints: [chat], drop_hosted_tools: true }
+  - { id: llama-strict, provider: vllm, upstream_model: upstream-model, endpoints: [chat], hosted_tools: refuse }
   - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
   - { id: gpt-5-mini, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
 responses:
@@ -388,25 +389,40 @@ describe('Responses across upstreams and models', () => {
     assert.equal(result.reasoningText, 'Let me think.');
   });
 
-  test('hosted tools are refused by name on a translated model', async () => {
-    const { status, json } = await post({ model: 'llama-chat', input: 'search the web', tools: [weatherTool, { type: 'web_search' }] });
+  test('hosted tools are refused by name on a translated model configured with hosted_tools: refuse', async () => {
+    const { status, json } = await post({ model: 'llama-strict', input: 'search the web', tools: [weatherTool, { type: 'web_search' }] });
     assert.equal(status, 400);
     assert.equal(json.error.param, 'tools[1].type');
+    assert.equal(json.error.code, 'unsupported_parameter');
     assert.match(json.error.message, /`web_search`/);
     assert.equal(upstreams.vllm.requests.length, 0);
   });
 
-  test('hosted tools are left out, and named in a header, on a model configured to drop them', async () => {
-    const { status, headers, json } = await post({
-      model: 'llama-agent',
-      input: 'What is the weather in Paris?',
-      tools: [weatherTool, { type: 'web_search' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
+  for (const model of ['llama-chat', 'llama-agent']) {
+    test(`hosted tools are left out, and named in a header, by default and with the old drop_hosted_tools (${model})`, async () => {
+      const { status, headers, json } = await post({
+        model,
+        input: 'What is the weather in Paris?',
+        tools: [weatherTool, { type: 'web_search' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
+      });
+      assert.equal(status, 200);
+      assert.equal(headers.get('x-sluice-dropped-tools'), 'web_search, file_search');
+      assert.equal(json.output.find((item: any) => item.type === 'function_call').name, 'get_weather');
+      const sent = upstreams.vllm.requests.at(-1)!.body;
+      assert.deepEqual(sent.tools.map((t: any) => t.function.name), ['get_weather']);
     });
+  }
+
+  test('a namespace’s function is called by its flat name upstream and answered as a function_call with its namespace; a malformed namespace is a 400', async () => {
+    const weather = { type: 'namespace', name: 'forecast', description: 'Weather tools.', tools: [{ ...weatherTool, strict: undefined }] };
+    const { status, json } = await post({ model: 'claude', input: 'Look it up: call tool forecast__get_weather', tools: [weather] });
     assert.equal(status, 200);
-    assert.equal(headers.get('x-sluice-dropped-tools'), 'web_search, file_search');
-    assert.equal(json.output.find((item: any) => item.type === 'function_call').name, 'get_weather');
-    const sent = upstreams.vllm.requests.at(-1)!.body;
-    assert.deepEqual(sent.tools.map((t: any) => t.function.name), ['get_weather']);
+    assert.deepEqual(upstreams.anthropic.requests.at(-1)!.body.tools.map((t: any) => t.name), ['forecast__get_weather']);
+    const call = json.output.find((item: any) => item.type === 'function_call');
+    assert.deepEqual([call.name, call.namespace, call.arguments], ['get_weather', 'forecast', '{"city":"example"}']);
+    const bad = await post({ model: 'claude', input: 'hi', tools: [{ type: 'namespace', name: 'forecast' }] });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.param, 'tools[0].tools');
   });
 
   test('hosted tools go to a native Responses upstream untouched', async () => {
@@ -491,7 +507,7 @@ describe('Responses across upstreams and models', () => {
           { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Sandbox: read-only.' }] },
           { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What is the weather in Paris?' }] },
         ],
-        tools: [{ ...weatherTool, strict: false }, { type: 'web_search' }, { type: 'namespace', name: 'mcp', tools: [] }],
+        tools: [{ ...weatherTool, strict: false }, { type: 'web_search' }, { type: 'namespace', name: 'mcp', description: '', tools: [] }, { type: 'image_generation' }],
         tool_choice: 'auto',
         parallel_tool_calls: false,
         reasoning: { effort: 'medium', summary: 'auto' },
@@ -503,7 +519,7 @@ describe('Responses across upstreams and models', () => {
       }),
     });
     assert.equal(response.status, 200);
-    assert.equal(response.headers.get('x-sluice-dropped-tools'), 'web_search, namespace');
+    assert.equal(response.headers.get('x-sluice-dropped-tools'), 'web_search, image_generation', 'an empty namespace is no tool left out');
     const events = (await response.text())
       .split('\n\n')
       .filter((frame) => frame.includes('data: '))

@@ -1,4 +1,4 @@
-import { deploymentsOf, isNamePattern, resolveRouting, type Endpoint, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import { deploymentsOf, hostedToolsOf, isNamePattern, resolveRouting, type Endpoint, type HostedTools, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 import type { Pricing } from '../pricing/cost.js';
 import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
 import { Glob } from './glob.js';
@@ -33,8 +33,8 @@ export interface CatalogueModel {
   readonly contextWindow: number | undefined;
   readonly maxOutputTokens: number | undefined;
   readonly endpoints: ReadonlySet<Endpoint>;
-  /** A Responses request's hosted tools are left out (and named in a header) rather than refused, where the upstream has none. */
-  readonly dropHostedTools: boolean;
+  /** What a Responses request's hosted tools become where the upstream has none: the model's `hosted_tools`, else its deployment's provider's, else `drop`. */
+  readonly hostedTools: HostedTools;
   readonly pricing: Pricing | undefined;
   /** Where `pricing` came from; undefined when there is none. */
   readonly pricingSource: PricingSource | undefined;
@@ -62,13 +62,14 @@ export interface Deployment {
   readonly routing: RoutingPolicy;
 }
 
-/** The `routing:` blocks beneath a model's own: its providers', then the top level's. */
+/** The `routing:` blocks beneath a model's own: its providers', then the top level's; and its providers' `hosted_tools`. */
 export interface RoutingBlocks {
   provider(providerId: string): RoutingBlock | undefined;
   readonly top: RoutingBlock | undefined;
+  hostedTools(providerId: string): HostedTools | undefined;
 }
 
-const NO_ROUTING_BLOCKS: RoutingBlocks = { provider: () => undefined, top: undefined };
+const NO_ROUTING_BLOCKS: RoutingBlocks = { provider: () => undefined, top: undefined, hostedTools: () => undefined };
 
 /** A model's price is its entry's own, else a price list's (see pricing/price-list.ts). */
 export type PricingSource = { readonly kind: 'entry' } | { readonly kind: 'price_list'; readonly asOf: string; readonly origin: PriceListOrigin };
@@ -283,15 +284,17 @@ export function asAlias(model: CatalogueModel, name: string): CatalogueModel {
   return name === model.id ? model : { ...model, id: name, aliasOf: model.id };
 }
 
-export function routingBlocksOf(config: GatewayConfig, moreProviders: readonly { id: string; routing?: RoutingBlock | undefined }[] = []): RoutingBlocks {
-  const byProvider = new Map([...config.providers, ...moreProviders].map((provider) => [provider.id, provider.routing]));
-  return { provider: (id) => byProvider.get(id), top: config.routing };
+export function routingBlocksOf(config: GatewayConfig, moreProviders: readonly { id: string; routing?: RoutingBlock | undefined; hosted_tools?: HostedTools | undefined }[] = []): RoutingBlocks {
+  const providers = new Map([...config.providers, ...moreProviders].map((provider) => [provider.id, provider]));
+  return { provider: (id) => providers.get(id)?.routing, top: config.routing, hostedTools: (id) => providers.get(id)?.hosted_tools };
 }
 
 export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'config', blocks: RoutingBlocks = NO_ROUTING_BLOCKS): CatalogueModel {
   const configs = deploymentsOf(entry);
   const first = configs[0]!;
   const deployments: Deployment[] = [];
+  const own = entry.hosted_tools ?? (entry.drop_hosted_tools === undefined ? undefined : hostedToolsOf(entry.drop_hosted_tools));
+  const hostedTools = (providerId: string): HostedTools => own ?? blocks.hostedTools(providerId) ?? 'drop';
   const model: CatalogueModel = {
     id: entry.id,
     aliases: entry.aliases ?? [],
@@ -306,7 +309,7 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
     contextWindow: entry.context_window,
     maxOutputTokens: entry.max_output_tokens,
     endpoints: new Set(entry.endpoints),
-    dropHostedTools: entry.drop_hosted_tools ?? false,
+    hostedTools: hostedTools(first.provider),
     pricing: entry.pricing && pricingOf(entry.pricing),
     pricingSource: entry.pricing && ENTRY_PRICING,
     origin,
@@ -317,7 +320,7 @@ export function modelFromConfig(entry: ModelConfig, origin: CatalogueOrigin = 'c
   for (const [index, config] of configs.entries()) {
     const upstreamModel = config.upstream_model ?? entry.id;
     const view: CatalogueModel =
-      index === 0 ? model : { ...model, providerId: config.provider, upstreamModel, upstreamApi: config.upstream_api ?? 'completions' };
+      index === 0 ? model : { ...model, providerId: config.provider, upstreamModel, upstreamApi: config.upstream_api ?? 'completions', hostedTools: hostedTools(config.provider) };
     deployments.push({
       name: `${config.provider}/${upstreamModel}`,
       providerId: config.provider,

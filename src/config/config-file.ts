@@ -32,6 +32,14 @@ export const UPSTREAM_APIS = ['completions', 'chat', 'responses'] as const;
 export type UpstreamApi = (typeof UPSTREAM_APIS)[number];
 
 /**
+ * What a model reached through translation does with a Responses request's tools that no upstream
+ * of its kind runs (web search, file search, code interpreter, …): `drop` leaves them out and names
+ * their types in the `x-sluice-dropped-tools` header, `refuse` answers 400 naming them.
+ */
+export const HOSTED_TOOLS = ['drop', 'refuse'] as const;
+export type HostedTools = (typeof HOSTED_TOOLS)[number];
+
+/**
  * Defaults of a provider's limits, which docs/configuration.md states and explains (keep the two together).
  * A stalled upstream is given up on in about a minute or two, well before the official SDKs' own
  * 10-minute timeout, so the caller gets a 504 rather than a hang.
@@ -211,6 +219,8 @@ export const providerSchema = z.strictObject({
   probe: z.strictObject({ interval_ms: z.number().int().min(1000), model: z.string().min(1) }).optional(),
   /** The `anthropic-version` header sent to an `anthropic` provider. */
   anthropic_version: z.string().min(1).default('2023-06-01'),
+  /** What becomes of a Responses request's hosted tools on this provider's translated models; a model's own `hosted_tools` beats it. */
+  hosted_tools: z.enum(HOSTED_TOOLS).optional(),
   /** Routing for the deployments on this provider; a model's own block beats it. */
   routing: routingSchema.optional(),
   /** Its model list, read from the upstream and kept current in the catalogue (see src/discovery). */
@@ -280,10 +290,9 @@ export const modelSchema = z.strictObject({
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(['completions']),
   /** For `openai` providers: `chat` serves legacy completions through the upstream's chat API; `responses` relays /v1/responses. */
   upstream_api: z.enum(UPSTREAM_APIS).optional(),
-  /**
-   * For a model reached through translation: hosted tools in a Responses request (web search,
-   * file search, …) are left out, and named in `x-sluice-dropped-tools`, instead of refused.
-   */
+  /** For a model reached through translation: what becomes of a Responses request's hosted tools (see HOSTED_TOOLS); default: the provider's, else `drop`. */
+  hosted_tools: z.enum(HOSTED_TOOLS).optional(),
+  /** The old spelling: `true` is `hosted_tools: drop` (now the default), `false` is `refuse`. */
   drop_hosted_tools: z.boolean().optional(),
   pricing: pricingSchema.optional(),
   /** Where the model is served: several upstreams, weighted and in priority levels (instead of `provider:`). */
@@ -302,7 +311,15 @@ export const modelSchema = z.strictObject({
   }
   if (model.fallbacks?.includes(model.id)) ctx.addIssue({ code: 'custom', path: ['fallbacks'], message: 'a model cannot fall back to itself' });
   if (model.aliases?.includes(model.id)) ctx.addIssue({ code: 'custom', path: ['aliases'], message: 'a model cannot be its own alias' });
+  if (model.hosted_tools !== undefined && model.drop_hosted_tools !== undefined && model.hosted_tools !== hostedToolsOf(model.drop_hosted_tools)) {
+    ctx.addIssue({ code: 'custom', path: ['drop_hosted_tools'], message: `says the opposite of hosted_tools: ${model.hosted_tools} (it is that key's old spelling: keep one)` });
+  }
 });
+
+/** `drop_hosted_tools`, the old spelling, as `hosted_tools`. */
+export function hostedToolsOf(dropHostedTools: boolean): HostedTools {
+  return dropHostedTools ? 'drop' : 'refuse';
+}
 
 /** The deployments of a model entry, whichever form it was written in. */
 export function deploymentsOf(model: ModelConfig): DeploymentConfig[] {

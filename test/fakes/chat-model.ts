@@ -22,7 +22,10 @@ import { UNICODE_PROMPT, UNICODE_TOKENS, WORDS } from './generation.js';
  *   as JSON without a schema does. A named choice
  *   (OpenAI {type:function}, Anthropic {type:tool}, Gemini ANY with one allowed name) makes
  *   exactly one call of that tool. "none" forbids calls. A call's arguments stream in 3
- *   fragments of the JSON text (2 for "{}"); each fragment counts one output token.
+ *   fragments of the JSON text (2 for "{}"); each fragment counts one output token. A prompt
+ *   saying "call tool <name>" (any case) with a tool of that exact name offered and a choice that
+ *   allows calls makes one call of it, with the minimal instance of its parameter schema (how a
+ *   test drives an agent's own tools, which it offers with a choice of auto).
  * - Tool results: when the conversation's last turn is tool results, the answer is
  *   `Result: <content>` for each result in order, joined with ' ' (one token per word).
  * - JSON: when JSON output is requested with a schema, the answer is the JSON text of the minimal
@@ -78,6 +81,9 @@ export function planToolCalls(prompt: string, tools: readonly OfferedTool[], mod
     const tool = tools.find((t) => t.name === mode.name);
     return tool === undefined ? [] : [call(tool)];
   }
+  const asked = /\bcall tool ([\w.:-]+)/i.exec(prompt);
+  const askedTool = asked === null ? undefined : tools.find((t) => t.name === asked[1] && (mode.type !== 'required' || mode.among === undefined || mode.among.includes(t.name)));
+  if (askedTool !== undefined) return [call(askedTool)];
   const candidates = mode.type === 'required' && mode.among !== undefined ? tools.filter((t) => mode.among!.includes(t.name)) : tools;
   const weatherTool = candidates.find((t) => t.name === WEATHER_TOOL);
   if (weather && weatherTool !== undefined) {

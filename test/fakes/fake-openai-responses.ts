@@ -10,7 +10,8 @@ import { endStream, json, writeEvent, type Behaviour } from './fake-server.js';
  * `input` a string or items (messages with roles user / system / developer / assistant and parts
  * input_text / input_image / output_text / refusal; function_call with call_id, name and string
  * arguments; function_call_output answering an earlier function_call's call_id; reasoning items
- * only with encrypted content this fake issued); `tools` (function tools flat, with a name;
+ * only with encrypted content this fake issued; `additional_tools` with a tools list, whose tools,
+ * like hosted ones, are never called); `tools` (function tools flat, with a name;
  * hosted types are accepted and never called); `tool_choice`; `text.format` (json_schema needs a
  * name and a schema); `max_output_tokens` ≥ 16; `temperature` 0..2; `reasoning.effort`. Unknown
  * fields are ignored.
@@ -118,6 +119,10 @@ function readRequest(body: any): ReadRequest {
         if (typeof item.encrypted_content !== 'string' || !item.encrypted_content.startsWith('enc:')) {
           throw new BadRequest(404, `Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`, 'input');
         }
+        return;
+      case 'additional_tools':
+        // Tools offered from here on (Codex's whole set, in namespaces): accepted, never called, as hosted tools are.
+        if (!Array.isArray(item.tools)) throw new BadRequest(400, `Missing required parameter: '${at}.tools'.`, `${at}.tools`);
         return;
       case 'item_reference':
         throw new BadRequest(404, `Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`, 'input');

@@ -118,6 +118,27 @@ models:
     );
   });
 
+  test('hosted_tools: the model’s own, else its deployment’s provider’s, else drop; drop_hosted_tools is its old spelling', () => {
+    const config = parseConfig(
+      `providers:
+  - { id: p, kind: openai, base_url: "http://h/v1" }
+  - { id: strict, kind: anthropic, hosted_tools: refuse }
+models:
+  - { id: plain, provider: p }
+  - { id: cautious, provider: p, hosted_tools: refuse }
+  - { id: old-drop, provider: strict, drop_hosted_tools: true }
+  - { id: old-refuse, provider: p, drop_hosted_tools: false }
+  - { id: mixed, deployments: [{ provider: p }, { provider: strict }] }
+`,
+      'sluice.yaml',
+      {},
+    );
+    const catalogue = Catalogue.fromConfig(config);
+    const policy = (id: string) => catalogue.get(id)!.hostedTools;
+    assert.deepEqual(['plain', 'cautious', 'old-drop', 'old-refuse', 'mixed'].map(policy), ['drop', 'refuse', 'drop', 'refuse', 'drop']);
+    assert.deepEqual(catalogue.get('mixed')!.deployments.map((d) => d.model.hostedTools), ['drop', 'refuse'], 'each deployment its provider’s');
+  });
+
   test('sluice.example.yaml parses', () => {
     const config = loadConfigFile(new URL('../../../sluice.example.yaml', import.meta.url).pathname, {});
     assert.ok(config.providers.length > 0 && config.models.length > 0);
@@ -155,6 +176,8 @@ describe('a bad configuration', () => {
     ['a circuit that never opens', 'routing: { circuit: { failures: 0 } }\n', "field 'routing.circuit.failures': Too small: expected number to be >0"],
     ['a bad retry condition', M('{ id: m, provider: p, routing: { retry_on: [503, sometimes] } }'), "models[0] (id: m): field 'routing.retry_on.1': must be an HTTP status (400-599), 'connect_error' or 'timeout'"],
     ['a lease too short', 'limits: { lease_ms: 50 }\n', "field 'limits.lease_ms': Too small: expected number to be >=100"],
+    ['an unknown hosted_tools', M('{ id: m, provider: p, hosted_tools: keep }'), 'models[0] (id: m): field \'hosted_tools\': Invalid option: expected one of "drop"|"refuse"'],
+    ['hosted_tools and its old spelling at odds', M('{ id: m, provider: p, hosted_tools: refuse, drop_hosted_tools: true }'), "models[0] (id: m): field 'drop_hosted_tools': says the opposite of hosted_tools: refuse (it is that key's old spelling: keep one)"],
     ['a retention of zero days', 'responses: { retention_days: 0 }\n', "field 'responses.retention_days': Too small: expected number to be >0"],
     ['an unset variable', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", headers: { X-Org: "${ORG_UNSET}" } }\n', "providers[0] (id: p): field 'headers.X-Org': environment variable ORG_UNSET is not set (write ${ORG_UNSET:-default} for a default)"],
     ['a variable named like an inherited property', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", api_key: "${toString}" }\n', "providers[0] (id: p): field 'api_key': environment variable toString is not set (write ${toString:-default} for a default)"],

@@ -38,7 +38,7 @@ function outcome(subject: Subject, fixture: RequestFixture): RequestExpectation 
   if (typed !== undefined && !isDeepEqual(typed, request.body)) expectation.bodyAsParsed = asJson(typed);
   if (subject.translate !== undefined) {
     const kind = fixture.upstream?.kind ?? subject.translatesFor;
-    const model = translatingModel((parsed as { model: string }).model, kind, fixture.upstream?.dropHostedTools);
+    const model = translatingModel((parsed as { model: string }).model, kind, fixture.upstream?.hostedTools);
     try {
       expectation.translated = asJson(subject.translate(parsed, model, kind));
     } catch (thrown) {

@@ -10,6 +10,7 @@ import { relayedStream, rendered, translatedStream, wholeReply } from '../../rep
 import type { Conversations, Turn } from './conversation.js';
 import { isSluiceReasoning } from './reasoning.js';
 import { inputTexts, itemType, parseResponsesRequest, toGenerationRequest, type Item, type ResponsesRequest } from './request.js';
+import { responsesTools, type ResponsesTools } from './tools.js';
 import { newResponseHead, RelayedResponsesWriter, ResponsesStreamWriter, translatedResponse } from './writer.js';
 
 type Json = Record<string, unknown>;
@@ -21,6 +22,8 @@ const responsesParam = (field: ModelledField) => PARAMS[field] ?? field;
 /** A request with the conversation it continues, once admitted. */
 export interface ContinuedRequest extends ResponsesRequest {
   readonly turn?: Turn;
+  /** Its tools and the conversation's as functions, for a translated upstream, and how its calls map back. */
+  readonly tools?: ResponsesTools;
   /** Stores the response for the caller's account, when the request asked for it to be kept. */
   readonly keep?: (response: Json, usage: Usage | null) => Promise<void>;
 }
@@ -46,14 +49,15 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
     async prepare(request, principal) {
       const turn = await conversations.resolve(principal, request.previousResponseId, request.input);
       const keep = request.store ? (response: Json, usage: Usage | null) => conversations.keep(principal, request.previousResponseId, turn.input, response, usage) : undefined;
-      return { ...request, turn, keep };
+      return { ...request, turn, keep, tools: responsesTools(request.body.tools ?? [], [...turn.history, ...turn.input]) };
     },
     plan(request, { model, provider }) {
       if (provider.relays('openai.responses', model)) return { kind: 'relay', operation: 'openai.responses', body: nativeBody(request, request.turn!), stream: request.stream };
-      const { request: generation, droppedTools } = toGenerationRequest(request, conversationItems(request), model, provider.kind);
+      const tools = toolsOf(request);
+      const generation = toGenerationRequest(request, conversationItems(request), model, provider.kind, tools);
       const caps = provider.capabilities(model);
       checkSupported(generation, model, caps, responsesParam);
-      const replyHeaders: Record<string, string> = droppedTools.length > 0 ? { 'x-sluice-dropped-tools': droppedTools.join(', ') } : {};
+      const replyHeaders: Record<string, string> = tools.dropped.length > 0 ? { 'x-sluice-dropped-tools': tools.dropped.join(', ') } : {};
       return { kind: 'generate', subCalls: splitChoices(generation, caps.maxChoicesPerCall), stream: request.stream, replyHeaders };
     },
     answer(request, answer, { provider, call, sink }) {
@@ -75,13 +79,13 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
           const content = choice?.content ?? [];
           const headers = droppedToolsHeaders(call);
           return wholeReply(answer.result.usage, () => [textOf(content)], async (usage) => {
-            const response = translatedResponse(newResponseHead(request.body), content, choice?.finish ?? { reason: 'stop', raw: undefined }, usage, provider.kind);
+            const response = translatedResponse(newResponseHead(request.body), content, choice?.finish ?? { reason: 'stop', raw: undefined }, usage, provider.kind, toolsOf(request));
             await keep(response, usage);
             return rendered(JSON.stringify(response), { 'content-type': 'application/json', ...headers });
           });
         }
         case 'generating': {
-          const writer = new ResponsesStreamWriter(sink, newResponseHead(request.body), provider.kind, droppedToolsHeaders(call), keep);
+          const writer = new ResponsesStreamWriter(sink, newResponseHead(request.body), provider.kind, toolsOf(request), droppedToolsHeaders(call), keep);
           return translatedStream(answer.parts, writer, () => writer.begin(), (part) => writer.part(part));
         }
         case 'none':
@@ -96,6 +100,11 @@ export function responsesOperation(conversations: Conversations): Operation<Cont
 /** The earlier turns and this one's input, once resolved; the request's own input before. */
 function conversationItems(request: ContinuedRequest): readonly Item[] {
   return request.turn === undefined ? request.input : [...request.turn.history, ...request.turn.input];
+}
+
+/** The request's tools as functions: found once the conversation is known, from its own input before. */
+function toolsOf(request: ContinuedRequest): ResponsesTools {
+  return request.tools ?? responsesTools(request.body.tools ?? [], conversationItems(request));
 }
 
 /** The hosted tools the translation left out, named for the caller. */

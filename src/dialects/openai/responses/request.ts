@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../core/errors.js';
-import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
+import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice } from '../../../generation/model.js';
 import { invalid, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
+import { checkToolList, CUSTOM_INPUT, type ResponsesTools } from './tools.js';
 
 /**
  * `POST /v1/responses` bodies. The envelope (what Sluice reads itself: the model, the input items,
@@ -24,8 +25,13 @@ const messageItem = z.looseObject({
   content,
   id: z.string().nullish(),
 });
-const functionCallItem = z.looseObject({ type: z.literal('function_call'), call_id: z.string().min(1), name: z.string().min(1), arguments: z.string(), id: z.string().nullish() });
+const functionCallItem = z.looseObject({ type: z.literal('function_call'), call_id: z.string().min(1), name: z.string().min(1), namespace: z.string().min(1).nullish(), arguments: z.string(), id: z.string().nullish() });
 const functionCallOutputItem = z.looseObject({ type: z.literal('function_call_output'), call_id: z.string().min(1), output: content });
+const customToolCallItem = z.looseObject({ type: z.literal('custom_tool_call'), call_id: z.string().min(1), name: z.string().min(1), namespace: z.string().min(1).nullish(), input: z.string(), id: z.string().nullish() });
+const customToolCallOutputItem = z.looseObject({ type: z.literal('custom_tool_call_output'), call_id: z.string().min(1), output: content });
+const tool = z.looseObject({ type: z.string() });
+/** Tools made available from this item on (Codex's whole tool set, when it sends no `tools`). */
+const additionalToolsItem = z.looseObject({ type: z.literal('additional_tools'), role: z.literal('developer').nullish(), tools: z.array(tool) });
 const reasoningItem = z.looseObject({
   type: z.literal('reasoning'),
   id: z.string().nullish(),
@@ -33,13 +39,22 @@ const reasoningItem = z.looseObject({
   encrypted_content: z.string().nullish(),
 });
 const referenceItem = z.looseObject({ type: z.literal('item_reference').nullish(), id: z.string().min(1) });
-const ITEMS = { message: messageItem, function_call: functionCallItem, function_call_output: functionCallOutputItem, reasoning: reasoningItem, item_reference: referenceItem } as const;
+const ITEMS = {
+  message: messageItem,
+  function_call: functionCallItem,
+  function_call_output: functionCallOutputItem,
+  custom_tool_call: customToolCallItem,
+  custom_tool_call_output: customToolCallOutputItem,
+  additional_tools: additionalToolsItem,
+  reasoning: reasoningItem,
+  item_reference: referenceItem,
+} as const;
 
 const envelope = z.looseObject({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(z.looseObject({}))]).nullish(),
   instructions: z.string().nullish(),
-  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
+  tools: z.array(tool).nullish(),
   tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   text: z
@@ -57,6 +72,7 @@ const envelope = z.looseObject({
           }),
         ])
         .nullish(),
+      verbosity: z.enum(['low', 'medium', 'high']).nullish(),
     })
     .nullish(),
   max_output_tokens: z.number().int().min(1).nullish(),
@@ -67,6 +83,7 @@ const envelope = z.looseObject({
     .looseObject({
       effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
       summary: z.enum(['auto', 'concise', 'detailed']).nullish(),
+      context: z.enum(['auto', 'current_turn', 'all_turns']).nullish(),
     })
     .nullish(),
   include: z.array(z.string()).nullish(),
@@ -120,20 +137,19 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
   }
   if (input.length === 0 && data.previous_response_id == null) throw invalid('input', "Missing required parameter: 'input'.", 'missing_required_parameter');
   const tools = data.tools ?? [];
-  tools.forEach((tool, k) => {
-    if (tool.type !== 'function') return;
-    if (typeof tool.name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(tool.name)) {
-      throw invalid(`tools[${k}].name`, `Invalid 'tools[${k}].name': expected a string of 1-128 letters, digits, underscores or dashes.`);
-    }
-    if (tool.parameters != null && (typeof tool.parameters !== 'object' || Array.isArray(tool.parameters))) {
-      throw invalid(`tools[${k}].parameters`, `Invalid type for 'tools[${k}].parameters': expected an object.`, 'invalid_type');
-    }
+  checkToolList(tools, 'tools');
+  input.forEach((item, i) => {
+    if (item.type === 'additional_tools') checkToolList(item.tools as Item[], `input[${i}].tools`);
   });
   const choice = data.tool_choice;
   if (typeof choice === 'object' && choice !== null && choice.type === 'function') {
     if (typeof choice.name !== 'string') throw invalid('tool_choice.name', "Missing required parameter: 'tool_choice.name'.", 'missing_required_parameter');
-    if (!tools.some((tool) => tool.type === 'function' && tool.name === choice.name)) {
-      throw invalid('tool_choice', `Invalid 'tool_choice': no function named '${choice.name}' is in 'tools'.`);
+    // Functions of `tools` and of `additional_tools` items, a namespace's under its name.
+    const listed = [...tools, ...input.flatMap((item) => (item.type === 'additional_tools' ? (item.tools as Item[]) : []))];
+    const offered: Item[] = listed.flatMap((tool) => (tool.type === 'namespace' ? (tool.tools as Item[]).map((inner) => ({ ...inner, namespace: tool.name })) : [{ ...tool, namespace: undefined }]));
+    const namespace = typeof choice.namespace === 'string' ? choice.namespace : undefined;
+    if (!offered.some((tool) => tool.type === 'function' && tool.name === choice.name && tool.namespace === namespace)) {
+      throw invalid('tool_choice', `Invalid 'tool_choice': no function named '${choice.name}'${namespace === undefined ? '' : ` in namespace '${namespace}'`} is in 'tools'.`);
     }
   }
   return {
@@ -151,11 +167,6 @@ export function itemType(item: Item): string {
   return typeof item.type === 'string' ? item.type : 'role' in item ? 'message' : 'item_reference';
 }
 
-/** Tool types other than `function`: hosted by OpenAI (web search, file search, computer use, MCP, namespaces…) or free-form. */
-export function hostedToolTypes(body: ResponsesBody): string[] {
-  return [...new Set((body.tools ?? []).filter((tool) => tool.type !== 'function').map((tool) => tool.type))];
-}
-
 function notTranslatable(model: CatalogueModel, param: string, what: string): GatewayError {
   return new GatewayError('unsupported_parameter', `Model \`${model.id}\` cannot take ${what}: it is not served by a Responses API upstream.`, {
     param,
@@ -166,37 +177,23 @@ function notTranslatable(model: CatalogueModel, param: string, what: string): Ga
 /** Documented fields that change the answer in ways no translated upstream can. */
 const UNTRANSLATABLE = ['background', 'conversation', 'prompt', 'max_tool_calls'] as const;
 
-export interface Translation {
-  readonly request: GenerationRequest;
-  /** Hosted tool types left out, as the model's configuration allows. */
-  readonly droppedTools: readonly string[];
-}
-
 /**
  * The generation model of a Responses request, for an upstream without a Responses API. `items` is
- * the whole conversation (earlier turns and this one, references resolved). Consecutive assistant
- * items (reasoning, text, function calls) become one assistant turn, as the other APIs want them;
- * reasoning is carried only where it came from the same kind of upstream (its signature means
- * nothing to another). What cannot be carried is refused by name.
+ * the whole conversation (earlier turns and this one, references resolved), `tools` its tools as
+ * functions (tools.ts). Consecutive assistant items (reasoning, text, function and custom tool
+ * calls) become one assistant turn, as the other APIs want them; reasoning is carried only where it
+ * came from the same kind of upstream (its signature means nothing to another). What cannot be
+ * carried is refused by name.
  */
-export function toGenerationRequest(request: ResponsesRequest, items: readonly Item[], model: CatalogueModel, providerKind: string): Translation {
+export function toGenerationRequest(request: ResponsesRequest, items: readonly Item[], model: CatalogueModel, providerKind: string, tools: ResponsesTools): GenerationRequest {
   const b = request.body;
   for (const field of UNTRANSLATABLE) if (b[field] != null && b[field] !== false) throw notTranslatable(model, field, `the parameter '${field}'`);
   if (b.top_logprobs != null && b.top_logprobs > 0) throw notTranslatable(model, 'top_logprobs', "'top_logprobs'");
-
-  const hosted = hostedToolTypes(b);
-  if (hosted.length > 0 && !model.dropHostedTools) {
-    const k = (b.tools ?? []).findIndex((tool) => tool.type !== 'function');
-    throw notTranslatable(model, `tools[${k}].type`, `tools of type ${hosted.map((t) => `\`${t}\``).join(', ')} (only \`function\` tools are translated; a model configured with drop_hosted_tools leaves them out)`);
+  // `hosted_tools: refuse`: a tool no upstream of this kind runs is a 400 naming its type, as before Sluice left such tools out.
+  if (tools.dropped.length > 0 && model.hostedTools === 'refuse') {
+    const types = tools.dropped.map((t) => `\`${t}\``).join(', ');
+    throw notTranslatable(model, tools.firstDroppedAt!, `tools of type ${types} (functions, namespaces of functions and custom tools are translated; the model is configured with hosted_tools: refuse)`);
   }
-  const tools: ToolDefinition[] = (b.tools ?? [])
-    .filter((tool) => tool.type === 'function')
-    .map((tool) => ({
-      name: tool.name as string,
-      description: typeof tool.description === 'string' ? tool.description : undefined,
-      parameters: (tool.parameters as Record<string, unknown> | null | undefined) ?? { type: 'object', properties: {} },
-      strict: typeof tool.strict === 'boolean' ? tool.strict : undefined,
-    }));
 
   const messages: Message[] = [];
   if (b.instructions != null && b.instructions !== '') messages.push({ role: 'system', content: [{ type: 'text', text: b.instructions }] });
@@ -205,6 +202,17 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
   const flush = () => {
     if (assistant.length > 0) messages.push({ role: 'assistant', content: assistant });
     assistant = [];
+  };
+  const call = (callId: string, name: string, args: string) => {
+    toolNames.set(callId, name);
+    assistant.push({ type: 'tool_call', id: callId, name, arguments: args });
+  };
+  const result = (item: Item, at: string) => {
+    flush();
+    const callId = item.call_id as string;
+    const output = item.output as string | Item[];
+    const parts = typeof output === 'string' ? [{ type: 'text' as const, text: output }] : (userParts(output, model, `${at}.output`, true) as (TextPart | ImagePart)[]);
+    messages.push({ role: 'tool', content: [{ type: 'tool_result', toolCallId: callId, name: toolNames.get(callId), content: parts }] });
   };
   items.forEach((item, i) => {
     const type = itemType(item);
@@ -221,20 +229,15 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
         messages.push({ role: role === 'user' ? 'user' : 'system', content: parts });
         return;
       }
-      case 'function_call': {
-        const callId = item.call_id as string;
-        toolNames.set(callId, item.name as string);
-        assistant.push({ type: 'tool_call', id: callId, name: item.name as string, arguments: item.arguments as string });
-        return;
-      }
-      case 'function_call_output': {
-        flush();
-        const callId = item.call_id as string;
-        const output = item.output as string | Item[];
-        const parts = typeof output === 'string' ? [{ type: 'text' as const, text: output }] : (userParts(output, model, `${at}.output`, true) as (TextPart | ImagePart)[]);
-        messages.push({ role: 'tool', content: [{ type: 'tool_result', toolCallId: callId, name: toolNames.get(callId), content: parts }] });
-        return;
-      }
+      case 'function_call':
+        return call(item.call_id as string, tools.flatName(item.name as string, (item.namespace as string | null | undefined) ?? undefined), item.arguments as string);
+      case 'custom_tool_call':
+        return call(item.call_id as string, tools.flatName(item.name as string, (item.namespace as string | null | undefined) ?? undefined), JSON.stringify({ [CUSTOM_INPUT]: item.input }));
+      case 'function_call_output':
+      case 'custom_tool_call_output':
+        return result(item, at);
+      case 'additional_tools':
+        return; // its tools are in `tools`
       case 'reasoning': {
         const reasoning = reasoningPartOf(item, providerKind);
         if (reasoning !== undefined) assistant.push(reasoning);
@@ -254,37 +257,36 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
         ? { type: 'json_schema', name: format.name, schema: format.schema, strict: format.strict ?? undefined, description: format.description ?? undefined }
         : { type: format.type };
   const effort = b.reasoning?.effort;
-  return {
-    request: generationRequest({
-      model: b.model,
-      messages,
-      tools,
-      toolChoice: toolChoiceOf(b, model, hosted.length > 0),
-      parallelToolCalls: tools.length > 0 ? (b.parallel_tool_calls ?? undefined) : undefined,
-      responseFormat,
-      maxOutputTokens: b.max_output_tokens ?? undefined,
-      temperature: b.temperature ?? undefined,
-      topP: b.top_p ?? undefined,
-      user: b.user ?? undefined,
-      reasoning: effort == null || effort === 'none' ? undefined : { effort: (effort === 'xhigh' ? 'high' : effort) as ReasoningEffort },
-    }),
-    droppedTools: hosted,
-  };
+  const functions = tools.functions;
+  return generationRequest({
+    model: b.model,
+    messages,
+    tools: functions,
+    toolChoice: toolChoiceOf(b, model, tools),
+    parallelToolCalls: functions.length > 0 ? (b.parallel_tool_calls ?? undefined) : undefined,
+    responseFormat,
+    maxOutputTokens: b.max_output_tokens ?? undefined,
+    temperature: b.temperature ?? undefined,
+    topP: b.top_p ?? undefined,
+    user: b.user ?? undefined,
+    reasoning: effort == null || effort === 'none' ? undefined : { effort: (effort === 'xhigh' ? 'high' : effort) as ReasoningEffort },
+  });
 }
 
-function toolChoiceOf(b: ResponsesBody, model: CatalogueModel, hostedDropped: boolean): ToolChoice | undefined {
+function toolChoiceOf(b: ResponsesBody, model: CatalogueModel, tools: ResponsesTools): ToolChoice | undefined {
   const choice = b.tool_choice;
-  const functions = (b.tools ?? []).filter((tool) => tool.type === 'function');
   if (choice == null) return undefined;
-  if (typeof choice === 'string') {
-    // Every tool left out: nothing is left to choose.
-    if (functions.length === 0) return undefined;
-    return { type: choice };
+  // Every tool left out: nothing is left to choose.
+  if (tools.functions.length === 0) return undefined;
+  if (typeof choice === 'string') return { type: choice };
+  if ((choice.type === 'function' || choice.type === 'custom') && typeof choice.name === 'string') {
+    const name = tools.flatName(choice.name, typeof choice.namespace === 'string' ? choice.namespace : undefined);
+    if (tools.origin(name) !== undefined) return { type: 'tool', name };
+    if (choice.type === 'custom') throw invalid('tool_choice', `Invalid 'tool_choice': no custom tool named '${choice.name}' is in 'tools'.`);
   }
-  if (choice.type === 'function') return { type: 'tool', name: choice.name as string };
   // A hosted tool asked for by type, which was left out: the model chooses among what is left.
-  if (hostedDropped && choice.type !== 'allowed_tools' && choice.type !== 'custom' && choice.type !== 'mcp') return functions.length === 0 ? undefined : { type: 'auto' };
-  throw notTranslatable(model, 'tool_choice', `a tool choice of type \`${choice.type}\``);
+  if (tools.dropped.includes(String(choice.type))) return { type: 'auto' };
+  throw notTranslatable(model, 'tool_choice', `a tool choice of type \`${String(choice.type)}\``);
 }
 
 function imageOf(url: string, detail: unknown): ImagePart {
@@ -332,7 +334,8 @@ export function inputTexts(instructions: string | null | undefined, items: reado
     const type = itemType(item);
     if (type === 'message') addContent(item.content);
     else if (type === 'function_call') texts.push(String(item.name), String(item.arguments));
-    else if (type === 'function_call_output') addContent(item.output);
+    else if (type === 'custom_tool_call') texts.push(String(item.name), String(item.input));
+    else if (type === 'function_call_output' || type === 'custom_tool_call_output') addContent(item.output);
     else if (type === 'reasoning' && Array.isArray(item.summary)) addContent(item.summary);
   }
   return texts;

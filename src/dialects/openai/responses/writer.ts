@@ -6,6 +6,7 @@ import { ChunkedWriter, SSE_HEADERS, type StreamWriter } from '../../reply.js';
 import { openAIErrorObject } from '../errors.js';
 import { sealReasoning } from './reasoning.js';
 import type { Item, ResponsesBody } from './request.js';
+import { CustomInputStream, customInput, type ResponsesTools } from './tools.js';
 import { isObject } from '../../../wire/json.js';
 
 type Json = Record<string, unknown>;
@@ -81,11 +82,26 @@ const messageItem = (id: string, status: string, text: string | undefined) => ({
 const reasoningItem = (id: string, text: string, encrypted: string | null) => ({ id, type: 'reasoning', summary: text === '' ? [] : [{ type: 'summary_text', text }], encrypted_content: encrypted });
 
 /**
+ * A tool call as the caller offered the tool: a `function_call` (with its `namespace` when the
+ * function was in one), or a `custom_tool_call` whose `input` is the text the upstream gave its
+ * function; `args` are the whole arguments (empty while a stream has yet to bring them).
+ */
+function callItem(tools: ResponsesTools, callId: string, flatName: string, args: string, status: 'in_progress' | 'completed'): Json {
+  const origin = tools.origin(flatName);
+  const namespace = origin?.namespace === undefined ? {} : { namespace: origin.namespace };
+  if (origin?.kind === 'custom') {
+    return { id: newGenerationId('ctc_'), type: 'custom_tool_call', status, call_id: callId, name: origin.name, ...namespace, input: status === 'completed' ? customInput(args) : '' };
+  }
+  return { id: newGenerationId('fc_'), type: 'function_call', status, arguments: args, call_id: callId, name: origin?.name ?? flatName, ...namespace };
+}
+
+/**
  * The output items of a translated answer: runs of text become one message, each reasoning part a
  * reasoning item (a signature alone, as Gemini sends it on the part after the thought, joins the
- * unsigned reasoning before it), each tool call a function_call whose `call_id` is the upstream's.
+ * unsigned reasoning before it), each tool call the caller's own shape of it (callItem) under the
+ * upstream's `call_id`.
  */
-export function outputItems(content: readonly ContentPart[], providerKind: string, finish: Finish): Item[] {
+export function outputItems(content: readonly ContentPart[], providerKind: string, finish: Finish, tools: ResponsesTools): Item[] {
   const items: Json[] = [];
   let text: string | undefined;
   const flushText = () => {
@@ -105,7 +121,7 @@ export function outputItems(content: readonly ContentPart[], providerKind: strin
       items.push(reasoningItem(newGenerationId('rs_'), part.text, sealReasoning(providerKind, part)));
     } else if (part.type === 'tool_call') {
       flushText();
-      items.push({ id: newGenerationId('fc_'), type: 'function_call', status: 'completed', arguments: part.arguments, call_id: part.id, name: part.name });
+      items.push(callItem(tools, part.id, part.name, part.arguments, 'completed'));
     }
   }
   flushText();
@@ -113,9 +129,9 @@ export function outputItems(content: readonly ContentPart[], providerKind: strin
 }
 
 /** A whole translated response. */
-export function translatedResponse(head: ResponseHead, content: readonly ContentPart[], finish: Finish, usage: Usage, providerKind: string): Json {
+export function translatedResponse(head: ResponseHead, content: readonly ContentPart[], finish: Finish, usage: Usage, providerKind: string, tools: ResponsesTools): Json {
   const { status, incomplete } = ending(finish);
-  return responseObject(head, status, outputItems(content, providerKind, finish), usage, { incomplete });
+  return responseObject(head, status, outputItems(content, providerKind, finish, tools), usage, { incomplete });
 }
 
 /** Responses' typed server-sent events, numbered in order. */
@@ -164,13 +180,17 @@ interface OpenItem {
 export class ResponsesStreamWriter extends ResponsesEventWriter {
   private readonly items: Json[] = [];
   private open: OpenItem | undefined;
-  private readonly calls = new Map<number, { index: number; id: string; item: Json }>();
+  /** Open tool calls by the upstream's index, their arguments so far; a custom tool's input is told from them as it comes. */
+  private readonly calls = new Map<number, { index: number; id: string; item: Json; args: string; input: CustomInputStream | undefined }>();
   private finish: Finish = { reason: 'stop', raw: undefined };
+  /** A signature that came while a message was open: a reasoning item of its own once the message closes. */
+  private signatureAfterText: string | undefined;
 
   constructor(
     sink: AnswerSink,
     private readonly head: ResponseHead,
     private readonly providerKind: string,
+    private readonly tools: ResponsesTools,
     extraHeaders: Readonly<Record<string, string>>,
     private readonly complete: (response: Json, usage: Usage) => Promise<void>,
   ) {
@@ -210,9 +230,12 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
         return;
       }
       case 'reasoning_signature': {
-        const open = this.open?.kind === 'reasoning' && this.open.encrypted === null ? this.open : await this.ensure('reasoning', true);
-        open.encrypted = sealReasoning(this.providerKind, { signature: part.signature });
-        return this.closeOpen();
+        // Gemini signs the last part of its answer, text too: the message is not cut for it, the signature follows it.
+        if (this.open?.kind === 'message') {
+          this.signatureAfterText = part.signature;
+          return;
+        }
+        return this.sealed(part.signature);
       }
       case 'redacted_reasoning': {
         const open = await this.ensure('reasoning', true);
@@ -222,16 +245,22 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
       case 'tool_call_start': {
         await this.closeOpen();
         const index = this.items.length;
-        const item: Json = { id: newGenerationId('fc_'), type: 'function_call', status: 'in_progress', arguments: '', call_id: part.id, name: part.name };
+        const item = callItem(this.tools, part.id, part.name, '', 'in_progress');
         this.items.push(item);
-        this.calls.set(part.index, { index, id: item.id as string, item });
+        this.calls.set(part.index, { index, id: item.id as string, item, args: '', input: item.type === 'custom_tool_call' ? new CustomInputStream() : undefined });
         await this.event('response.output_item.added', { output_index: index, item });
         return;
       }
       case 'tool_call_delta': {
         const call = this.calls.get(part.index);
         if (call === undefined || part.arguments === '') return;
-        call.item.arguments = (call.item.arguments as string) + part.arguments;
+        call.args += part.arguments;
+        if (call.input !== undefined) {
+          const told = call.input.next(call.args);
+          if (told !== '') await this.event('response.custom_tool_call_input.delta', { item_id: call.id, output_index: call.index, delta: told });
+          return;
+        }
+        call.item.arguments = call.args;
         await this.event('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta: part.arguments });
         return;
       }
@@ -296,6 +325,16 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
     }
     this.items[open.index] = item;
     await this.event('response.output_item.done', { output_index: open.index, item });
+    const signature = this.signatureAfterText;
+    this.signatureAfterText = undefined;
+    if (signature !== undefined) await this.sealed(signature);
+  }
+
+  /** The open reasoning sealed with its signature, or a reasoning item of the signature alone. */
+  private async sealed(signature: string): Promise<void> {
+    const open = this.open?.kind === 'reasoning' && this.open.encrypted === null ? this.open : await this.ensure('reasoning', true);
+    open.encrypted = sealReasoning(this.providerKind, { signature });
+    await this.closeOpen();
   }
 
   private async closeCall(toolIndex: number): Promise<void> {
@@ -303,7 +342,15 @@ export class ResponsesStreamWriter extends ResponsesEventWriter {
     if (call === undefined) return;
     this.calls.delete(toolIndex);
     call.item.status = 'completed';
-    await this.event('response.function_call_arguments.done', { item_id: call.id, output_index: call.index, name: call.item.name, arguments: call.item.arguments });
+    const base = { item_id: call.id, output_index: call.index };
+    if (call.input !== undefined) {
+      const input = customInput(call.args);
+      call.item.input = input;
+      // What the stream did not tell (arguments of another shape: all of it); `done` has the whole input either way.
+      const rest = input.startsWith(call.input.told) ? input.slice(call.input.told.length) : '';
+      if (rest !== '') await this.event('response.custom_tool_call_input.delta', { ...base, delta: rest });
+      await this.event('response.custom_tool_call_input.done', { ...base, input });
+    } else await this.event('response.function_call_arguments.done', { ...base, name: call.item.name, arguments: call.item.arguments });
     await this.event('response.output_item.done', { output_index: call.index, item: call.item });
   }
 }

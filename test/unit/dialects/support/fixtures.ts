@@ -55,7 +55,7 @@ export interface RequestFixture {
     readonly body: unknown;
   };
   /** The upstream a translation is for, where not the operation's default. */
-  readonly upstream?: { readonly kind?: 'openai' | 'anthropic' | 'gemini'; readonly dropHostedTools?: boolean };
+  readonly upstream?: { readonly kind?: 'openai' | 'anthropic' | 'gemini'; readonly hostedTools?: 'drop' | 'refuse' };
   /**
    * Sluice gets this one wrong: the expectation is written by hand (what a fix must do, as far as
    * it says) and the test is a todo until then; an update leaves it alone.

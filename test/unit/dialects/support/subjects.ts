@@ -1,6 +1,6 @@
 import type { CatalogueModel } from '../../../../src/catalogue/catalogue.js';
 import { modelFromConfig } from '../../../../src/catalogue/catalogue.js';
-import { modelSchema, providerSchema } from '../../../../src/config/config-file.js';
+import { modelSchema, providerSchema, type HostedTools } from '../../../../src/config/config-file.js';
 import { anthropicCountTokens } from '../../../../src/dialects/anthropic/messages/operation.js';
 import { inputTexts as anthropicInputTexts, parseMessagesRequest, toGenerationRequest as anthropicToGeneration } from '../../../../src/dialects/anthropic/messages/request.js';
 import { anthropicDialect } from '../../../../src/dialects/anthropic/dialect.js';
@@ -13,6 +13,7 @@ import { openAIDialect } from '../../../../src/dialects/openai/dialect.js';
 import { translate as translateCompletion } from '../../../../src/dialects/openai/legacy/operation.js';
 import { parseCompletionRequest } from '../../../../src/dialects/openai/legacy/request.js';
 import { parseResponsesRequest, toGenerationRequest as responsesToGeneration } from '../../../../src/dialects/openai/responses/request.js';
+import { responsesTools } from '../../../../src/dialects/openai/responses/tools.js';
 import { unsupported } from '../../../../src/generation/capabilities.js';
 import type { Capabilities } from '../../../../src/generation/provider.js';
 import type { WireRequest } from '../../../../src/generation/operation.js';
@@ -22,8 +23,8 @@ import type { REQUEST_DIRS } from './fixtures.js';
 export type ProviderKind = 'openai' | 'anthropic' | 'gemini';
 
 /** A catalogue model of a translating upstream of `kind`, under the public id the caller named. */
-export function translatingModel(id: string, kind: ProviderKind, dropHostedTools = false): CatalogueModel {
-  return modelFromConfig(modelSchema.parse({ id, provider: kind, upstream_model: 'upstream-model', endpoints: ['chat', 'completions', 'responses'], drop_hosted_tools: dropHostedTools }));
+export function translatingModel(id: string, kind: ProviderKind, hostedTools?: HostedTools): CatalogueModel {
+  return modelFromConfig(modelSchema.parse({ id, provider: kind, upstream_model: 'upstream-model', endpoints: ['chat', 'completions', 'responses'], hosted_tools: hostedTools }));
 }
 
 const capabilitiesByKind = new Map<ProviderKind, Capabilities>();
@@ -92,7 +93,8 @@ export const SUBJECTS: readonly Subject[] = [
     // A first turn: no stored conversation before it, so its own input is all the items.
     translate: (p, model, kind) => {
       const request = p as Parsed<typeof parseResponsesRequest>;
-      return responsesToGeneration(request, request.input, model, kind);
+      const tools = responsesTools(request.body.tools ?? [], request.input);
+      return { request: responsesToGeneration(request, request.input, model, kind, tools), droppedTools: tools.dropped };
     },
   },
   {
