@@ -53,7 +53,7 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-agent, provider: vllm, upstream_model: upstream-model, endpoints: [chat], drop_hosted_tools: true }
-  - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
+  - { id: legacy-only, provider: vllm, upstream_model: upstream-model, endpoints: [completions] }
   - { id: gpt-5-mini, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
 responses:
   retention_days: 7
