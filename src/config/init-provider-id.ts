@@ -35,8 +35,9 @@ export function providerIdCandidates(kind: ProviderKind, url: URL | undefined): 
   if (url === undefined) return [kind];
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
   const port = url.port;
-  const loopback = LOOPBACK_NAMES.has(hostname.toLowerCase()) || hostname === '::1' || hostname.startsWith('127.');
-  const address = loopback || isIP(hostname) !== 0;
+  const ip = isIP(hostname);
+  const loopback = LOOPBACK_NAMES.has(hostname.toLowerCase()) || hostname === '::1' || (ip === 4 && hostname.startsWith('127.'));
+  const address = loopback || ip !== 0;
   const withPort = (id: string) => (port === '' ? [id] : [id, `${id}-${port}`]);
   let names: string[];
   if (address) {

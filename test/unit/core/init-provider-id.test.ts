@@ -35,6 +35,7 @@ describe('sluice init: a provider id from its base URL', () => {
     assert.deepEqual(ids('openai=http://gpu-box:11434/v1'), ['gpu-box'], "a name the operator gave beats a guess from the port");
     // A label YAML would read as a number or a boolean gets the kind before it.
     assert.deepEqual(ids('openai=http://123.example.com/v1'), ['openai-123']);
+    assert.deepEqual(ids('openai=http://127.example.com:8000/v1'), ['openai-127'], 'a name, not a loopback address');
     assert.deepEqual(ids('openai=http://true.example.com/v1'), ['openai-true']);
   });
 
