@@ -43,7 +43,7 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000, pricing: { input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.3, cache_write_per_mtok: 3.75 } }
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
-  - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
+  - { id: legacy-only, provider: vllm, upstream_model: upstream-model, endpoints: [completions] }
 `,
   });
   key = (await createKey(sluice.dataDir, 'acme')).key;

@@ -40,7 +40,7 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat, completions], max_output_tokens: 8000, pricing: { input_per_mtok: 3, output_per_mtok: 15 } }
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat] }
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat, completions], pricing: { input_per_mtok: 1, output_per_mtok: 2, cached_input_per_mtok: 0.1 } }
-  - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
+  - { id: legacy-only, provider: vllm, upstream_model: upstream-model, endpoints: [completions] }
 `,
   });
   key = (await createKey(sluice.dataDir, 'acme')).key;

@@ -154,6 +154,10 @@ describe('the console in a real browser', () => {
     const completion = await openai.completions.create({ model: 'my-selfhosted-model', prompt: 'hi', max_tokens: 2 });
     assert.equal(completion.choices[0]!.text, ' The quick');
     assert.equal(fake.requests.at(-1)!.headers.authorization, 'Bearer console-entered-credential');
+    // The form's operations were left as they came: chat is served too.
+    const chat = await openai.chat.completions.create({ model: 'my-selfhosted-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    assert.equal(chat.choices[0]!.message.role, 'assistant');
+    assert.equal(fake.requests.at(-1)!.path, '/v1/chat/completions');
   });
 
   test('register a model with a second deployment and a fallback: labelled fields, a bad line refused on its field, the deployments on /status', async () => {

@@ -691,6 +691,30 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     for (const id of ['console-embedder', 'console-painter']) assert.equal((await client.post(`/app/catalogue/models/${id}/delete`, { csrf })).status, 303);
   });
 
+  test('the blank model form ticks chat and legacy completions, and a model registered as it comes answers both', async () => {
+    const blank = ConsoleClient.formFields((await client.get('/app/catalogue/models/new')).text, '/app/catalogue/models/new');
+    assert.deepEqual(blank.endpoints, ['completions', 'chat'], 'the same defaults as a model written without endpoints');
+    const saved = await client.post('/app/catalogue/models/new', { ...blank, csrf, id: 'as-it-comes', provider: 'route-a', upstream_model: 'a-upstream' });
+    assert.equal(saved.status, 303, saved.text);
+    assert.deepEqual(JSON.parse((await storedModel('as-it-comes'))[0]!.config).endpoints, ['completions', 'chat']);
+
+    const openai = new OpenAI({ apiKey: (await createKey(gateway.dataDir, 'form-defaults')).key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const chat = await eventually(async () => {
+      try {
+        return await openai.chat.completions.create({ model: 'as-it-comes', messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 });
+      } catch (error) {
+        if (error instanceof OpenAI.NotFoundError) return undefined; // not yet in this process's catalogue
+        throw error;
+      }
+    }, 2000, 'the registered model to be served');
+    assert.equal(chat.object, 'chat.completion');
+    assert.equal(primary.requests.at(-1)!.path, '/v1/chat/completions');
+    const legacy = await openai.completions.create({ model: 'as-it-comes', prompt: 'Say hi', max_tokens: 3 });
+    assert.equal(legacy.object, 'text_completion');
+    assert.equal(primary.requests.at(-1)!.path, '/v1/completions');
+    assert.equal((await client.post('/app/catalogue/models/as-it-comes/delete', { csrf })).status, 303);
+  });
+
   test('a provider that only a second deployment uses cannot be removed, and the page says which model holds it', async () => {
     const confirm = await client.get('/app/catalogue/providers/route-b/delete');
     assert.equal(confirm.status, 200);

@@ -79,7 +79,7 @@ models:
   - { id: 'org/gem:v1', provider: google, upstream_model: gemini-test, endpoints: [chat] }
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 2048 }
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat] }
-  - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
+  - { id: legacy-only, provider: vllm, upstream_model: upstream-model, endpoints: [completions] }
 `,
   });
   key = (await createKey(sluice.dataDir, 'acme')).key;

@@ -197,7 +197,7 @@ describe('Gemini dialect', () => {
 
   test('missing metadata is omitted, not invented', async () => {
     const bare = await get('/v1beta/models/bare/model', { 'x-goog-api-key': full });
-    assert.deepEqual(bare.body, { name: 'models/bare/model', baseModelId: 'bare/model', supportedGenerationMethods: ['generateText'] });
+    assert.deepEqual(bare.body, { name: 'models/bare/model', baseModelId: 'bare/model', supportedGenerationMethods: ['generateText', 'generateContent', 'streamGenerateContent', 'countTokens'] });
   });
 
   test('a restricted key sees only its models', async () => {

@@ -112,7 +112,7 @@ describe('sluice init', () => {
       assert.ok(!text.includes(secret), 'no secret in the file');
       assert.ok(!result.stdout.includes(secret), 'no secret on the terminal');
     }
-    assert.match(text, /- id: local\n {4}kind: openai\n {4}base_url: http:\/\/127\.0\.0\.1:8000\/v1\n {4}api_key: \$\{LOCAL_API_KEY:-\}/);
+    assert.match(text, /- id: vllm\n {4}kind: openai\n {4}base_url: http:\/\/127\.0\.0\.1:8000\/v1\n {4}api_key: \$\{VLLM_API_KEY:-\}/);
     assert.match(text, /- id: anthropic\n {4}kind: anthropic\n.*\n {4}api_key: \$\{ANTHROPIC_API_KEY\}/);
     assert.match(text, /- id: gemini\n {4}kind: gemini\n.*\n {4}api_key: \$\{GEMINI_API_KEY\}/);
     assert.match(text, /- id: openai\n {4}kind: openai\n.*\n {4}api_key: \$\{OPENAI_API_KEY\}/);
@@ -135,6 +135,41 @@ describe('sluice init', () => {
     assert.doesNotMatch(readFileSync(config, 'utf8'), /- id: anthropic/);
   });
 
+  test('a server on an IP address gets a readable id, several get distinct ones, and the file starts', async () => {
+    const upstream = await startFakeOpenAI({ models: ['served-by-ip'] });
+    try {
+      const dir = tempDir();
+      const config = join(dir, 'sluice.yaml');
+      const address = await cli(['init', '--provider', 'openai=http://10.0.0.5:8000/v1', '--config', join(dir, 'first.yaml')]);
+      assert.equal(address.code, 0, address.stderr);
+      assert.match(address.stdout, /Wrote .*first\.yaml with vllm \(openai\)\./);
+      assert.match(address.stdout, /export VLLM_API_KEY=…/);
+      assert.match(readFileSync(join(dir, 'first.yaml'), 'utf8'), /- id: vllm\n {4}kind: openai\n {4}base_url: http:\/\/10\.0\.0\.5:8000\/v1\n/);
+
+      // The fake on 127.0.0.1 and an unreachable second server on another port: distinct ids, and a gateway serves the first's models.
+      const port = new URL(upstream.url).port;
+      const both = await cli(['init', '--provider', `openai=${upstream.url}`, '--provider', 'openai=http://127.0.0.1:9/v1', '--config', config]);
+      assert.equal(both.code, 0, both.stderr);
+      assert.match(both.stdout, new RegExp(`with openai-local-${port} \\(openai\\), openai-local-9 \\(openai\\)\\.`));
+      const sluice = await startSluice({ args: ['--config', config] });
+      try {
+        const { key } = await createKey(sluice.dataDir, 'acme');
+        const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+        const model = await eventually(async () => (await client.models.list()).data.find((m) => m.id === 'served-by-ip'), 10_000, 'the discovered model');
+        assert.equal(model.id, 'served-by-ip');
+        const chat = await client.chat.completions.create({ model: 'served-by-ip', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+        assert.equal(chat.model, 'served-by-ip');
+        assert.equal(upstream.requests.at(-1)!.path, '/v1/chat/completions');
+        const row = await eventually(async () => (await sluice.ledger()).find((r) => r.model === 'served-by-ip'), 5000, 'the ledger row');
+        assert.equal(row.provider_id, `openai-local-${port}`);
+      } finally {
+        assert.equal(await sluice.stop(), 0);
+      }
+    } finally {
+      await upstream.close();
+    }
+  });
+
   test('bad provider specs are refused', async () => {
     const config = join(tempDir(), 'sluice.yaml');
     const cases: [string[], RegExp][] = [
@@ -142,6 +177,7 @@ describe('sluice init', () => {
       [['--provider', 'azure'], /the kind must be one of openai, anthropic, gemini/],
       [['--provider', 'openai=ftp://x'], /is not an http:\/\/ or https:\/\/ URL/],
       [['--provider', 'openai=http://user:pw@host/v1'], /put no credential in the URL/],
+      [['--provider', 'openai=http://10.0.0.5:8000/v1', '--provider', 'openai=http://10.0.0.5:8000/v1'], /names the same server as --provider openai=http:\/\/10\.0\.0\.5:8000\/v1; give each server once/],
     ];
     for (const [args, message] of cases) {
       const result = await cli(['init', ...args, '--config', config]);

@@ -54,7 +54,7 @@ models:
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-agent, provider: vllm, upstream_model: upstream-model, endpoints: [chat], drop_hosted_tools: true }
   - { id: llama-strict, provider: vllm, upstream_model: upstream-model, endpoints: [chat], hosted_tools: refuse }
-  - { id: legacy-only, provider: vllm, upstream_model: upstream-model }
+  - { id: legacy-only, provider: vllm, upstream_model: upstream-model, endpoints: [completions] }
   - { id: gpt-5-mini, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
 responses:
   retention_days: 7

@@ -13,6 +13,14 @@ import { UserError } from '../core/user-error.js';
 export const ENDPOINTS = ['completions', 'chat', 'responses', 'embeddings', 'rerank', 'images', 'transcriptions', 'speech', 'moderations'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
+/**
+ * What a generation model serves when its entry (or its provider's `discover`) names no `endpoints`:
+ * chat, which covers Chat Completions, Responses, Anthropic Messages and Gemini generateContent, and
+ * legacy completions, which every upstream serves (relayed where an `openai` upstream has the API,
+ * else one chat turn per prompt). An entry that lists `endpoints` serves exactly those.
+ */
+export const GENERATION_ENDPOINTS: readonly Endpoint[] = ['completions', 'chat'];
+
 export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini'] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 
@@ -156,8 +164,7 @@ export const DISCOVER_DEFAULTS = {
   min_interval_ms: 1_000,
   /** Most models taken from one provider's list: far above a real deployment, low enough that lists stay cheap to serve. */
   max_models: 10_000,
-  /** An `openai` self-hosted server serves both; an `anthropic` or `gemini` model is translated for both. */
-  endpoints: ['completions', 'chat'] as Endpoint[],
+  endpoints: [...GENERATION_ENDPOINTS],
 };
 
 /** `*` any run of characters, `?` one; matched against the upstream's model name. */
@@ -287,7 +294,7 @@ export const modelSchema = z.strictObject({
   description: z.string().optional(),
   context_window: z.number().int().positive().optional(),
   max_output_tokens: z.number().int().positive().optional(),
-  endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(['completions']),
+  endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(() => [...GENERATION_ENDPOINTS]),
   /** For `openai` providers: `chat` serves legacy completions through the upstream's chat API; `responses` relays /v1/responses. */
   upstream_api: z.enum(UPSTREAM_APIS).optional(),
   /** For a model reached through translation: what becomes of a Responses request's hosted tools (see HOSTED_TOOLS); default: the provider's, else `drop`. */

@@ -1,5 +1,6 @@
 import { parseConfig, PROVIDER_KINDS, type ProviderKind } from './config-file.js';
 import { UserError } from '../core/user-error.js';
+import { distinctIds, providerIdCandidates } from './init-provider-id.js';
 
 /** A provider named on `sluice init`'s command line: `openai=http://127.0.0.1:8000/v1`, `anthropic`, `gemini`. */
 export interface InitProvider {
@@ -16,41 +17,42 @@ export interface InitProvider {
 /** `openai` has no default base URL (it names any compatible server): OpenAI's own is written out. */
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]', '0.0.0.0']);
-
 /** The vendors' own variable names, which their SDKs read too. */
 const VENDOR_KEY_VARIABLES: Record<ProviderKind, string> = { openai: 'OPENAI_API_KEY', anthropic: 'ANTHROPIC_API_KEY', gemini: 'GEMINI_API_KEY' };
 
-/** Reads the `--provider` values, each `KIND` or `KIND=BASE_URL`; ids are made unique. */
+/** Reads the `--provider` values, each `KIND` or `KIND=BASE_URL`, and gives each a distinct, readable id. */
 export function parseInitProviders(specs: readonly string[]): InitProvider[] {
   if (specs.length === 0) throw new UserError('name at least one provider: --provider openai=http://127.0.0.1:8000/v1, --provider openai (OpenAI itself), --provider anthropic or --provider gemini');
-  const taken = new Set<string>();
-  return specs.map((spec) => {
+  const parsed = specs.map((spec) => {
     const at = spec.indexOf('=');
     const kind = (at === -1 ? spec : spec.slice(0, at)).trim();
     const baseUrl = at === -1 ? undefined : spec.slice(at + 1).trim();
     if (!(PROVIDER_KINDS as readonly string[]).includes(kind)) throw new UserError(`--provider ${spec}: the kind must be one of ${PROVIDER_KINDS.join(', ')}, optionally followed by =BASE_URL`);
-    let host: string | undefined;
-    if (baseUrl !== undefined) {
-      try {
-        const url = new URL(baseUrl);
-        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
-        if (url.username !== '' || url.password !== '') throw new UserError(`--provider ${kind}=…: put no credential in the URL; the file reads it from an environment variable`);
-        host = url.hostname;
-      } catch (error) {
-        if (error instanceof UserError) throw error;
-        throw new UserError(`--provider ${spec}: '${baseUrl}' is not an http:// or https:// URL`);
-      }
-    }
-    // A self-hosted server is named after its host (loopback: `local`); a vendor after itself.
-    const base = host === undefined ? kind : LOOPBACK.has(host) ? 'local' : host.split('.')[0]!.replace(/[^A-Za-z0-9-]/g, '-') || 'server';
-    let id = base;
-    for (let n = 2; taken.has(id); n++) id = `${base}-${n}`;
-    taken.add(id);
-    const selfHosted = baseUrl !== undefined && kind === 'openai';
-    const keyVariable = selfHosted ? `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY` : VENDOR_KEY_VARIABLES[kind as ProviderKind];
-    return { id, kind: kind as ProviderKind, baseUrl, keyVariable, keyOptional: selfHosted };
+    return { spec, kind: kind as ProviderKind, baseUrl, url: baseUrl === undefined ? undefined : parseBaseUrl(spec, kind, baseUrl) };
   });
+  const ids = distinctIds(parsed.map(({ kind, url }) => providerIdCandidates(kind, url)));
+  return parsed.map(({ spec, kind, baseUrl }, index) => {
+    const id = ids[index];
+    if (id === undefined) {
+      const same = parsed.filter((_, other) => other !== index && ids[other] === undefined).map((p) => p.spec);
+      throw new UserError(`--provider ${spec}: names the same server as --provider ${same.join(', --provider ')}; give each server once`);
+    }
+    const selfHosted = baseUrl !== undefined && kind === 'openai';
+    const keyVariable = selfHosted ? `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY` : VENDOR_KEY_VARIABLES[kind];
+    return { id, kind, baseUrl, keyVariable, keyOptional: selfHosted };
+  });
+}
+
+function parseBaseUrl(spec: string, kind: string, baseUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new UserError(`--provider ${spec}: '${baseUrl}' is not an http:// or https:// URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UserError(`--provider ${spec}: '${baseUrl}' is not an http:// or https:// URL`);
+  if (url.username !== '' || url.password !== '') throw new UserError(`--provider ${kind}=…: put no credential in the URL; the file reads it from an environment variable`);
+  return url;
 }
 
 /** The discovery block written for each provider: OpenAI's own list also holds models that do not generate text. */

@@ -58,6 +58,8 @@ export async function startFakeOpenAI(
     listFlavour?: OpenAIListFlavour;
     /** How `/v1/embeddings` behaves (see fake-openai-embeddings.ts). */
     embeddings?: FakeEmbeddingOptions;
+    /** A fixed port on 127.0.0.1 (vLLM's 8000 for the README's quick start); default any free one. */
+    port?: number;
   } = {},
 ): Promise<FakeUpstream> {
   const reasoningField = options.reasoningField ?? 'reasoning_content';
@@ -92,7 +94,7 @@ export async function startFakeOpenAI(
     const errorMessage = behaviour.errorMessage?.(request) ?? 'engine crashed';
     if (path === '/v1/completions') return legacyCompletion(res, body, behaviour, errorMessage, id, created);
     return chatCompletion(res, body, behaviour, errorMessage, id, created, reasoningField);
-  });
+  }, options.port);
 }
 
 interface Choice extends Generation {

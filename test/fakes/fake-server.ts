@@ -66,8 +66,11 @@ export interface FakeUpstream {
 
 export type FakeHandler = (request: RecordedRequest, res: ServerResponse, behaviour: Behaviour, req: IncomingMessage) => Promise<void> | void;
 
-/** Starts a fake: recording, failure injection and delays are done here; `handle` speaks the API. */
-export async function startFakeServer(pathPrefix: string, handle: FakeHandler): Promise<FakeUpstream> {
+/**
+ * Starts a fake: recording, failure injection and delays are done here; `handle` speaks the API.
+ * `port` 0 (the default) is any free port; a fixed one that is taken rejects with EADDRINUSE.
+ */
+export async function startFakeServer(pathPrefix: string, handle: FakeHandler, port = 0): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   const aborted: RecordedRequest[] = [];
   const state: { behaviour: Behaviour } = { behaviour: {} };
@@ -124,10 +127,16 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler): 
   });
   let connections = 0;
   server.on('connection', () => connections++);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const listening = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}${pathPrefix}`,
+    url: `http://127.0.0.1:${listening}${pathPrefix}`,
     requests,
     aborted,
     get connections() {

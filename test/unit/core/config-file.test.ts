@@ -32,11 +32,28 @@ describe('a good configuration', () => {
         anthropic_version: '2023-06-01',
       },
     ]);
-    assert.deepEqual(config.models, [{ id: 'm', provider: 'p', created: 0, endpoints: ['completions'] }]);
+    // Without `endpoints`, a model serves both generation operations.
+    assert.deepEqual(config.models, [{ id: 'm', provider: 'p', created: 0, endpoints: ['completions', 'chat'] }]);
     assert.deepEqual(deploymentsOf(config.models[0]!), [{ provider: 'p', upstream_model: undefined, upstream_api: undefined, weight: 1, priority: 0 }]);
     assert.deepEqual(config.responses, { retentionDays: 30 });
     assert.deepEqual(config.limits, { leaseMs: 30_000, defaultMaxOutputTokens: 4_096 });
     assert.equal(config.routing, undefined);
+  });
+
+  test('endpoints: absent is completions and chat, whatever the provider kind or upstream_api; a list is kept as written', () => {
+    const config = parseConfig(
+      `providers:\n  - { id: p, kind: openai, base_url: 'http://h/v1' }\n  - { id: c, kind: anthropic }\n  - { id: g, kind: gemini }\nmodels:\n` +
+        '  - { id: a, provider: p }\n  - { id: b, provider: p, upstream_api: chat }\n  - { id: r, provider: p, upstream_api: responses }\n  - { id: c, provider: c }\n  - { id: g, provider: g }\n' +
+        '  - { id: legacy, provider: p, endpoints: [completions] }\n  - { id: embed, provider: p, endpoints: [embeddings] }\n',
+      'sluice.yaml',
+      {},
+    );
+    assert.deepEqual(
+      config.models.map((model) => [model.id, model.endpoints]),
+      [['a', ['completions', 'chat']], ['b', ['completions', 'chat']], ['r', ['completions', 'chat']], ['c', ['completions', 'chat']], ['g', ['completions', 'chat']], ['legacy', ['completions']], ['embed', ['embeddings']]],
+    );
+    // Each entry has its own list: the default is not one array shared between them.
+    assert.notEqual(config.models[0]!.endpoints, config.models[1]!.endpoints);
   });
 
   test('Anthropic and Gemini providers need no base URL', () => {

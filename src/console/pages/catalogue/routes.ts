@@ -2,6 +2,7 @@
 // which read the live catalogue, hand parsed forms to the catalogue admin and answer with a view.
 import type { AdminResult } from '../../../catalogue/catalogue-admin.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
+import { GENERATION_ENDPOINTS } from '../../../config/config-file.js';
 import { toGatewayError } from '../../../core/errors.js';
 import { importModels, type ImportOutcome } from '../../../discovery/model-import.js';
 import type { Handler, RequestContext } from '../../../http/handler.js';
@@ -88,7 +89,7 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     const secrets = { hasApiKey: provider?.hasApiKey ?? false, headerNames: provider?.headerNames ?? [] };
 
     if (ctx.req.method === 'GET') {
-      const values = existing ? valuesOf(existing) : kind === 'providers' ? { kind: 'openai' } : { endpoints: ['completions'], provider: new URLSearchParams(ctx.query).get('provider') ?? '' };
+      const values = existing ? valuesOf(existing) : kind === 'providers' ? { kind: 'openai' } : { endpoints: [...GENERATION_ENDPOINTS], provider: new URLSearchParams(ctx.query).get('provider') ?? '' };
       return sendHtml(ctx.res, 200, kind === 'providers' ? providerForm(session, mode, values, {}, secrets) : modelForm(session, mode, values, {}, providerIds()));
     }
 
