@@ -40,6 +40,8 @@ export interface RunningPrometheus {
   alerts(): Promise<ActiveAlert[]>;
   /** Every rule of those files, with the health of its last evaluation. */
   rules(): Promise<RuleHealth[]>;
+  /** The values a label takes in the series a selector matches (Grafana's `label_values(selector, label)`). */
+  labelValues(label: string, match: string): Promise<string[]>;
   /** Every metric name Prometheus has stored. */
   names(): Promise<string[]>;
   close(): Promise<void>;
@@ -100,6 +102,7 @@ export async function startPrometheus(jobs: readonly ScrapeJob[], options: { rul
     },
     alerts: async () => ((await api('/api/v1/alerts')) as { alerts: ActiveAlert[] }).alerts,
     rules: async () => ((await api('/api/v1/rules')) as { groups: { rules: RuleHealth[] }[] }).groups.flatMap((group) => group.rules),
+    labelValues: (label, match) => api(`/api/v1/label/${encodeURIComponent(label)}/values?match[]=${encodeURIComponent(match)}`) as Promise<string[]>,
     names: () => api('/api/v1/label/__name__/values') as Promise<string[]>,
     async close() {
       const exited = new Promise((resolve) => child.once('exit', resolve));
