@@ -17,7 +17,7 @@ import { parse, stringify } from 'yaml';
 import { dashboardQueries, DEPLOY_DIR, manifestOf, readDashboard, readUnit, REPO_ROOT, sluiceContainer, UNIT_FILE, unitEnvironment, withVariables } from './support/deploy-kit.js';
 import { startPrometheus } from './support/prometheus.js';
 import { closedPort, REDIS_URL, uniqueRedisPrefix } from './support/redis.js';
-import { createKey, eventually, startSluice, tempDir } from './support/sluice.js';
+import { cli, createKey, eventually, startSluice, tempDir } from './support/sluice.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 
 const RULES_FILE = join(DEPLOY_DIR, 'prometheus', 'sluice-alerts.yml');
@@ -108,14 +108,17 @@ models:
     const { key } = await createKey(sluice.dataDir, 'kit-co');
     const { key: budgeted } = await createKey(sluice.dataDir, 'kit-budget-co', ['--budget-usd', '0.000001']);
     const openai = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+    // Generation requests sent, each of which leaves a ledger row.
     let sent = 0;
-    const chat = (apiKey: string, model: string) =>
-      (sent++, openai(apiKey))
+    const chat = (apiKey: string, model: string) => {
+      sent++;
+      return openai(apiKey)
         .chat.completions.create({ model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 5 })
         .then(
           () => 200,
           (error: { status?: number }) => error.status ?? 0,
         );
+    };
 
     for (let i = 0; i < 3; i++) assert.equal(await chat(key, 'llama'), 200, 'a chat');
     for (let i = 0; i < 2; i++) {
@@ -173,7 +176,16 @@ models:
       for (const [, name] of rule.expr.matchAll(/([a-z_:][a-z0-9_:]*)\{/g)) assert.ok(stored.has(name!), `${rule.alert} reads ${name}, which the gateway exports`);
     }
     // The rules evaluate without error, and fire on what happened.
-    await eventually(async () => ((await prometheus.rules()).every((rule) => rule.health === 'ok') ? true : undefined), 10_000, 'every rule to have been evaluated');
+    await eventually(
+      async () => {
+        const rules = await prometheus.rules();
+        const failing = rules.filter((rule) => rule.health === 'err');
+        assert.deepEqual(failing.map((rule) => `${rule.name}: ${rule.lastError}`), [], 'rules whose evaluation failed');
+        return rules.every((rule) => rule.health === 'ok') ? true : undefined;
+      },
+      10_000,
+      'every rule to have been evaluated',
+    );
     const alert = (name: string, labels: Record<string, string>) => async () =>
       (await prometheus.alerts()).find((a) => a.labels.alertname === name && Object.entries(labels).every(([label, value]) => a.labels[label] === value));
     const budget = await eventually(alert('SluiceBudgetExhausted', { scope: 'key' }), 10_000, 'the budget alert');
@@ -290,7 +302,10 @@ test("a gateway started from the ConfigMap's sluice.yaml and the Deployment's en
       assert.equal(answer.status, 200, `${probe}: GET ${path}`);
     }
     assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200, 'the metrics port serves /metrics');
-    const { key } = await createKey(sluice.dataDir, 'k8s-co');
+    // As `kubectl exec … keys create` would: with the container's key pepper.
+    const created = await cli(['keys', 'create', '--account', 'k8s-co', '--json', '--data', sluice.dataDir], { SLUICE_KEY_PEPPER: env.SLUICE_KEY_PEPPER });
+    assert.equal(created.code, 0, created.stderr);
+    const { key } = JSON.parse(created.stdout.trim().split('\n').at(-1)!) as { key: string };
     const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
     const models = (await client.models.list()).data.map((model) => model.id).sort();
     assert.deepEqual(models, ['claude-sonnet', 'llama-8b']);

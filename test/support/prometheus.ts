@@ -89,16 +89,17 @@ export async function startPrometheus(jobs: readonly ScrapeJob[], options: { rul
     if (body.status !== 'success') throw new Error(`Prometheus ${path}: ${body.error}`);
     return body.data;
   };
+  const query = async (promql: string): Promise<Sample[]> => {
+    const data = (await api(`/api/v1/query?query=${encodeURIComponent(promql)}`)) as { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] };
+    if (data.resultType !== 'vector') throw new Error(`${promql} yields a ${data.resultType}, not an instant vector`);
+    return data.result.map(({ metric, value }) => ({ metric, value: Number(value[1]) }));
+  };
   return {
+    query,
     async value(promql) {
-      const data = (await api(`/api/v1/query?query=${encodeURIComponent(promql)}`)) as { result: { value: [number, string] }[] };
-      if (data.result.length > 1) throw new Error(`${promql} yields ${data.result.length} series`);
-      return data.result.length === 0 ? undefined : Number(data.result[0]!.value[1]);
-    },
-    async query(promql) {
-      const data = (await api(`/api/v1/query?query=${encodeURIComponent(promql)}`)) as { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] };
-      if (data.resultType !== 'vector') throw new Error(`${promql} yields a ${data.resultType}, not an instant vector`);
-      return data.result.map(({ metric, value }) => ({ metric, value: Number(value[1]) }));
+      const series = await query(promql);
+      if (series.length > 1) throw new Error(`${promql} yields ${series.length} series`);
+      return series[0]?.value;
     },
     alerts: async () => ((await api('/api/v1/alerts')) as { alerts: ActiveAlert[] }).alerts,
     rules: async () => ((await api('/api/v1/rules')) as { groups: { rules: RuleHealth[] }[] }).groups.flatMap((group) => group.rules),
