@@ -6,12 +6,14 @@
  * gateway is in test/deploy-kit.test.ts.
  */
 import assert from 'node:assert/strict';
-import { basename, dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
+import { parse } from 'yaml';
 import { parseConfig } from '../../src/config/config-file.js';
-import { dashboardQueries, manifestOf, plainEnv, portOf, readDashboard, readManifests, sluiceContainer, withVariables } from '../support/deploy-kit.js';
+import { dashboardQueries, DEPLOY_DIR, manifestOf, plainEnv, portOf, readDashboard, readManifests, sluiceContainer, withVariables } from '../support/deploy-kit.js';
 
 const MODELS = { Deployment, Service, ConfigMap, Secret } as const;
 
@@ -23,6 +25,12 @@ describe('the Kubernetes manifests', () => {
       const Model = MODELS[manifest.kind as keyof typeof MODELS];
       assert.doesNotThrow(() => new Model(manifest as never).validate(), `${file}: ${manifest.kind} ${manifest.metadata.name}`);
     }
+  });
+
+  test('the kustomization applies every manifest but the example Secret', () => {
+    const kustomization = parse(readFileSync(join(DEPLOY_DIR, 'kubernetes', 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+    const files = [...new Set(readManifests().map(({ file }) => file))].filter((file) => file !== 'secret.example.yaml');
+    assert.deepEqual([...kustomization.resources].sort(), files.sort());
   });
 
   test('the schema check is real: a wrong type or a probe without its port is refused', () => {
