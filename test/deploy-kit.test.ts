@@ -1,4 +1,4 @@
-// postgres-pass: skip (the kit reads metrics, probes and signals; the store is reached only for keys and ledger rows, run on PostgreSQL by observability's neighbours usage, limits and ledger-durability)
+// postgres-pass: skip (the kit reads metrics, probes and signals; the store holds only keys and ledger rows here, which usage, limits and ledger-durability run on PostgreSQL)
 /**
  * The operator's kit in deploy/, driven by the real tools: the alert rules through promtool (its
  * checks, lints and the rules' own unit tests) and loaded into a real Prometheus scraping a real

@@ -70,7 +70,7 @@ export function portOf(listen: string): number {
 
 // ---- Grafana -----------------------------------------------------------------------------------
 
-export const DASHBOARD_FILE = join(DEPLOY_DIR, 'grafana', 'sluice-dashboard.json');
+const DASHBOARD_FILE = join(DEPLOY_DIR, 'grafana', 'sluice-dashboard.json');
 
 export function readDashboard(): any {
   return JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8'));
