@@ -19,8 +19,10 @@ apt_install() {
 # The console's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then apt_install /usr/bin/chromium chromium; fi
 
-# The metrics tests are scraped by Debian's Prometheus server.
-if ! command -v prometheus >/dev/null; then apt_install Prometheus prometheus; fi
+# The metrics tests are scraped by Debian's Prometheus server; the deploy kit's alert rules are
+# checked by its promtool (the same package), its systemd unit by systemd-analyze.
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then apt_install Prometheus prometheus; fi
+if ! command -v systemd-analyze >/dev/null; then apt_install systemd-analyze systemd; fi
 
 # The PostgreSQL store's tests, and the suite's second pass, need a server on 127.0.0.1:5432 that
 # lets the user postgres in without a password.

@@ -59,6 +59,39 @@ describe('ledger and store under faults', () => {
     }
   });
 
+  test('a store that refuses the ledger for longer than its lock wait is counted in sluice_ledger_write_failures_total, the rows waiting in sluice_ledger_rows_buffered', async () => {
+    const upstream = await startFakeOpenAI();
+    const token = 'ledger-metrics-token-0123';
+    // One process, so that /metrics is the one ledger's.
+    const sluice = await startSluice({ config: configFor(upstream.url), args: ['--workers', '1', '--metrics-token', token] });
+    const metric = async (name: string) => {
+      const text = await (await fetch(`${sluice.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    try {
+      const { key } = await createKey(sluice.dataDir, 'acme');
+      const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+      assert.equal(await metric('sluice_ledger_write_failures_total'), 0, 'no failure yet, and the series is there from the start');
+      // The key's first use is written before the lock, so that the next batch begins with its row.
+      await client.completions.create({ model: 'llama-8b', prompt: 'warm the key cache', max_tokens: 2 });
+      await eventually(async () => ((await sluice.ledger()).length === 1 ? true : undefined));
+      const lock = await lockLedger(sluice.dataDir);
+      try {
+        await client.completions.create({ model: 'llama-8b', prompt: 'hello', max_tokens: 2 });
+        // A write waits up to 10 s for the lock, then fails and is tried again.
+        await eventually(async () => ((await metric('sluice_ledger_write_failures_total')) > 0 ? true : undefined), 20_000, 'a failed write to be counted');
+        assert.equal(await metric('sluice_ledger_rows_buffered'), 1, 'the row waits');
+      } finally {
+        await lock.release();
+      }
+      await eventually(async () => ((await sluice.ledger()).length === 2 ? true : undefined), 15_000, 'the row to be written once the lock is gone');
+      await eventually(async () => ((await metric('sluice_ledger_rows_buffered')) === 0 ? true : undefined), 5_000, 'nothing left waiting');
+    } finally {
+      assert.equal(await sluice.stop(), 0);
+      await upstream.close();
+    }
+  });
+
   test('a graceful stop while the store is locked keeps the rows in the journal; the next start imports them', async () => {
     const upstream = await startFakeOpenAI();
     const first = await startSluice({ config: configFor(upstream.url), args: ['--drain-timeout', '500'] });

@@ -61,6 +61,15 @@ interface Degraded {
   message: string;
 }
 
+const METRICS_TOKEN = 'outage-metrics-token-0123';
+
+/** `sluice_degraded{component}` as the gateway's /metrics says it; undefined when it has no such series. */
+async function degradedGauge(sluice: RunningSluice, component: string): Promise<number | undefined> {
+  const text = await (await fetch(`${sluice.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  const line = new RegExp(`^sluice_degraded\\{component="${component}"\\} (\\S+)$`, 'm').exec(text);
+  return line === null ? undefined : Number(line[1]);
+}
+
 async function status(sluice: RunningSluice): Promise<{ status: string; degraded: Degraded[] }> {
   return (await fetch(`${sluice.url}/status.json`)).json() as Promise<{ status: string; degraded: Degraded[] }>;
 }
@@ -75,7 +84,7 @@ test('Redis stopped mid-run: requests go on with local counters and an alarm; li
   const port = await closedPort();
   let redis = await startRedis(port);
   const prefix = uniqueRedisPrefix();
-  const sluice = await startSluice({ config: config(upstreams.providersYaml), args: [...ONE_PROCESS, '--redis', `redis://127.0.0.1:${port}`, '--redis-prefix', prefix] });
+  const sluice = await startSluice({ config: config(upstreams.providersYaml), args: [...ONE_PROCESS, '--redis', `redis://127.0.0.1:${port}`, '--redis-prefix', prefix, '--metrics-token', METRICS_TOKEN] });
   const inspector = new Redis({ port, lazyConnect: true, retryStrategy: () => 100, maxRetriesPerRequest: null });
   inspector.on('error', () => undefined);
   try {
@@ -84,6 +93,7 @@ test('Redis stopped mid-run: requests go on with local counters and an alarm; li
     assert.equal(first.response.headers.get('x-ratelimit-remaining-requests'), '999');
     assert.equal(await inspector.zcard(`${prefix}limit:key:${id}:req`), 1, 'the request is counted in Redis');
     assert.deepEqual((await status(sluice)).degraded, [], 'nothing degraded while Redis answers');
+    assert.equal(await degradedGauge(sluice, 'redis'), 0, 'sluice_degraded{component="redis"} is 0 while Redis answers');
 
     await stopRedis(redis);
     const during = await chat(sluice, key);
@@ -95,10 +105,12 @@ test('Redis stopped mid-run: requests go on with local counters and an alarm; li
     assert.match(degraded.degraded[0]!.message, /Redis .* unreachable/);
     assert.ok(!degraded.degraded[0]!.message.includes(prefix), 'the message names no key prefix');
     assert.match(sluice.stderr(), /Redis is unreachable: rate limits and budgets fall back/, 'the log raises the alarm');
+    assert.equal(await degradedGauge(sluice, 'redis'), 1, 'and so does sluice_degraded{component="redis"}, for the alert rules');
 
     redis = await startRedis(port);
     await eventually(async () => ((await status(sluice)).degraded.length === 0 ? true : undefined), 20_000, 'the alarm to clear');
     assert.match(sluice.stderr(), /Redis is reachable again/, 'the log says so when it is back');
+    assert.equal(await degradedGauge(sluice, 'redis'), 0, 'the gauge falls back to 0');
     const back = await chat(sluice, key);
     const inRedis = await inspector.zcard(`${prefix}limit:key:${id}:req`);
     assert.equal(inRedis, 1, `counted in Redis again; the gateway's log:\n${sluice.stderr()}`);

@@ -37,7 +37,8 @@ export interface WindowState {
   readonly resetMs: number;
 }
 
-export type RefusalReason = 'rpm' | 'tpm' | 'concurrency' | 'budget';
+export const REFUSAL_REASONS = ['rpm', 'tpm', 'concurrency', 'budget'] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 export type AdmitResult =
   | { readonly admitted: true; readonly requests: WindowState | null; readonly tokens: WindowState | null }

@@ -7,7 +7,7 @@ import { UNLIMITED, type Admission, type Admitted, type Demand } from '../genera
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
 import { costUsd } from '../pricing/cost.js';
-import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
+import { REFUSAL_REASONS, type AdmitResult, type LimitCounter, type Reservation, type ScopeLimits, type WindowState } from './counter.js';
 import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 
 /** A scope's use of its limits, for the keys page. */
@@ -38,8 +38,11 @@ export class LimitAdmission implements Admission {
   /** Leases: unique across replicas by a random prefix, cheap within a process by a counter. */
   private readonly leasePrefix = `${randomBase62(10)}.`;
   private leases = 0;
-  /** Refusals by scope kind and reason (`key rpm`, `account budget`). */
-  readonly refusals = new Map<string, number>();
+  /**
+   * Refusals by scope kind and reason (`key rpm`, `account budget`), each from 0: a counter that
+   * appeared only at its first refusal would hide that refusal from Prometheus's `increase()`.
+   */
+  readonly refusals = new Map<string, number>(['key', 'account'].flatMap((scope) => REFUSAL_REASONS.map((reason) => [`${scope} ${reason}`, 0] as const)));
 
   constructor(
     private readonly counter: LimitCounter,

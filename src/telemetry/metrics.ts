@@ -16,6 +16,8 @@ export interface MetricSources {
   limitRefusals(): Iterable<readonly [scope: string, reason: string, count: number]>;
   deployments(): Iterable<{ readonly model: string; readonly deployment: string; readonly state: string }>;
   connections(): Iterable<{ readonly provider: string; readonly use: ConnectionUse }>;
+  /** Each shared component this process was configured with (`redis`, `notifications`), and whether it runs without it now. */
+  degraded(): Iterable<{ readonly component: string; readonly degraded: boolean }>;
 }
 
 
@@ -146,6 +148,16 @@ export class GatewayMetrics {
       collect: function () {
         this.reset();
         for (const { model, deployment, state } of sources.deployments()) this.set({ model, deployment, state }, 1);
+      },
+    });
+    new Gauge({
+      name: 'sluice_degraded',
+      help: 'Shared components this process runs without (redis: limits counted on this machine; notifications: changes found by polling), 1 while it does: the number of processes that do.',
+      labelNames: ['component'],
+      registers,
+      collect: function () {
+        this.reset();
+        for (const { component, degraded } of sources.degraded()) this.set({ component }, degraded ? 1 : 0);
       },
     });
     new Gauge({

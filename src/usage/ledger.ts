@@ -47,6 +47,8 @@ const STOP_RETRY_MS = 100;
  */
 export class UsageLedger {
   private buffer: UsageRow[] = [];
+  /** Rows of the batch the store is being asked to take (out of the buffer until it answers). */
+  private writing = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<boolean> = Promise.resolve(true);
   /** Entry ids: unique across processes by a random prefix, cheap within one by a counter. */
@@ -81,9 +83,9 @@ export class UsageLedger {
     this.timer.unref();
   }
 
-  /** Rows recorded and not yet written to the store. */
+  /** Rows recorded and not yet written to the store: those waiting, and the batch being written. */
   get buffered(): number {
-    return this.buffer.length;
+    return this.buffer.length + this.writing;
   }
 
   /** A request is under way; returns its entry id. Until `record`, it stands in the journal as a provisional row. */
@@ -141,6 +143,7 @@ export class UsageLedger {
     const lastUsed = this.takeLastUsed();
     if (rows.length === 0 && lastUsed.size === 0) return true;
     this.buffer = [];
+    this.writing = rows.length;
     try {
       await this.usage.append(rows);
       this.written.rows += rows.length;
@@ -156,6 +159,8 @@ export class UsageLedger {
       }
       this.logger.error({ err: error, pending: this.buffer.length }, 'usage ledger: write failed; will retry');
       return false;
+    } finally {
+      this.writing = 0;
     }
     if (this.journal.needsRotation && !this.journalOnly) {
       await this.journal.rotate(() => this.buffer).catch((error: unknown) => {

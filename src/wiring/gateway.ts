@@ -195,6 +195,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         if (use !== null) yield { provider: provider.id, use };
       }
     },
+    degraded: function* () {
+      if (viaRedis) yield { component: 'redis', degraded: limits.degradation() !== null };
+      if (changes.name !== 'none') yield { component: 'notifications', degraded: !changes.healthy };
+    },
   });
   // In a worker, a scrape anywhere sees the whole machine: the primary adds up every worker's.
   const scrape = cluster.isWorker ? joinWorkerMetrics(metrics.registry) : () => metrics.registry.metrics();
