@@ -27,9 +27,8 @@ const PROVIDER_IDS = { vllm: 'vllm', anthropic: 'anthropic', gemini: 'google' } 
 type Upstream = keyof typeof UPSTREAM_MODELS;
 
 /**
- * The gateway's models; `gpt-6.1-sol`, the model Codex asks for when none is named, on the
- * upstream given. TODO(merge with model aliases): a `gpt-*` pattern in `model_aliases` replaces
- * this literal entry.
+ * The gateway's models. Codex asks for `gpt-6.1-sol` when none is named: the `gpt-*` pattern sends
+ * it to `codex-default`, on the upstream given (`gpt-native`, an exact id, wins before the pattern).
  */
 function gatewayConfig(codexDefault: Upstream | 'native'): string {
   const sol = codexDefault === 'native' ? 'provider: vllm, upstream_model: upstream-model, endpoints: [responses], upstream_api: responses, owned_by: native' : `provider: ${PROVIDER_IDS[codexDefault]}, upstream_model: ${UPSTREAM_MODELS[codexDefault]}, endpoints: [chat], max_output_tokens: 8000`;
@@ -40,7 +39,9 @@ models:
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
   - { id: gpt-native, provider: vllm, upstream_model: upstream-model, endpoints: [responses], upstream_api: responses }
   - { id: claude-strict, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000, hosted_tools: refuse }
-  - { id: gpt-6.1-sol, ${sol} }
+  - { id: codex-default, ${sol} }
+model_aliases:
+  "gpt-*": codex-default
 `;
 }
 
@@ -208,17 +209,17 @@ function toolResultTexts(upstream: Upstream, body: any): string[] {
   return body.messages.filter((m: any) => m.role === 'tool').map((m: any) => JSON.stringify(m.content));
 }
 
-/** Points `gpt-6.1-sol` at another upstream: the gateway reloads its file, seen in /v1/models' owned_by. */
+/** Points `codex-default` (where `gpt-6.1-sol` goes) at another upstream: the gateway reloads its file, seen in /v1/models' owned_by. */
 async function codexDefaultOn(upstream: Upstream | 'native'): Promise<void> {
   writeFileSync(join(sluice.dataDir, 'sluice.yaml'), gatewayConfig(upstream));
   const owner = upstream === 'native' ? 'native' : PROVIDER_IDS[upstream];
   await eventually(
     async () => {
       const list = (await (await fetch(`${sluice.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string; owned_by: string }[] };
-      return list.data.find((m) => m.id === 'gpt-6.1-sol')?.owned_by === owner ? true : undefined;
+      return list.data.find((m) => m.id === 'codex-default')?.owned_by === owner ? true : undefined;
     },
     10_000,
-    `gpt-6.1-sol on ${upstream}`,
+    `codex-default on ${upstream}`,
   );
 }
 
@@ -280,7 +281,7 @@ describe('Codex through Sluice', () => {
       assert.equal(usage?.output_tokens, rows.reduce((sum, row) => sum + row.completion_tokens, 0), 'Codex reports the usage the ledger holds');
     });
 
-    test(`codex exec with no model (gpt-6.1-sol on ${upstream}, translated): its additional_tools, the custom tool exec’s call round-trips`, async () => {
+    test(`codex exec with no model (gpt-6.1-sol, by the gpt-* pattern, on ${upstream}, translated): its additional_tools, the custom tool exec’s call round-trips`, async () => {
       await codexDefaultOn(upstream);
       const result = await codex(undefined, 'Compute it: call tool functions__exec');
       assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
@@ -295,7 +296,7 @@ describe('Codex through Sluice', () => {
       assert.match(results[0]!, /Script/, 'the exec tool’s own report');
       assert.match(text ?? '', /^Result: /, result.stdout);
       const rows = await eventually(async () => {
-        const found = (await sluice.ledger()).filter((row) => row.operation === 'responses' && row.model === 'gpt-6.1-sol' && row.provider_id === PROVIDER_IDS[upstream]);
+        const found = (await sluice.ledger()).filter((row) => row.operation === 'responses' && row.model === 'codex-default' && row.provider_id === PROVIDER_IDS[upstream]);
         return found.length >= calls.length ? found : undefined;
       });
       assert.ok(rows.every((row) => row.status === 200), JSON.stringify(rows));

@@ -201,6 +201,5 @@ describe('the Gemini CLI with no -m', () => {
   });
 });
 
-// TODO(merge with h2): `describe('Codex with no flags', …)` goes here, with the Responses dialect's tool work. Its default
-// model (Codex 0.169: `gpt-6.1-sol`) needs a `"gpt-*"` pattern in both gateways' `model_aliases` above, and its tools
-// arrive in an `additional_tools` item (namespaces, a `custom` tool) that translated upstreams must take.
+// Codex with no flags (its default `gpt-6.1-sol` sent by a `gpt-*` pattern, its tools in an `additional_tools` item) runs in
+// agent-clis.test.ts, on every translated upstream and on a native Responses one.
