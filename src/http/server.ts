@@ -17,6 +17,7 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
+import { cachedCheck, LIVEZ_PATH, livezRoute, READYZ_PATH, readyzRoute } from './routes/probes.js';
 import { TimedResponse } from './timed-response.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { responsesOperation } from '../dialects/openai/responses/operation.js';
@@ -47,22 +48,140 @@ export interface GatewayDeps {
   readonly pages: MountedRoutes;
   /** The meter stage's readers: metrics, traces, the access log. */
   readonly telemetry: Telemetry;
+  /** A cheap query on the store, for `/readyz` (which keeps its answer a second and waits for it two). */
+  readonly storeCheck: () => Promise<void>;
 }
 
 export interface GatewayServer {
   readonly server: http.Server<typeof IncomingMessage, typeof TimedResponse>;
   /** Requests whose handlers are running. */
   inFlight(): number;
-  /** Stops accepting, waits up to `graceMs` for requests in flight, then closes what is left. */
+  /** What start-up is doing now, for `/readyz` until open() (`opening and migrating the store`, …). */
+  starting(step: string): void;
+  /** Mounts the gateway's routes: until then only the probes answer, and every other request is a 503 `starting`. */
+  open(deps: GatewayDeps): void;
+  /**
+   * Stops taking requests, waits up to `graceMs` for those in flight, then closes what is left.
+   * The port stays open meanwhile, so that a probe reaching this process sees `/readyz` 503 (and
+   * `/livez` 200); any other new request is refused with a 503 `shutting_down`.
+   */
   drain(graceMs: number): Promise<void>;
 }
 
-/** The route label of a request no route took (an unknown path, a wrong method, a refusal while draining). */
+/** The route label of a request no route took (an unknown path, a wrong method, a refusal while starting or draining). */
 const UNMATCHED_ROUTE = 'unmatched';
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function createServer(deps: GatewayDeps): GatewayServer {
+/** How long `/readyz` keeps the store's answer, and how long it waits for one. */
+const STORE_CHECK_TTL_MS = 1_000;
+const STORE_CHECK_TIMEOUT_MS = 2_000;
+
+interface Target {
+  readonly name: string;
+  readonly handler: Handler;
+}
+
+/** The gateway's routes once open(): the handler and the route's pattern (a metrics label: never the raw path, whose ids are unbounded). */
+type Router = (method: string, path: string) => Target | GatewayError;
+
+/**
+ * The HTTP server, made before anything else so that it can listen while the store opens and
+ * migrates: the probes answer from the first moment, the gateway's routes once open() mounts them.
+ */
+export function createServer(logger: Logger): GatewayServer {
+  let step = 'starting';
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+  let gateway: { readonly route: Router; readonly telemetry: Telemetry; readonly storeCheck: () => Promise<string | null> } | undefined;
+
+  const unreadiness = async (): Promise<readonly string[]> => {
+    if (draining) return ['draining: the gateway is shutting down'];
+    if (gateway === undefined) return [`starting: ${step}`];
+    const store = await gateway.storeCheck();
+    return store === null ? [] : [store];
+  };
+  const probes = new Map<string, Target>();
+  for (const [path, handler] of [[LIVEZ_PATH, livezRoute()], [READYZ_PATH, readyzRoute(unreadiness)]] as const) {
+    for (const method of ['GET', 'HEAD']) probes.set(`${method} ${path}`, { name: `${method} ${path}`, handler });
+  }
+
+  async function handle(req: IncomingMessage, res: TimedResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const offered = req.headers['x-request-id'];
+    const path = q === -1 ? url : url.slice(0, q);
+    const method = req.method ?? 'GET';
+    const target = probes.get(`${method} ${path}`) ?? (draining || gateway === undefined ? undefined : gateway.route(method, path));
+    const ctx: RequestContext = {
+      req,
+      res,
+      requestId: typeof offered === 'string' && REQUEST_ID_PATTERN.test(offered) ? offered : randomUUID(),
+      path,
+      query: q === -1 ? '' : url.slice(q + 1),
+      route: target === undefined || target instanceof GatewayError ? UNMATCHED_ROUTE : target.name,
+      startedAt: res.startedAt,
+      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
+      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : DIALECTS.openai,
+    };
+    res.setHeader('x-request-id', ctx.requestId);
+    try {
+      if (target === undefined) {
+        res.setHeader('connection', 'close');
+        throw draining
+          ? new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.')
+          : new GatewayError('starting', 'The gateway is starting; retry in a moment.', { retryAfter: '1' });
+      }
+      if (target instanceof GatewayError) throw target;
+      await target.handler(ctx);
+    } catch (thrown) {
+      sendError(ctx, thrown, logger);
+    }
+    // Before open() there is nothing to count with; the probes' route labels are fixed, and a probe answered 200 is not worth an access-log line.
+    gateway?.telemetry.served({ requestId: ctx.requestId, route: ctx.route, dialect: ctx.dialect.name, status: res.statusCode, durationMs: performance.now() - ctx.startedAt, generation: ctx.generation, quiet: probes.has(ctx.route) && res.statusCode === 200 });
+  }
+
+  // In flight means until the handler has finished, ledger row included, not until the socket closes.
+  const server = http.createServer({ keepAliveTimeout: 65_000, ServerResponse: TimedResponse }, (req, res) => {
+    inFlight++;
+    void handle(req, res).finally(() => {
+      inFlight--;
+      if (draining && inFlight === 0) drained?.();
+    });
+  });
+  const settled = (ms: number): Promise<void> => {
+    if (inFlight === 0) return Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([
+      new Promise<void>((resolve) => (drained = resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+    ]).finally(() => clearTimeout(timer));
+  };
+
+  return {
+    server,
+    inFlight: () => inFlight,
+    starting(next: string) {
+      step = next;
+    },
+    open(deps: GatewayDeps) {
+      gateway = { route: gatewayRoutes(deps), telemetry: deps.telemetry, storeCheck: cachedCheck('store', deps.storeCheck, { ttlMs: STORE_CHECK_TTL_MS, timeoutMs: STORE_CHECK_TIMEOUT_MS }) };
+    },
+    async drain(graceMs: number): Promise<void> {
+      draining = true;
+      server.closeIdleConnections();
+      await settled(graceMs);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Requests still running are cut; their handlers then see the abort and record their rows.
+      server.closeAllConnections();
+      await settled(5_000);
+      await closed;
+    },
+  };
+}
+
+function gatewayRoutes(deps: GatewayDeps): Router {
   const served = <Request extends ParsedRequest>(operation: Operation<Request>) => operationRoute(deps.pipeline, { maxBodyBytes: deps.maxBodyBytes, maxUploadBytes: deps.maxUploadBytes }, operation);
   const exact = new Map<string, Handler>([
     ['GET /healthz', healthzRoute()],
@@ -95,14 +214,9 @@ export function createServer(deps: GatewayDeps): GatewayServer {
   const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);
   const retrieveModel = retrieveModelRoute(deps);
-  const knownPaths = new Set([...exact.keys()].map((route) => route.slice(route.indexOf(' ') + 1)));
+  const knownPaths = new Set([...exact.keys(), LIVEZ_PATH, READYZ_PATH].map((route) => route.slice(route.indexOf(' ') + 1)));
 
-  let inFlight = 0;
-  let draining = false;
-  let drained: (() => void) | undefined;
-
-  /** The handler and the route's pattern (a metrics label: never the raw path, whose ids are unbounded). */
-  function route(method: string, path: string): { readonly name: string; readonly handler: Handler } | GatewayError {
+  return (method, path) => {
     const key = `${method} ${path}`;
     const handler = exact.get(key);
     if (handler !== undefined) return { name: key, handler };
@@ -126,69 +240,6 @@ export function createServer(deps: GatewayDeps): GatewayServer {
     }
     if (knownPaths.has(path)) return new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
     return new GatewayError('route_not_found', `There is no route ${method} ${path}.`);
-  }
-
-  async function handle(req: IncomingMessage, res: TimedResponse): Promise<void> {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const offered = req.headers['x-request-id'];
-    const path = q === -1 ? url : url.slice(0, q);
-    const target = draining ? undefined : route(req.method ?? 'GET', path);
-    const ctx: RequestContext = {
-      req,
-      res,
-      requestId: typeof offered === 'string' && REQUEST_ID_PATTERN.test(offered) ? offered : randomUUID(),
-      path,
-      query: q === -1 ? '' : url.slice(q + 1),
-      route: target === undefined || target instanceof GatewayError ? UNMATCHED_ROUTE : target.name,
-      startedAt: res.startedAt,
-      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
-      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : DIALECTS.openai,
-    };
-    res.setHeader('x-request-id', ctx.requestId);
-    try {
-      if (target === undefined) {
-        res.setHeader('connection', 'close');
-        throw new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.');
-      }
-      if (target instanceof GatewayError) throw target;
-      await target.handler(ctx);
-    } catch (thrown) {
-      sendError(ctx, thrown, deps.logger);
-    }
-    deps.telemetry.served({ requestId: ctx.requestId, route: ctx.route, dialect: ctx.dialect.name, status: res.statusCode, durationMs: performance.now() - ctx.startedAt, generation: ctx.generation });
-  }
-
-  // In flight means until the handler has finished, ledger row included, not until the socket closes.
-  const server = http.createServer({ keepAliveTimeout: 65_000, ServerResponse: TimedResponse }, (req, res) => {
-    inFlight++;
-    void handle(req, res).finally(() => {
-      inFlight--;
-      if (draining && inFlight === 0) drained?.();
-    });
-  });
-  const settled = (ms: number): Promise<void> => {
-    if (inFlight === 0) return Promise.resolve();
-    let timer: NodeJS.Timeout | undefined;
-    return Promise.race([
-      new Promise<void>((resolve) => (drained = resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
-    ]).finally(() => clearTimeout(timer));
-  };
-
-  return {
-    server,
-    inFlight: () => inFlight,
-    async drain(graceMs: number): Promise<void> {
-      draining = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await settled(graceMs);
-      // Requests still running are cut; their handlers then see the abort and record their rows.
-      server.closeAllConnections();
-      await settled(5_000);
-      await closed;
-    },
   };
 }
 
