@@ -17,6 +17,7 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
+import { openApiRoute } from './routes/openapi.js';
 import { cachedCheck, LIVEZ_PATH, livezRoute, READYZ_PATH, readyzRoute } from './routes/probes.js';
 import { TimedResponse } from './timed-response.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -181,36 +182,57 @@ export function createServer(logger: Logger): GatewayServer {
   };
 }
 
+type Served = <Request extends ParsedRequest>(operation: Operation<Request>) => Handler;
+
+/** The gateway's own routes by their exact path, each made from the dependencies. */
+const EXACT_ROUTES: Readonly<Record<string, (deps: GatewayDeps, served: Served) => Handler>> = {
+  'GET /healthz': () => healthzRoute(),
+  'GET /openapi.json': () => openApiRoute(),
+  'GET /v1/models': (deps) => listModelsRoute(deps),
+  'GET /v1beta/models': (deps) => listModelsRoute(deps),
+  'POST /v1/completions': (_, served) => served(legacyCompletions),
+  'POST /v1/chat/completions': (_, served) => served(chatCompletions),
+  'POST /v1/messages': (_, served) => served(anthropicMessages),
+  'POST /v1/messages/count_tokens': (_, served) => served(anthropicCountTokens),
+  'POST /v1/responses': (deps, served) => served(responsesOperation(deps.conversations)),
+  'POST /v1/rerank': (_, served) => served(rerank),
+  'POST /v2/rerank': (_, served) => served(rerank),
+  'POST /v1/moderations': (_, served) => served(moderations),
+  'POST /v1/images/generations': (_, served) => served(imageGenerations),
+  'POST /v1/images/edits': (_, served) => served(imageEdits),
+  'POST /v1/audio/transcriptions': (_, served) => served(audioTranscriptions),
+  'POST /v1/audio/translations': (_, served) => served(audioTranslations),
+  'POST /v1/audio/speech': (_, served) => served(audioSpeech),
+  'POST /v1/embeddings': (_, served) => served(embeddings),
+};
+
+/** Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both). */
+const MODEL_METHODS: Readonly<Record<string, (served: Served) => Handler>> = {
+  generateContent: (served) => served(geminiGenerateContent),
+  streamGenerateContent: (served) => served(geminiGenerateContent),
+  countTokens: (served) => served(geminiCountTokens),
+  embedContent: (served) => served(geminiEmbedContent),
+  batchEmbedContents: (served) => served(geminiBatchEmbedContents),
+};
+
+const STORED_RESPONSE_METHODS = ['GET', 'DELETE'];
+
+/**
+ * Every route the server mounts itself, as its route labels name them (`GET /v1/models/{model}`);
+ * the wiring's pages (the console, `/metrics`) aside. The OpenAPI document is checked against it.
+ */
+export const MOUNTED_ROUTES: readonly string[] = [
+  ...[LIVEZ_PATH, READYZ_PATH].flatMap((path) => [`GET ${path}`, `HEAD ${path}`]),
+  ...Object.keys(EXACT_ROUTES),
+  ...STORED_RESPONSE_METHODS.map((method) => `${method} ${STORED_RESPONSES_PREFIX}{id}`),
+  ...MODEL_PATH_PREFIXES.flatMap((prefix) => [`GET ${prefix}{model}`, ...Object.keys(MODEL_METHODS).map((method) => `POST ${prefix}{model}:${method}`)]),
+];
+
 function gatewayRoutes(deps: GatewayDeps): Router {
-  const served = <Request extends ParsedRequest>(operation: Operation<Request>) => operationRoute(deps.pipeline, { maxBodyBytes: deps.maxBodyBytes, maxUploadBytes: deps.maxUploadBytes }, operation);
-  const exact = new Map<string, Handler>([
-    ['GET /healthz', healthzRoute()],
-    ['GET /v1/models', listModelsRoute(deps)],
-    ['GET /v1beta/models', listModelsRoute(deps)],
-    ['POST /v1/completions', served(legacyCompletions)],
-    ['POST /v1/chat/completions', served(chatCompletions)],
-    ['POST /v1/messages', served(anthropicMessages)],
-    ['POST /v1/messages/count_tokens', served(anthropicCountTokens)],
-    ['POST /v1/responses', served(responsesOperation(deps.conversations))],
-    ['POST /v1/rerank', served(rerank)],
-    ['POST /v2/rerank', served(rerank)],
-    ['POST /v1/moderations', served(moderations)],
-    ['POST /v1/images/generations', served(imageGenerations)],
-    ['POST /v1/images/edits', served(imageEdits)],
-    ['POST /v1/audio/transcriptions', served(audioTranscriptions)],
-    ['POST /v1/audio/translations', served(audioTranslations)],
-    ['POST /v1/audio/speech', served(audioSpeech)],
-    ['POST /v1/embeddings', served(embeddings)],
-  ]);
+  const served: Served = (operation) => operationRoute(deps.pipeline, { maxBodyBytes: deps.maxBodyBytes, maxUploadBytes: deps.maxUploadBytes }, operation);
+  const exact = new Map<string, Handler>(Object.entries(EXACT_ROUTES).map(([route, make]) => [route, make(deps, served)]));
   const storedResponses = storedResponsesRoute(deps);
-  // Google's methods on a model: `POST /v1beta/models/{model}:{method}` (and under /v1, as Google serves both).
-  const modelMethods = new Map<string, Handler>([
-    ['generateContent', served(geminiGenerateContent)],
-    ['streamGenerateContent', served(geminiGenerateContent)],
-    ['countTokens', served(geminiCountTokens)],
-    ['embedContent', served(geminiEmbedContent)],
-    ['batchEmbedContents', served(geminiBatchEmbedContents)],
-  ]);
+  const modelMethods = new Map<string, Handler>(Object.entries(MODEL_METHODS).map(([method, make]) => [method, make(served)]));
   const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);
   const retrieveModel = retrieveModelRoute(deps);
@@ -226,7 +248,7 @@ function gatewayRoutes(deps: GatewayDeps): Router {
       }
     }
     if (path.startsWith(STORED_RESPONSES_PREFIX) && path.length > STORED_RESPONSES_PREFIX.length) {
-      return method === 'GET' || method === 'DELETE' ? { name: `${method} ${STORED_RESPONSES_PREFIX}{id}`, handler: storedResponses } : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
+      return STORED_RESPONSE_METHODS.includes(method) ? { name: `${method} ${STORED_RESPONSES_PREFIX}{id}`, handler: storedResponses } : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
     }
     for (const prefix of MODEL_PATH_PREFIXES) {
       if (path.startsWith(prefix) && path.length > prefix.length) {

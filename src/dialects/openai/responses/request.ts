@@ -35,7 +35,8 @@ const reasoningItem = z.looseObject({
 const referenceItem = z.looseObject({ type: z.literal('item_reference').nullish(), id: z.string().min(1) });
 const ITEMS = { message: messageItem, function_call: functionCallItem, function_call_output: functionCallOutputItem, reasoning: reasoningItem, item_reference: referenceItem } as const;
 
-const envelope = z.looseObject({
+/** A Responses body's envelope, as validated before its items (also the OpenAPI document's request schema). */
+export const envelope = z.looseObject({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(z.looseObject({}))]).nullish(),
   instructions: z.string().nullish(),
