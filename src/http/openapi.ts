@@ -139,6 +139,9 @@ const OPERATIONS: Readonly<Record<string, Operation>> = {
   'GET /openapi.json': { summary: 'This document', dialect: 'openai', auth: false, ok: { 'application/json': 'OpenApiDocument' } },
 };
 
+/** Where Google serves its methods on a model (routes/models.ts's MODEL_PATH_PREFIXES; not imported, as that module imports the server's). */
+const GOOGLE_MODEL_PREFIXES = ['/v1/models/', '/v1beta/models/'];
+
 /** Google's methods on a model, under both of its prefixes: `POST /v1beta/models/{model}:generateContent`. */
 const MODEL_METHODS: Readonly<Record<string, Omit<Operation, 'dialect' | 'params'>>> = {
   generateContent: { summary: "Gemini's generateContent", body: jsonBody('GenerateContentRequest'), ok: { 'application/json': 'GenerateContentResponse' } },
@@ -223,7 +226,7 @@ function operation(route: string, op: Operation): Record<string, unknown> {
 
 /** Every route the document describes, as `METHOD /path` (what the route table names them). */
 export function documentedRoutes(): string[] {
-  const modelRoutes = ['/v1/models/', '/v1beta/models/'].flatMap((prefix) => Object.keys(MODEL_METHODS).map((method) => `POST ${prefix}{model}:${method}`));
+  const modelRoutes = GOOGLE_MODEL_PREFIXES.flatMap((prefix) => Object.keys(MODEL_METHODS).map((method) => `POST ${prefix}{model}:${method}`));
   return [...Object.keys(OPERATIONS), ...modelRoutes];
 }
 
@@ -236,7 +239,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
     (paths[route.slice(space + 1)] ??= {})[method] = operation(route, op);
   };
   for (const [route, op] of Object.entries(OPERATIONS)) add(route, op);
-  for (const prefix of ['/v1/models/', '/v1beta/models/']) {
+  for (const prefix of GOOGLE_MODEL_PREFIXES) {
     for (const [method, op] of Object.entries(MODEL_METHODS)) add(`POST ${prefix}{model}:${method}`, { ...op, dialect: 'gemini', params: ['model'] });
   }
   return {

@@ -18,7 +18,7 @@ import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/m
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
 import { openApiRoute } from './routes/openapi.js';
-import { cachedCheck, LIVEZ_PATH, livezRoute, READYZ_PATH, readyzRoute } from './routes/probes.js';
+import { cachedCheck, LIVEZ_PATH, livezRoute, READYZ_PATH, readyzRoute, type Unreadiness } from './routes/probes.js';
 import { TimedResponse } from './timed-response.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { responsesOperation } from '../dialects/openai/responses/operation.js';
@@ -103,10 +103,7 @@ export function createServer(logger: Logger): GatewayServer {
     const store = await gateway.storeCheck();
     return store === null ? [] : [store];
   };
-  const probes = new Map<string, Target>();
-  for (const [path, handler] of [[LIVEZ_PATH, livezRoute()], [READYZ_PATH, readyzRoute(unreadiness)]] as const) {
-    for (const method of ['GET', 'HEAD']) probes.set(`${method} ${path}`, { name: `${method} ${path}`, handler });
-  }
+  const probes = probeRoutes(unreadiness);
 
   async function handle(req: IncomingMessage, res: TimedResponse): Promise<void> {
     const url = req.url ?? '/';
@@ -182,6 +179,15 @@ export function createServer(logger: Logger): GatewayServer {
   };
 }
 
+/** The probes, by `METHOD /path`: answered from the first moment to the last, whatever else is mounted. */
+function probeRoutes(unreadiness: Unreadiness): Map<string, Target> {
+  const probes = new Map<string, Target>();
+  for (const [path, handler] of [[LIVEZ_PATH, livezRoute()], [READYZ_PATH, readyzRoute(unreadiness)]] as const) {
+    for (const method of ['GET', 'HEAD']) probes.set(`${method} ${path}`, { name: `${method} ${path}`, handler });
+  }
+  return probes;
+}
+
 type Served = <Request extends ParsedRequest>(operation: Operation<Request>) => Handler;
 
 /** The gateway's own routes by their exact path, each made from the dependencies. */
@@ -219,14 +225,17 @@ const STORED_RESPONSE_METHODS = ['GET', 'DELETE'];
 
 /**
  * Every route the server mounts itself, as its route labels name them (`GET /v1/models/{model}`);
- * the wiring's pages (the console, `/metrics`) aside. The OpenAPI document is checked against it.
+ * the wiring's pages (the console, `/metrics`) aside. The OpenAPI document is checked against them.
  */
-export const MOUNTED_ROUTES: readonly string[] = [
-  ...[LIVEZ_PATH, READYZ_PATH].flatMap((path) => [`GET ${path}`, `HEAD ${path}`]),
-  ...Object.keys(EXACT_ROUTES),
-  ...STORED_RESPONSE_METHODS.map((method) => `${method} ${STORED_RESPONSES_PREFIX}{id}`),
-  ...MODEL_PATH_PREFIXES.flatMap((prefix) => [`GET ${prefix}{model}`, ...Object.keys(MODEL_METHODS).map((method) => `POST ${prefix}{model}:${method}`)]),
-];
+export function mountedRoutes(): string[] {
+  // A function, not a constant: routes/models.ts imports this module, so its prefixes may not be set yet when this one loads.
+  return [
+    ...probeRoutes(async () => []).keys(),
+    ...Object.keys(EXACT_ROUTES),
+    ...STORED_RESPONSE_METHODS.map((method) => `${method} ${STORED_RESPONSES_PREFIX}{id}`),
+    ...MODEL_PATH_PREFIXES.flatMap((prefix) => [`GET ${prefix}{model}`, ...Object.keys(MODEL_METHODS).map((method) => `POST ${prefix}{model}:${method}`)]),
+  ];
+}
 
 function gatewayRoutes(deps: GatewayDeps): Router {
   const served: Served = (operation) => operationRoute(deps.pipeline, { maxBodyBytes: deps.maxBodyBytes, maxUploadBytes: deps.maxUploadBytes }, operation);
