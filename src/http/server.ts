@@ -91,7 +91,7 @@ type Router = (method: string, path: string) => Target | GatewayError;
  * migrates: the probes answer from the first moment, the gateway's routes once open() mounts them.
  */
 export function createServer(logger: Logger): GatewayServer {
-  let step = 'starting';
+  let step = 'building the gateway';
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;

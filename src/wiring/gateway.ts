@@ -145,8 +145,8 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   // kernel must not hand it callers' connections to refuse while its siblings serve them.
   const sharing = cluster.isWorker ? (options.portSharing ?? 'reuseport') : 'handoff';
   const listenEarly = options.boundPort === undefined;
-  if (listenEarly) await listen(gateway.server, options.host, options, sharing);
   gateway.starting('opening and migrating the store');
+  if (listenEarly) await listen(gateway.server, options.host, options, sharing);
   // Every committed change to keys or the catalogue is published, whichever part of this process
   // made it; on PostgreSQL's own feed (no Redis), the store's transaction has notified already.
   // The store opens first: one that cannot be opened stops start-up before any connection is made.
@@ -177,6 +177,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const ledger = new UsageLedger(store.usage, store.keys, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
   ledger.start();
   const router = new Router(adapters);
+  gateway.starting('opening the limit counters and tracing');
   const limits = await openLimitCounter({ redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, logger });
   const admission = new LimitAdmission(limits.counter, store.usage, logger, config.limits);
   admission.start();
