@@ -210,7 +210,8 @@ function operation(route: string, op: Operation): Record<string, unknown> {
   const content = Object.fromEntries(Object.entries(op.ok).map(([type, schema]) => [type, schema === null ? {} : { schema: ref(schema) }]));
   const responses: Record<string, unknown> = { '200': { description: 'Success', ...(Object.keys(content).length === 0 ? {} : { content }) } };
   if (route.endsWith(' /readyz')) responses['503'] = { description: 'Not ready: starting, draining, or the store not answering', ...(route.startsWith('GET') ? { content: { 'application/json': { schema: ref('Readiness') } } } : {}) };
-  else if (op.auth !== false) responses['default'] = error;
+  // Any route but the probes may also answer an error (a 503 while the gateway starts or drains, if nothing else).
+  else if (!route.endsWith(' /livez')) responses['default'] = error;
   return {
     operationId: route.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, ''),
     summary: op.summary,
