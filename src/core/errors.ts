@@ -39,6 +39,8 @@ export const ERROR_KINDS = {
   // Our own faults.
   store_failure: { status: 500 },
   internal_error: { status: 500 },
+  /** A request before start-up finished (the store still opening or migrating): only the probes answer. */
+  starting: { status: 503 },
   shutting_down: { status: 503 },
 } as const satisfies Record<string, { status: number }>;
 

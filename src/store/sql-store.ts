@@ -1,4 +1,4 @@
-import { Kysely, Migrator } from './kysely.js';
+import { Kysely, Migrator, sql } from './kysely.js';
 import type { ChangeHook } from '../changes/change-feed.js';
 import { ChangeCounters } from './change-counters.js';
 import { migrationsFor } from './migrations.js';
@@ -72,6 +72,10 @@ export class SqlStore implements Store {
   async pendingMigrations(): Promise<string[]> {
     const migrations = await new Migrator({ db: this.db, provider: migrationsFor(this.dialect) }).getMigrations();
     return migrations.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
+  }
+
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
   }
 
   async close(): Promise<void> {

@@ -380,6 +380,8 @@ export interface Store {
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
   readonly status: StatusRepository;
+  /** One trivial query (`select 1`): whether the store answers at all, for `/readyz`. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -19,7 +19,7 @@ export class GatewayTelemetry implements Telemetry {
 
   served(request: ServedRequest): void {
     this.metrics.served(request);
-    if (this.accessLog === null) return;
+    if (this.accessLog === null || request.quiet === true) return;
     const generation = request.generation;
     // Ids, figures and names only: never a header, a body or a secret.
     this.accessLog.info(

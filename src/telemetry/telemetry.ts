@@ -20,6 +20,8 @@ export interface ServedRequest {
   readonly durationMs: number;
   /** The meter stage's record, for a generation request. */
   readonly generation: GenerationRecord | undefined;
+  /** Counted, but not worth an access-log line (a probe answered 200, every few seconds from every balancer). */
+  readonly quiet?: boolean;
 }
 
 export interface GenerationStart {

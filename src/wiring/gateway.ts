@@ -19,7 +19,7 @@ import { DEFAULT_CONFIG_FILE } from '../core/settings.js';
 import { LoginThrottle } from '../console/login-throttle.js';
 import { consoleRoutes } from '../console/routes.js';
 import { DEFAULT_SESSION_IDLE_MS, DEFAULT_SESSION_TTL_MS, Sessions } from '../console/sessions.js';
-import { createServer } from '../http/server.js';
+import { createServer, type GatewayServer } from '../http/server.js';
 import { Conversations } from '../dialects/openai/responses/conversation.js';
 import { ProviderAdapters } from '../providers/provider-adapters.js';
 import { createProvider } from '../providers/registry.js';
@@ -115,6 +115,17 @@ const LEDGER_MIN_STOP_MS = 2_000;
 
 /** Builds every part from the options and starts listening; nothing is global. */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  const gateway = createServer(options.logger);
+  try {
+    return await startOn(gateway, options);
+  } catch (error) {
+    // A start that failed after listening early leaves no port open behind it.
+    gateway.server.close();
+    throw error;
+  }
+}
+
+async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
   // Without a named file, ./sluice.yaml is watched for: `sluice init` then needs no restart.
   const configReload = new ConfigReload(options.configFile ?? resolve(DEFAULT_CONFIG_FILE), options.configFile === undefined, async (next) => {
@@ -129,6 +140,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const hasher = SecretHasher.forDataDir(options.dataDir);
   const cipher = CredentialCipher.forDataDir(options.dataDir);
   const location = storeLocation(options);
+  // The first process listens before the store opens, so that the probes answer while it migrates
+  // (a long migration is alive, not ready). A worker after the first listens once it is ready: the
+  // kernel must not hand it callers' connections to refuse while its siblings serve them.
+  const sharing = cluster.isWorker ? (options.portSharing ?? 'reuseport') : 'handoff';
+  const listenEarly = options.boundPort === undefined;
+  gateway.starting('opening and migrating the store');
+  if (listenEarly) await listen(gateway.server, options.host, options, sharing);
   // Every committed change to keys or the catalogue is published, whichever part of this process
   // made it; on PostgreSQL's own feed (no Redis), the store's transaction has notified already.
   // The store opens first: one that cannot be opened stops start-up before any connection is made.
@@ -143,6 +161,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       if (!sharedSecretFromEnv(name, process.env)) logger.warn({ file: `${options.dataDir}/${file}` }, `${name} and ${name}_FILE are not set: every replica on this database needs the same ${file}`);
     }
   }
+  gateway.starting('loading keys and the catalogue');
   const authenticator = new Authenticator(store.keys, hasher, logger, store.location);
   await authenticator.start(changes);
   // Configuration-file entries merged with the console's, reloaded when any process changes them.
@@ -152,11 +171,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   // Discovering providers' model lists, kept in the store for every process to read.
   const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
   discovery.start();
+  gateway.starting('storing the rows of earlier ledger journals');
   // Rows a killed or stopped process could not store come first; then this process's own journal.
   await importOrphanedJournals(options.dataDir, store.usage, logger);
   const ledger = new UsageLedger(store.usage, store.keys, await LedgerJournal.open(options.dataDir, logger), () => authenticator.takeLastUsed(), logger);
   ledger.start();
   const router = new Router(adapters);
+  gateway.starting('opening the limit counters and tracing');
   const limits = await openLimitCounter({ redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, logger });
   const admission = new LimitAdmission(limits.counter, store.usage, logger, config.limits);
   admission.start();
@@ -222,9 +243,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     throttle: new LoginThrottle(store.loginThrottle),
     logger,
   });
-  const gateway = createServer({
+  gateway.open({
     logger,
     telemetry,
+    storeCheck: () => store.ping(),
     authenticator,
     catalogue: () => catalogue.current(),
     pipeline: new Pipeline({ authenticator, catalogue: () => catalogue.current(), admission, router, ledger, telemetry, providers: adapters }),
@@ -236,7 +258,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       prefixes: consolePages.prefixes,
     },
   });
-  await listen(gateway.server, options.host, options, cluster.isWorker ? (options.portSharing ?? 'reuseport') : 'handoff');
+  if (!listenEarly) await listen(gateway.server, options.host, options, sharing);
   let scrapes: Server | undefined;
   if (options.metricsListen !== undefined && !cluster.isWorker) scrapes = await listenForScrapes(options.metricsListen.host, options.metricsListen.port, scrape, (error) => logger.warn({ err: error }, 'a metrics scrape failed'));
   const address = gateway.server.address() as AddressInfo;

@@ -205,7 +205,14 @@ export async function writeEvent(res: ServerResponse, text: string, behaviour: B
   }
   if (behaviour.stall !== undefined && index === behaviour.stall.beforeEvent) {
     res.flushHeaders();
-    await sleep(behaviour.stall.ms);
+    // Ends early when the caller goes, so that a long stall keeps no timer (and no test process) waiting after it.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, behaviour.stall!.ms);
+      res.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     if (res.destroyed) return false;
   }
   res.write(text);

@@ -67,7 +67,8 @@ export const anthropicMessages: Operation<MessagesRequest> = {
   },
 };
 
-const countTokensBody = z.looseObject({
+/** A count_tokens body, as validated (also the OpenAPI document's request schema). */
+export const countTokensBody = z.looseObject({
   model: z.string().min(1),
   messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']) })),
 });

@@ -13,7 +13,8 @@ import type { WireRequest } from '../../../generation/operation.js';
 const unitInterval = z.number().min(0).max(1);
 const looseBlock = z.looseObject({ type: z.string() });
 
-const envelope = z.looseObject({
+/** A Messages body's envelope, as validated before its blocks (also the OpenAPI document's request schema). */
+export const envelope = z.looseObject({
   model: z.string().min(1),
   max_tokens: z.number().int().min(1),
   // `system` between turns: Claude Code's mid-conversation system beta.

@@ -22,8 +22,9 @@ const embedFields = {
   title: z.string().optional(),
   outputDimensionality: z.number().int().min(1).optional(),
 };
-const embedBody = z.strictObject({ model: z.string().optional(), ...embedFields });
-const batchBody = z.strictObject({ requests: z.array(z.strictObject({ model: z.string(), ...embedFields })).min(1) });
+/** embedContent's and batchEmbedContents' bodies, as validated (also the OpenAPI document's request schemas). */
+export const embedBody = z.strictObject({ model: z.string().optional(), ...embedFields });
+export const batchBody = z.strictObject({ requests: z.array(z.strictObject({ model: z.string(), ...embedFields })).min(1) });
 
 type EmbedBody = z.infer<typeof embedBody>;
 

@@ -139,8 +139,9 @@ const generateFields = {
 };
 
 /** The path names the model; a `model` in the body (the resource name, optional) is taken as said and otherwise ignored. */
-const generateBody = z.strictObject({ model: z.string().optional(), ...generateFields });
-const countBody = z.strictObject({
+/** generateContent's and countTokens' bodies, as validated (also the OpenAPI document's request schemas). */
+export const generateBody = z.strictObject({ model: z.string().optional(), ...generateFields });
+export const countBody = z.strictObject({
   contents: z.array(content).min(1).optional(),
   generateContentRequest: z.strictObject({ model: z.string().min(1), ...generateFields }).optional(),
 });

@@ -11,7 +11,7 @@ import { invalid, validationError } from '../validation.js';
 /** OpenAI's limit on `input`, in characters. */
 export const MAX_SPEECH_CHARACTERS = 4096;
 
-const speechSchema = z.looseObject({
+export const speechSchema = z.looseObject({
   model: z.string().min(1),
   input: z.string(),
   // A built-in voice's name, or a custom voice `{id}`.

@@ -38,7 +38,8 @@ const message = z.discriminatedUnion('role', [
 
 const jsonSchemaObject = z.record(z.string(), z.unknown());
 
-const chatBodySchema = z.looseObject({
+/** A chat completions body, as validated (also the OpenAPI document's request schema). */
+export const chatBodySchema = z.looseObject({
   model: z.string().min(1),
   messages: z.array(message).min(1),
   tools: z

@@ -13,7 +13,8 @@ import { invalid, validationError, withoutProtoKey } from '../validation.js';
  */
 const tokenIds = z.array(z.number().int().min(0));
 
-const embeddingsBodySchema = z.looseObject({
+/** An embeddings body, as validated (also the OpenAPI document's request schema). */
+export const embeddingsBodySchema = z.looseObject({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(z.string()), tokenIds, z.array(tokenIds)]),
   encoding_format: z.enum(['float', 'base64']).nullish(),

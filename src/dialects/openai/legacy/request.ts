@@ -10,7 +10,8 @@ import type { CompletionRequest } from './completion.js';
 const tokenId = z.number().int().nonnegative();
 const number = (min: number, max: number) => z.number().min(min).max(max);
 
-const completionBodySchema = z.looseObject({
+/** A legacy completions body, as validated (also the OpenAPI document's request schema). */
+export const completionBodySchema = z.looseObject({
   model: z.string().min(1),
   prompt: z.union([
     z.string(),

@@ -50,7 +50,8 @@ const ITEMS = {
   item_reference: referenceItem,
 } as const;
 
-const envelope = z.looseObject({
+/** A Responses body's envelope, as validated before its items (also the OpenAPI document's request schema). */
+export const envelope = z.looseObject({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(z.looseObject({}))]).nullish(),
   instructions: z.string().nullish(),
