@@ -13,6 +13,8 @@ export const ERROR_KINDS = {
   key_expired: { status: 403 },
   model_not_permitted: { status: 403 },
   no_model_permission: { status: 403 },
+  /** A key or account with a spend budget asked for a model with no price for what the request is billed in. */
+  model_unpriced: { status: 403 },
   route_not_found: { status: 404 },
   model_not_found: { status: 404 },
   /** A stored object (a Responses-API response or item) the caller's account does not have. */

@@ -6,7 +6,7 @@ import { GatewayError } from '../core/errors.js';
 import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
-import { costUsd } from '../pricing/cost.js';
+import { billingUnitsOf, costUsd, pricedFor, type BillingUnit } from '../pricing/cost.js';
 import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
 import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 
@@ -74,6 +74,10 @@ export class LimitAdmission implements Admission {
       (scope): scope is ScopeLimits => scope !== null,
     );
     if (scopes.length === 0) return UNLIMITED;
+    // A model without a price costs $0 whatever it consumes: a budget could not bind on it, so it fails closed.
+    const billed = billingUnitsOf(demand.units);
+    const budgeted = scopes.find((scope) => scope.budget !== null);
+    if (budgeted !== undefined && !pricedFor(model.pricing, billed)) throw this.unpriced(budgeted.scope, model, billed);
     const { reservation, beyondOrdinary } = await this.reservationFor(scopes, model, demand);
     // A budget admits while its spend plus what this request reserves beyond an ordinary one is below it
     // (see budgetRule): one that could not be admitted even at $0 is refused without counting anything.
@@ -134,6 +138,18 @@ export class LimitAdmission implements Admission {
     const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
     this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
     return refusal(result, beyondOrdinary, demand);
+  }
+
+  private unpriced(scope: string, model: CatalogueModel, billed: readonly BillingUnit[]): GatewayError {
+    const counted = `${scope.slice(0, scope.indexOf(':'))} unpriced`;
+    this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
+    const owner = scope.startsWith('account:') ? "This key's account" : 'This API key';
+    const prices = billed.flatMap((unit) => PRICE_NAMES[unit]).join(', ');
+    return new GatewayError(
+      'model_unpriced',
+      `The model \`${model.id}\` has no price for this request (none of ${prices}), and ${owner.charAt(0).toLowerCase()}${owner.slice(1)} has a spend budget, which cannot be kept on an unpriced model. Ask an operator to price it (a price of 0 makes it free).`,
+      { param: 'model' },
+    );
   }
 
   /**
@@ -215,6 +231,15 @@ function splitScope(scope: string): [string, string] {
   const colon = scope.indexOf(':');
   return [scope.slice(0, colon), scope.slice(colon + 1)];
 }
+
+/** The `pricing:` fields that price each unit, as an operator writes them. */
+const PRICE_NAMES: Readonly<Record<BillingUnit, readonly string[]>> = {
+  tokens: ['input_per_mtok', 'output_per_mtok'],
+  images: ['per_image'],
+  audioSeconds: ['per_audio_minute'],
+  characters: ['per_mchar'],
+  requests: ['per_request'],
+};
 
 const REFUSALS = {
   rpm: 'requests per minute',
