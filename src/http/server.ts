@@ -17,6 +17,7 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import { anthropicCountTokens, anthropicMessages } from '../dialects/anthropic/messages/operation.js';
 import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/generate/operation.js';
 import { healthzRoute } from './routes/healthz.js';
+import { guessDialect, routeHint } from './route-hints.js';
 import { TimedResponse } from './timed-response.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { responsesOperation } from '../dialects/openai/responses/operation.js';
@@ -125,7 +126,8 @@ export function createServer(deps: GatewayDeps): GatewayServer {
       }
     }
     if (knownPaths.has(path)) return new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
-    return new GatewayError('route_not_found', `There is no route ${method} ${path}.`);
+    const hint = routeHint(method, path, (m, p) => !(route(m, p) instanceof GatewayError));
+    return new GatewayError('route_not_found', hint === undefined ? `There is no route ${method} ${path}.` : `There is no route ${method} ${path}; ${hint}`);
   }
 
   async function handle(req: IncomingMessage, res: TimedResponse): Promise<void> {
@@ -142,8 +144,16 @@ export function createServer(deps: GatewayDeps): GatewayServer {
       query: q === -1 ? '' : url.slice(q + 1),
       route: target === undefined || target instanceof GatewayError ? UNMATCHED_ROUTE : target.name,
       startedAt: res.startedAt,
-      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
-      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : DIALECTS.openai,
+      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this. A path
+      // no route takes (a base URL set wrongly) is answered in the dialect its headers suggest.
+      dialect:
+        target instanceof GatewayError && target.kind === 'route_not_found'
+          ? DIALECTS[guessDialect(path, req.headers)]
+          : path.startsWith('/v1beta/')
+            ? DIALECTS.gemini
+            : path.startsWith('/v1/messages')
+              ? DIALECTS.anthropic
+              : DIALECTS.openai,
     };
     res.setHeader('x-request-id', ctx.requestId);
     try {
