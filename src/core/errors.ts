@@ -63,6 +63,11 @@ export interface GatewayErrorOptions {
   upstreamFailure?: UpstreamFailureCondition;
   /** The upstream's own error body (its secrets redacted, truncated), for the operator's log; never sent to the caller. */
   upstreamBody?: string;
+  /**
+   * Logged once per interval for each value, not per request: a configuration fault that every
+   * request repeats until an operator fixes it (`upstream_path:<provider>`).
+   */
+  logOnceAs?: string;
 }
 
 export type UpstreamFailureCondition = number | 'connect_error' | 'timeout';
@@ -78,6 +83,7 @@ export class GatewayError extends Error {
   /** Set only on an upstream's failure: what routing may retry on. */
   readonly upstreamFailure: UpstreamFailureCondition | undefined;
   readonly upstreamBody: string | undefined;
+  readonly logOnceAs: string | undefined;
 
   constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -91,6 +97,7 @@ export class GatewayError extends Error {
     this.code = options.code;
     this.upstreamFailure = options.upstreamFailure;
     this.upstreamBody = options.upstreamBody;
+    this.logOnceAs = options.logOnceAs;
   }
 }
 

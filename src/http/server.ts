@@ -202,10 +202,14 @@ export function createServer(deps: GatewayDeps): GatewayServer {
   };
 }
 
-/** Writes an error in the context's dialect, or cuts the response if it has already begun. */
+/**
+ * Writes an error in the context's dialect, or cuts the response if it has already begun. Our own
+ * and the upstreams' failures are logged; a fault every request repeats (`logOnceAs`) was logged,
+ * once a minute, by the attempt that met it (telemetry/gateway-telemetry.ts).
+ */
 export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger): void {
   const error = toGatewayError(thrown);
-  if (error.status >= 500 && error.kind !== 'upstream_rate_limited') {
+  if (error.status >= 500 && error.kind !== 'upstream_rate_limited' && error.logOnceAs === undefined) {
     logger.warn({ requestId: ctx.requestId, kind: error.kind, err: error.cause ?? error }, error.message);
   }
   const { res } = ctx;
