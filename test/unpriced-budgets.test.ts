@@ -33,6 +33,7 @@ models:
   - { id: claude-unpriced, provider: anthropic, upstream_model: claude-test, endpoints: [chat] }
   - { id: claude-free, provider: anthropic, upstream_model: claude-test, endpoints: [chat], pricing: { input_per_mtok: 0, output_per_mtok: 0 } }
   - { id: gemini-unpriced, provider: google, upstream_model: gemini-test, endpoints: [chat] }
+  - { id: falls-back, provider: anthropic, upstream_model: claude-test, endpoints: [chat], pricing: { input_per_mtok: 1, output_per_mtok: 1 }, fallbacks: [unpriced] }
 ${extra}`;
 
 const logs = () => sluice.stdout() + sluice.stderr();
@@ -179,20 +180,35 @@ describe('a key without a budget', () => {
   });
 });
 
+describe('fallbacks', () => {
+  test('an unpriced fallback is passed over for a budgeted key, and serves a key without a budget', async () => {
+    for (const [key, fallsBack] of [[budgeted, false], [unbudgeted, true]] as const) {
+      upstreams.reset();
+      upstreams.anthropic.behaviour = { fail: { status: 500, body: '{"type":"error","error":{"type":"api_error","message":"engine down"}}' } };
+      const answer = chat(key.key, 'falls-back');
+      if (fallsBack) assert.equal((await answer).choices.length, 1, 'the fallback answered');
+      else assert.ok((await thrown(answer)) instanceof OpenAI.InternalServerError, 'the primary failure, no fallback');
+      assert.ok(upstreams.anthropic.requests.length > 0, 'the priced primary was tried');
+      assert.equal(upstreams.vllm.requests.length, fallsBack ? 1 : 0, fallsBack ? 'the unpriced fallback served' : 'the unpriced fallback was not asked');
+    }
+    upstreams.reset();
+  });
+});
+
 describe('usage reports say "unpriced" where they would say $0', () => {
   test('sluice usage (table and --json)', async () => {
-    // The unpriced model: two budgeted keys refused (403, at $0: nothing consumed), one unbudgeted key served.
+    // The unpriced model: two budgeted keys refused (403, at $0: nothing consumed), the unbudgeted key served twice (once as a fallback).
     const table = await eventually(async () => {
       const result = await cli(['usage', '--by', 'model', '--data', dataDir]);
-      return /^unpriced +3 +/m.test(result.stdout) ? result : undefined;
+      return /^unpriced +4 +/m.test(result.stdout) ? result : undefined;
     }, 5000, 'the roll-up of the unpriced requests');
     assert.equal(table.code, 0, table.stderr);
-    assert.match(table.stdout, /^unpriced +3 +2 +\d+ +\d+ +unpriced$/m, 'the unpriced model: "unpriced", not 0.0000');
+    assert.match(table.stdout, /^unpriced +4 +2 +\d+ +\d+ +unpriced$/m, 'the unpriced model: "unpriced", not 0.0000');
     assert.match(table.stdout, /^free +2 +0 +\d+ +\d+ +0\.0000$/m, 'the free one: 0.0000');
     assert.match(table.stdout, /^total \S+ to \S+ +\d+ +\d+ +\d+ +\d+ +unpriced$/m, 'a total of free and unpriced requests is unpriced too');
     const json = JSON.parse((await cli(['usage', '--json', '--by', 'model', '--data', dataDir])).stdout) as { model: string; requests: number; cost_usd: number; unpriced_requests: number }[];
     const line = json.find((group) => group.model === 'unpriced')!;
-    assert.deepEqual([line.requests, line.cost_usd, line.unpriced_requests], [3, 0, 1], '--json keeps cost_usd a number and counts the unpriced requests');
+    assert.deepEqual([line.requests, line.cost_usd, line.unpriced_requests], [4, 0, 2], '--json keeps cost_usd a number and counts the unpriced requests');
     assert.equal(json.find((group) => group.model === 'free')!.unpriced_requests, 0);
   });
 
@@ -210,8 +226,27 @@ describe('usage reports say "unpriced" where they would say $0', () => {
     const rows = csv.text.trim().split('\r\n').map((row) => row.split(','));
     assert.deepEqual(rows[0]!.slice(-2), ['cost_usd', 'unpriced_requests']);
     const unpricedLines = rows.filter((row) => row[4] === 'unpriced');
-    assert.deepEqual(unpricedLines.map((row) => row.slice(-2)).sort(), [['0', '0'], ['0', '0'], ['unpriced', '1']], 'the refused requests cost $0; the served one is unpriced');
+    assert.deepEqual(unpricedLines.map((row) => row.slice(-2)).sort(), [['0', '0'], ['0', '0'], ['unpriced', '2']], 'the refused requests cost $0; the served one is unpriced');
     assert.ok(rows.filter((row) => row[4] === 'free').every((row) => row.at(-2) === '0' && row.at(-1) === '0'), 'free lines cost 0');
+  });
+});
+
+describe("the console's limit forms", () => {
+  test('saving a budget on a key says which of its models are refused until priced; on priced models only, nothing', async () => {
+    const admin = new ConsoleClient(sluice.url);
+    await admin.signIn('usage-admin', 'a long admin password');
+    const narrow = await createKey(dataDir, 'console-co', ['--models', 'priced,unpriced']);
+    const pricedOnly = await createKey(dataDir, 'console-co', ['--models', 'priced,free']);
+    for (const [key, warned] of [[narrow, true], [pricedOnly, false]] as const) {
+      const action = `/app/keys/${key.id}/limits`;
+      const form = await admin.get(action);
+      const saved = await admin.post(action, { ...ConsoleClient.formFields(form.text, action), budget_usd: '3', budget_period: 'month' });
+      assert.equal(saved.status, 303, saved.text);
+      const notice = /<p class="notice notice-ok" role="status">([^<]*)<\/p>/.exec((await admin.get(saved.headers.get('location')!)).text)?.[1];
+      assert.match(notice ?? '', /saved: \$3\/month\. They apply within a second\./);
+      if (warned) assert.match(notice!, /A budget cannot be kept on a model without a price, so these are refused until they are priced \(a price of 0 makes a model free\): unpriced\.$/);
+      else assert.doesNotMatch(notice!, /without a price/);
+    }
   });
 });
 

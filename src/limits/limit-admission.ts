@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
-import type { CatalogueModel } from '../catalogue/catalogue.js';
+import { PRICE_UNIT_FIELDS, type CatalogueModel } from '../catalogue/catalogue.js';
 import type { GatewayConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
-import { billingUnitsOf, costUsd, pricedFor, type BillingUnit } from '../pricing/cost.js';
+import { billingUnitsOf, costUsd, pricedFor, PRICES_OF, type BillingUnit } from '../pricing/cost.js';
 import type { AdmitResult, LimitCounter, Reservation, ScopeLimits, WindowState } from './counter.js';
 import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 
@@ -75,9 +75,10 @@ export class LimitAdmission implements Admission {
     );
     if (scopes.length === 0) return UNLIMITED;
     // A model without a price costs $0 whatever it consumes: a budget could not bind on it, so it fails closed.
+    // A token count (no choices) is billed nothing at any price, so it is not refused for want of one.
     const billed = billingUnitsOf(demand.units);
     const budgeted = scopes.find((scope) => scope.budget !== null);
-    if (budgeted !== undefined && !pricedFor(model.pricing, billed)) throw this.unpriced(budgeted.scope, model, billed);
+    if (budgeted !== undefined && demand.choices > 0 && !pricedFor(model.pricing, billed)) throw this.unpriced(budgeted.scope, model, billed);
     const { reservation, beyondOrdinary } = await this.reservationFor(scopes, model, demand);
     // A budget admits while its spend plus what this request reserves beyond an ordinary one is below it
     // (see budgetRule): one that could not be admitted even at $0 is refused without counting anything.
@@ -144,7 +145,7 @@ export class LimitAdmission implements Admission {
     const counted = `${scope.slice(0, scope.indexOf(':'))} unpriced`;
     this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
     const owner = scope.startsWith('account:') ? "This key's account" : 'This API key';
-    const prices = billed.flatMap((unit) => PRICE_NAMES[unit]).join(', ');
+    const prices = billed.flatMap((unit) => PRICES_OF[unit].map((field) => WRITTEN_AS.get(field))).join(', ');
     return new GatewayError(
       'model_unpriced',
       `The model \`${model.id}\` has no price for this request (none of ${prices}), and ${owner.charAt(0).toLowerCase()}${owner.slice(1)} has a spend budget, which cannot be kept on an unpriced model. Ask an operator to price it (a price of 0 makes it free).`,
@@ -232,14 +233,8 @@ function splitScope(scope: string): [string, string] {
   return [scope.slice(0, colon), scope.slice(colon + 1)];
 }
 
-/** The `pricing:` fields that price each unit, as an operator writes them. */
-const PRICE_NAMES: Readonly<Record<BillingUnit, readonly string[]>> = {
-  tokens: ['input_per_mtok', 'output_per_mtok'],
-  images: ['per_image'],
-  audioSeconds: ['per_audio_minute'],
-  characters: ['per_mchar'],
-  requests: ['per_request'],
-};
+/** Each price as an operator writes it under `pricing:` (`input_per_mtok`), by the catalogue's name for it. */
+const WRITTEN_AS = new Map(Object.entries(PRICE_UNIT_FIELDS).map(([written, field]) => [field, written]));
 
 const REFUSALS = {
   rpm: 'requests per minute',

@@ -95,7 +95,8 @@ export class Pipeline {
       const routed = await deps.router.invoke({
         model: asked,
         requestId: arrival.requestId,
-        fallback: (id) => this.usableFallback(id, principal, operation, billingUnitsOf(bound.units)),
+        // A token count (no choices) is billed nothing: no fallback is unpriced for it.
+        fallback: (id) => this.usableFallback(id, principal, operation, bound.choices > 0 ? billingUnitsOf(bound.units) : null),
         plan: (target) => operation.plan(parsed, target),
         signal: sink.signal,
         telemetry: observed,
@@ -140,14 +141,14 @@ export class Pipeline {
    * A fallback the caller's key may use for this operation; one it may not is passed over, as is an
    * unpriced one for a budgeted key (the admit stage refuses such a model as the one asked for).
    */
-  private usableFallback<Request extends ParsedRequest>(id: string, principal: Principal, operation: Operation<Request>, billed: readonly BillingUnit[]): CatalogueModel | undefined {
+  private usableFallback<Request extends ParsedRequest>(id: string, principal: Principal, operation: Operation<Request>, billed: readonly BillingUnit[] | null): CatalogueModel | undefined {
     let fallback: CatalogueModel;
     try {
       fallback = modelForOperation(this.deps.catalogue(), id, principal, operation.endpoint);
     } catch {
       return undefined;
     }
-    return hasBudget(principal.keyLimits, principal.accountLimits) && !pricedFor(fallback.pricing, billed) ? undefined : fallback;
+    return billed !== null && hasBudget(principal.keyLimits, principal.accountLimits) && !pricedFor(fallback.pricing, billed) ? undefined : fallback;
   }
 }
 

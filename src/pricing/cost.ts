@@ -49,7 +49,7 @@ export function billingUnitsOf(units: BilledUnits | undefined): BillingUnit[] {
 }
 
 /** The prices that bill each unit. */
-const PRICES_OF: Readonly<Record<BillingUnit, readonly (keyof Pricing)[]>> = {
+export const PRICES_OF: Readonly<Record<BillingUnit, readonly (keyof Pricing)[]>> = {
   tokens: ['inputPerMtok', 'outputPerMtok'],
   images: ['perImage'],
   audioSeconds: ['perAudioMinute'],

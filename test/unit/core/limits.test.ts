@@ -397,6 +397,9 @@ describe('budgets on unpriced models', () => {
     const unbudgeted = await admission.admit(principal({ rpm: 100 }), CAPPED, demand(10));
     unbudgeted.settle({ tokens: 30, costUsd: 0 });
     assert.equal(await admission.admit(principal(null), CAPPED, demand(10)), UNLIMITED);
+    // A token count (no choices) is billed nothing: a budgeted key may count on an unpriced model.
+    const count = await admission.admit(principal({ budgetUsd: 5 }), CAPPED, demand(0, 0));
+    count.settle({ tokens: 0, costUsd: 0 });
   });
 });
 
