@@ -4,7 +4,6 @@ import { maskSecret } from '../../../auth/key-secret.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { describeLimits, hasLimits, type Limits } from '../../../core/key-limits.js';
 import type { AccountRecord, KeyRecord, UsageFigures } from '../../../store/store.js';
-import { spendText, ZERO } from '../../../usage/usage-report.js';
 import { listOfIds } from '../../../catalogue/unpriced.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
@@ -64,7 +63,7 @@ function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isA
   <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, false)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, false)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
-  <td class="num">${spendText(usage ?? ZERO, formatUsd)}</td>
+  <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
   ${limitsCell(key, uses, now)}
   <td class="actions stacked">${actions.length > 0 ? actions : html`<span class="muted">—</span>`}</td>
 </tr>`;
