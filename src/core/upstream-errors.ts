@@ -21,6 +21,9 @@ export interface UpstreamFailure {
   readonly path?: string;
 }
 
+/** "Not Found", "404 page not found", "Not found: /v1/x", "Invalid URL (POST /v1/x)". */
+const GENERIC_NOT_FOUND = /^(?:404\b[^a-z]*)?(?:page )?not found\b(?:$|[.:!])|^invalid url\b/i;
+
 /**
  * Whether an upstream's 404 is for the path Sluice built rather than for something the request
  * named. A missing model (or stored item) is named in a JSON error: OpenAI's "The model `x` does
@@ -30,12 +33,10 @@ export interface UpstreamFailure {
  * "Not Found", OpenAI's "Invalid URL (POST /v1/…)", or no JSON at all (Ollama's `404 page not
  * found` text, an HTML page, an empty body).
  */
-export function isPathNotFound(failure: Pick<UpstreamFailure, 'status' | 'message'>): boolean {
-  return failure.status === 404 && (failure.message === undefined || GENERIC_NOT_FOUND.test(failure.message.trim()));
+export function isPathNotFound(failure: Pick<UpstreamFailure, 'status' | 'message' | 'code'>): boolean {
+  if (failure.status !== 404 || /model/i.test(failure.code ?? '')) return false;
+  return failure.message === undefined || GENERIC_NOT_FOUND.test(failure.message.trim());
 }
-
-/** "Not Found", "404 page not found", "Not found: /v1/x", "Invalid URL (POST /v1/x)". */
-const GENERIC_NOT_FOUND = /^(?:404\b[^a-z]*)?(?:page )?not found\b(?:$|[.:!])|^invalid url\b/i;
 
 /** How much of an upstream's error body the log keeps: enough for any provider's message, never a whole echoed prompt. */
 const LOGGED_BODY_CHARS = 1_000;

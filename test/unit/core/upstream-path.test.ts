@@ -15,6 +15,7 @@ describe("an upstream's 404: the path's or the model's", () => {
       '{"type":"error","error":{"type":"not_found_error","message":"model: claude-x"}}',
       '{"error":{"code":404,"message":"models/gemini-x is not found for API version v1beta, or is not supported for generateContent.","status":"NOT_FOUND"}}',
       '{"error":{"message":"Item with id \'msg_1\' not found.","type":"invalid_request_error","param":"input","code":null}}',
+      '{"error":{"code":"model_not_found"}}',
     ]) {
       assert.equal(isPathNotFound(failure(404, body)), false, body);
       const error = upstreamHttpError({ ...failure(404, body), baseUrl: 'http://10.0.0.5:8000/v1', path: '/v1/chat/completions' });
