@@ -216,7 +216,7 @@ models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], pricing: { input_per_mtok: 3, output_per_mtok: 15 } }
   - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], pricing: { input_per_mtok: 0.1, output_per_mtok: 0.4 } }
   - { id: llama, provider: vllm, upstream_model: upstream-model, endpoints: [chat, completions], pricing: { input_per_mtok: 0.2, output_per_mtok: 0.6 } }
-  - { id: free-llama, provider: vllm, upstream_model: upstream-model, endpoints: [completions] }
+  - { id: free-llama, provider: vllm, upstream_model: upstream-model, endpoints: [completions], pricing: { input_per_mtok: 0, output_per_mtok: 0 } }
 `,
   });
 
@@ -275,7 +275,8 @@ describe('daily usage roll-ups', () => {
     const made = await cli(['keys', 'create', '--account', 'old', '--data', dir]);
     assert.equal(made.code, 0, made.stderr);
     // The store as it was before migration 0008 (so before the later ones too), with ledger rows of two days written then.
-    // Undone in reverse: 0011, 0010, 0009, then 0008's table.
+    // Undone in reverse: 0013's ledger column, 0011, 0010, 0009, then 0008's table.
+    await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN unpriced');
     await queryStore(dir, 'DROP TABLE price_list');
     await queryStore(dir, 'DROP TABLE discovered_models');
     await queryStore(dir, 'DROP TABLE sign_in_links');
@@ -292,8 +293,8 @@ describe('daily usage roll-ups', () => {
     assert.equal(usage.code, 0, usage.stderr);
     await assertRollUpIsLedger(dir, 'after the migration');
     assert.deepEqual(JSON.parse(usage.stdout), [
-      { model: 'm1', requests: 2, input_tokens: 10, output_tokens: 20, cost_usd: 0.5 },
-      { model: 'm2', requests: 2, input_tokens: 4, output_tokens: 8, cost_usd: 1.125 },
+      { model: 'm1', requests: 2, input_tokens: 10, output_tokens: 20, cost_usd: 0.5, unpriced_requests: 0 },
+      { model: 'm2', requests: 2, input_tokens: 4, output_tokens: 8, cost_usd: 1.125, unpriced_requests: 0 },
     ], 'the CLI reads the backfilled roll-up');
   });
 
@@ -356,7 +357,7 @@ describe('sluice usage', () => {
       assert.deepEqual(printed.map(groupOf).sort(), [...expected.keys()].sort(), `${args.join(' ')}: one line per ${by}`);
       if (by === 'day') assert.deepEqual(printed.map(groupOf), printed.map(groupOf).sort(), `${args.join(' ')}: days in order`);
       for (const line of printed) {
-        assert.deepEqual(Object.keys(line), [...fields, 'requests', 'input_tokens', 'output_tokens', 'cost_usd'], `${args.join(' ')}: the grouping's fields, then the figures`);
+        assert.deepEqual(Object.keys(line), [...fields, 'requests', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests'], `${args.join(' ')}: the grouping's fields, then the figures`);
         assertFigures(line, expected.get(groupOf(line))!, `${args.join(' ')}: ${groupOf(line)}`);
         if (by === 'key') assert.equal(line.account, accountName[rows.find((row) => row.key_id === line.key_id)!.account_id], 'the key’s account by name');
       }
@@ -482,7 +483,7 @@ describe('the usage page and its CSV', () => {
     assert.match(response.headers.get('content-type')!, /^text\/csv; charset=utf-8$/, 'as CSV');
     assert.match(response.headers.get('content-disposition')!, new RegExp(`^attachment; filename="sluice-usage-all-${isoDay(today() - 89)}-to-${isoDay(today())}\\.csv"$`), 'as a download');
     const [header, ...lines] = parseCsv(response.text);
-    assert.deepEqual(header, ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd'], 'the columns');
+    assert.deepEqual(header, ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests'], 'the columns');
     const rows = (await ledger()).filter((row) => dayOf(Number(row.at)) > today() - 90);
     const accountName = Object.fromEntries(Object.entries(accountIds).map(([name, id]) => [id, name]));
     const expected = addUp(rows, (row) => `${isoDay(dayOf(Number(row.at)))}|${accountName[row.account_id]}|${row.key_id}|${row.model}`);

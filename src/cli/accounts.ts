@@ -2,7 +2,8 @@
 import { describeLimits } from '../core/key-limits.js';
 import { resolveRedis } from '../core/settings.js';
 import { UserError } from '../core/user-error.js';
-import { applyLimitFlags, type JsonFlag, type LimitFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './options.js';
+import { loadCatalogue, warnOfUnpricedModels } from './catalogue.js';
+import { applyLimitFlags, type ConfigFlags, type JsonFlag, type LimitFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './options.js';
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
 
@@ -124,13 +125,17 @@ export function addAccountsCommands(program: SluiceCommand): void {
     .withLimitFlags()
     .option('--json', 'print one JSON object')
     .withStoreFlags()
+    .withConfigFlag()
     .withRedisFlags('running gateways are told of the change')
-    .action(async (name: string, opts: LimitFlags & StoreFlags & RedisFlags & JsonFlag) => {
+    .action(async (name: string, opts: LimitFlags & StoreFlags & ConfigFlags & RedisFlags & JsonFlag) => {
       const { setAccountLimits, KeyManagementError } = await import('../auth/keys-service.js');
-      const account = await withStore(opts, async (store) => {
+      const account = await withStore(opts, async (store, _hasher, { dataDir, configFile }) => {
         const current = await store.accounts.byName(name);
         if (current === undefined) throw new KeyManagementError(`No account is named '${name}'.`);
-        return setAccountLimits(store, name, applyLimitFlags(current.limits, opts));
+        const changed = await setAccountLimits(store, name, applyLimitFlags(current.limits, opts));
+        // The account's budget binds on every request of its keys: every model is checked, not one key's list.
+        if (opts.budgetUsd !== undefined && opts.budgetUsd !== 'none') await warnOfUnpricedModels(await loadCatalogue(store, dataDir, configFile), null, `The account ${name}`);
+        return changed;
       }, resolveRedis(opts));
       if (opts.json) console.log(JSON.stringify({ account: account.name, limits: account.limits }));
       else console.log(`Account ${account.name}: ${describeLimits(account.limits)}.`);

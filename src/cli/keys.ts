@@ -4,8 +4,10 @@ import { maskSecret } from '../auth/key-secret.js';
 import { describeLimits } from '../core/key-limits.js';
 import { resolveRedis } from '../core/settings.js';
 import { UserError } from '../core/user-error.js';
-import type { KeyRecord, KeyStatus, Store } from '../store/store.js';
+import type { KeyRecord, KeyStatus } from '../store/store.js';
 import { applyLimitFlags, type ConfigFlags, type JsonFlag, type LimitFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './options.js';
+import type { Catalogue } from '../catalogue/catalogue.js';
+import { loadCatalogue, warnOfUnpricedModels } from './catalogue.js';
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
 
@@ -42,26 +44,11 @@ function printKeyTable(keys: readonly KeyRecord[]): void {
 }
 
 /**
- * Refuses model ids the catalogue lacks (the configuration file's entries and the store's, as a
- * gateway on this configuration and store would serve them): a typo would make a key that can
- * use nothing.
+ * Refuses model ids the catalogue lacks (as a gateway on this configuration and store would serve
+ * them): a typo would make a key that can use nothing.
  */
-async function checkModelsKnown(store: Pick<Store, 'catalogue'>, dataDir: string, configFile: string | undefined, models: readonly string[]): Promise<void> {
-  const [{ emptyConfig, loadConfigFile }, { LiveCatalogue }, { CredentialCipher }, { createLogger }, { aliasedNames, aliasedNamesProblem }] = await Promise.all([
-    import('../config/config-file.js'),
-    import('../catalogue/live-catalogue.js'),
-    import('../catalogue/credential-cipher.js'),
-    import('../core/log.js'),
-    import('../catalogue/access.js'),
-  ]);
-  const config = configFile === undefined ? emptyConfig() : loadConfigFile(configFile);
-  const live = new LiveCatalogue(config, store.catalogue, CredentialCipher.forDataDir(dataDir), createLogger('error'), () => undefined);
-  try {
-    await live.refresh();
-  } finally {
-    await live.close();
-  }
-  const catalogue = live.current();
+async function checkModelsKnown(catalogue: Catalogue, configFile: string | undefined, models: readonly string[]): Promise<void> {
+  const { aliasedNames, aliasedNamesProblem } = await import('../catalogue/access.js');
   const aliased = aliasedNames(catalogue, models);
   if (aliased.length > 0) throw new UserError(aliasedNamesProblem(aliased));
   const unknown = models.filter((model) => catalogue.get(model) === undefined);
@@ -110,8 +97,12 @@ export function addKeysCommands(program: SluiceCommand): void {
       const { key, secret } = await withStore(
         opts,
         async (store, hasher, { dataDir, configFile }) => {
-          if (models !== undefined && !opts.allowUnknown) await checkModelsKnown(store, dataDir, configFile, models);
-          return createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires, limits });
+          const checked = (models !== undefined && !opts.allowUnknown) || limits.budgetUsd !== undefined;
+          const catalogue = checked ? await loadCatalogue(store, dataDir, configFile) : undefined;
+          if (catalogue !== undefined && models !== undefined && !opts.allowUnknown) await checkModelsKnown(catalogue, configFile, models);
+          const created = await createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires, limits });
+          if (catalogue !== undefined && limits.budgetUsd !== undefined) await warnOfUnpricedModels(catalogue, models ?? null, 'This key');
+          return created;
         },
         resolveRedis(opts),
       );
@@ -157,13 +148,16 @@ export function addKeysCommands(program: SluiceCommand): void {
     .withLimitFlags()
     .option('--json', 'print one JSON object')
     .withStoreFlags()
+    .withConfigFlag()
     .withRedisFlags('running gateways are told of the change')
-    .action(async (id: string, opts: LimitFlags & StoreFlags & RedisFlags & JsonFlag) => {
+    .action(async (id: string, opts: LimitFlags & StoreFlags & ConfigFlags & RedisFlags & JsonFlag) => {
       const { setKeyLimits, KeyManagementError } = await import('../auth/keys-service.js');
-      const key = await withStore(opts, async (store) => {
+      const key = await withStore(opts, async (store, _hasher, { dataDir, configFile }) => {
         const current = await store.keys.get(id);
         if (current === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
-        return setKeyLimits(store, id, applyLimitFlags(current.limits, opts));
+        const changed = await setKeyLimits(store, id, applyLimitFlags(current.limits, opts));
+        if (opts.budgetUsd !== undefined && opts.budgetUsd !== 'none') await warnOfUnpricedModels(await loadCatalogue(store, dataDir, configFile), changed.models, 'This key');
+        return changed;
       }, resolveRedis(opts));
       if (opts.json) console.log(JSON.stringify(keyJson(key)));
       else console.log(`Key ${key.id}: ${describeLimits(key.limits)}${key.accountLimits === null ? '' : ` (account ${key.accountName}: ${describeLimits(key.accountLimits)})`}.`);

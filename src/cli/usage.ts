@@ -17,7 +17,7 @@ interface UsageFlags extends StoreFlags, JsonFlag {
 
 /** Its flags checked before the store is opened, each mistake one line naming the flag. */
 async function usageCommand(opts: UsageFlags): Promise<void> {
-  const { addFigures, GROUPINGS, isoDay, parseIsoDay, usageRecord, ZERO } = await import('../usage/usage-report.js');
+  const { addFigures, GROUPINGS, isoDay, parseIsoDay, spendText, usageRecord, ZERO } = await import('../usage/usage-report.js');
   const { dayOf } = await import('../store/sql-status.js');
   const by = opts.by ?? 'day';
   if (!(GROUPINGS as readonly string[]).includes(by)) throw new UserError(`--by must be one of ${GROUPINGS.join(', ')}, not '${by}'.`);
@@ -38,7 +38,7 @@ async function usageCommand(opts: UsageFlags): Promise<void> {
   if (opts.json) return console.log(JSON.stringify(groups.map((group) => usageRecord(group, grouping))));
   if (groups.length === 0) return console.log(`No usage from ${isoDay(fromDay)} to ${isoDay(toDay)} (UTC).`);
   const figures = (g: UsageFigures) =>
-    [g.requests, g.failed, g.inputTokens, g.outputTokens].map((n) => n.toLocaleString('en-US')).concat(g.costUsd.toFixed(4));
+    [g.requests, g.failed, g.inputTokens, g.outputTokens].map((n) => n.toLocaleString('en-US')).concat(spendText(g, (usd) => usd.toFixed(4)));
   const label = { day: ['DAY'], model: ['MODEL'], key: ['ACCOUNT', 'KEY ID', 'KEY NAME'] }[grouping];
   const rows = groups.map((g) => {
     if (grouping === 'day') return [isoDay(g.day!), ...figures(g)];

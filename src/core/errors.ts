@@ -13,6 +13,8 @@ export const ERROR_KINDS = {
   key_expired: { status: 403 },
   model_not_permitted: { status: 403 },
   no_model_permission: { status: 403 },
+  /** A key or account with a spend budget asked for a model with no price for what the request is billed in. */
+  model_unpriced: { status: 403 },
   route_not_found: { status: 404 },
   model_not_found: { status: 404 },
   /** A stored object (a Responses-API response or item) the caller's account does not have. */
@@ -63,6 +65,11 @@ export interface GatewayErrorOptions {
   upstreamFailure?: UpstreamFailureCondition;
   /** The upstream's own error body (its secrets redacted, truncated), for the operator's log; never sent to the caller. */
   upstreamBody?: string;
+  /**
+   * Logged once per interval for each value, not per request: a configuration fault that every
+   * request repeats until an operator fixes it (`upstream_path:<provider>`).
+   */
+  logOnceAs?: string;
 }
 
 export type UpstreamFailureCondition = number | 'connect_error' | 'timeout';
@@ -78,6 +85,7 @@ export class GatewayError extends Error {
   /** Set only on an upstream's failure: what routing may retry on. */
   readonly upstreamFailure: UpstreamFailureCondition | undefined;
   readonly upstreamBody: string | undefined;
+  readonly logOnceAs: string | undefined;
 
   constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -91,6 +99,7 @@ export class GatewayError extends Error {
     this.code = options.code;
     this.upstreamFailure = options.upstreamFailure;
     this.upstreamBody = options.upstreamBody;
+    this.logOnceAs = options.logOnceAs;
   }
 }
 

@@ -40,6 +40,11 @@ export function hasLimits(limits: Limits | null | undefined): limits is Limits {
   return limits != null && (limits.rpm !== undefined || limits.tpm !== undefined || limits.concurrency !== undefined || limits.budgetUsd !== undefined);
 }
 
+/** Whether a key's or its account's limits hold a spend budget (which binds only on priced models). */
+export function hasBudget(...limits: readonly (Limits | null | undefined)[]): boolean {
+  return limits.some((one) => one?.budgetUsd !== undefined);
+}
+
 /** Null for no limits, so that "none" is stored one way. */
 export function normaliseLimits(limits: Limits): Limits | null {
   const budgetPeriod = limits.budgetUsd === undefined ? undefined : (limits.budgetPeriod ?? DEFAULT_BUDGET_PERIOD);

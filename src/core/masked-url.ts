@@ -13,3 +13,16 @@ export function maskUrl(url: string): string {
     return '(an unparsable URL)';
   }
 }
+
+/**
+ * A provider's base URL as a caller's error or a log may show it: scheme, host, port and path only
+ * (user info, query and fragment dropped, as any of them may carry a credential).
+ */
+export function maskBaseUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return '(an unparsable URL)';
+  }
+}

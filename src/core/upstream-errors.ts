@@ -16,6 +16,26 @@ export interface UpstreamFailure {
   readonly secrets: readonly string[];
   /** The whole error body as the upstream sent it. */
   readonly body: string;
+  /** The provider's base URL (masked: core/masked-url.ts) and the path Sluice asked it for, for a 404 that is the path's. */
+  readonly baseUrl?: string;
+  readonly path?: string;
+}
+
+/** "Not Found", "404 page not found", "Not found: /v1/x", "Invalid URL (POST /v1/x)". */
+const GENERIC_NOT_FOUND = /^(?:404\b[^a-z]*)?(?:page )?not found\b(?:$|[.:!])|^invalid url\b/i;
+
+/**
+ * Whether an upstream's 404 is for the path Sluice built rather than for something the request
+ * named. A missing model (or stored item) is named in a JSON error: OpenAI's "The model `x` does
+ * not exist" (`code: model_not_found`), vLLM's "The model `x` does not exist.", Ollama's "model 'x'
+ * not found", Anthropic's "model: x", Google's "models/x is not found for API version v1beta". A
+ * path no route takes gets nothing so specific: FastAPI's `{"detail":"Not Found"}`, Anthropic's
+ * "Not Found", OpenAI's "Invalid URL (POST /v1/…)", or no JSON at all (Ollama's `404 page not
+ * found` text, an HTML page, an empty body).
+ */
+export function isPathNotFound(failure: Pick<UpstreamFailure, 'status' | 'message' | 'code'>): boolean {
+  if (failure.status !== 404 || /model/i.test(failure.code ?? '')) return false;
+  return failure.message === undefined || GENERIC_NOT_FOUND.test(failure.message.trim());
 }
 
 /** How much of an upstream's error body the log keeps: enough for any provider's message, never a whole echoed prompt. */
@@ -36,6 +56,15 @@ export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
       'upstream_auth_failed',
       `The upstream provider '${providerId}' refused the gateway's credentials (HTTP ${status}). This is a gateway configuration problem; see /status.`,
       { upstreamFailure: status, upstreamBody },
+    );
+  }
+  if (isPathNotFound(failure)) {
+    // The operator's to fix, not the caller's: a 502 (which routing tries on another deployment, and the circuit counts).
+    const where = failure.baseUrl === undefined ? '' : ` (base_url ${redact(failure.baseUrl, failure.secrets)}${failure.path === undefined ? '' : `, path ${redact(failure.path, failure.secrets)}`})`;
+    return new GatewayError(
+      'upstream_error',
+      `The upstream provider '${providerId}' has no such path${where}: it answered 404 for the path the gateway built, so its base_url is probably wrong (an OpenAI-compatible server's usually ends in /v1). This is a gateway configuration problem; see /status.`,
+      { upstreamFailure: 502, upstreamBody, logOnceAs: `upstream_path:${providerId}` },
     );
   }
   if (status === 429) {

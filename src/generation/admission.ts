@@ -8,6 +8,7 @@ export interface Demand {
   promptTokens(): Promise<number>;
   /** The request's output cap, or undefined for the model's. */
   readonly maxOutputTokens: number | undefined;
+  /** Answers asked for; 0 for a token count, which generates (and is billed) nothing. */
   readonly choices: number;
   /** What it will be billed for besides tokens, as far as the request tells (images asked for, characters to speak). */
   readonly units?: BilledUnits | undefined;

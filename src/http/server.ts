@@ -19,6 +19,7 @@ import { geminiCountTokens, geminiGenerateContent } from '../dialects/gemini/gen
 import { healthzRoute } from './routes/healthz.js';
 import { openApiRoute } from './routes/openapi.js';
 import { cachedCheck, LIVEZ_PATH, livezRoute, READYZ_PATH, readyzRoute, type Unreadiness } from './routes/probes.js';
+import { guessDialect, routeHint } from './route-hints.js';
 import { TimedResponse } from './timed-response.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { responsesOperation } from '../dialects/openai/responses/operation.js';
@@ -120,8 +121,16 @@ export function createServer(logger: Logger): GatewayServer {
       query: q === -1 ? '' : url.slice(q + 1),
       route: target === undefined || target instanceof GatewayError ? UNMATCHED_ROUTE : target.name,
       startedAt: res.startedAt,
-      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this.
-      dialect: path.startsWith('/v1beta/') ? DIALECTS.gemini : path.startsWith('/v1/messages') ? DIALECTS.anthropic : DIALECTS.openai,
+      // Google's paths and Anthropic's are only ever called by their own clients; elsewhere a handler refines this. A path
+      // no route takes (a base URL set wrongly) is answered in the dialect its headers suggest.
+      dialect:
+        target instanceof GatewayError && target.kind === 'route_not_found'
+          ? DIALECTS[guessDialect(path, req.headers)]
+          : path.startsWith('/v1beta/')
+            ? DIALECTS.gemini
+            : path.startsWith('/v1/messages')
+              ? DIALECTS.anthropic
+              : DIALECTS.openai,
     };
     res.setHeader('x-request-id', ctx.requestId);
     try {
@@ -247,7 +256,7 @@ function gatewayRoutes(deps: GatewayDeps): Router {
   const retrieveModel = retrieveModelRoute(deps);
   const knownPaths = new Set([...exact.keys(), LIVEZ_PATH, READYZ_PATH].map((route) => route.slice(route.indexOf(' ') + 1)));
 
-  return (method, path) => {
+  const match: Router = (method, path) => {
     const key = `${method} ${path}`;
     const handler = exact.get(key);
     if (handler !== undefined) return { name: key, handler };
@@ -275,12 +284,25 @@ function gatewayRoutes(deps: GatewayDeps): Router {
     if (knownPaths.has(path)) return new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);
     return new GatewayError('route_not_found', `There is no route ${method} ${path}.`);
   };
+  // A path no route takes may be a served one under a base URL set wrongly: the 404 says which (asked of match alone, so one look each).
+  const serves = (method: string, path: string): boolean => !(match(method, path) instanceof GatewayError);
+  return (method, path) => {
+    const target = match(method, path);
+    if (!(target instanceof GatewayError) || target.kind !== 'route_not_found' || MODEL_PATH_PREFIXES.some((prefix) => path.startsWith(prefix))) return target;
+    const hint = routeHint(method, path, serves);
+    return hint === undefined ? target : new GatewayError('route_not_found', `There is no route ${method} ${path}; ${hint}`);
+  };
 }
 
 /** Writes an error in the context's dialect, or cuts the response if it has already begun. */
+/**
+ * Writes an error in the context's dialect, or cuts the response if it has already begun. Our own
+ * and the upstreams' failures are logged; a fault every request repeats (`logOnceAs`) was logged,
+ * once a minute, by the attempt that met it (telemetry/gateway-telemetry.ts).
+ */
 export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger): void {
   const error = toGatewayError(thrown);
-  if (error.status >= 500 && error.kind !== 'upstream_rate_limited') {
+  if (error.status >= 500 && error.kind !== 'upstream_rate_limited' && error.logOnceAs === undefined) {
     logger.warn({ requestId: ctx.requestId, kind: error.kind, err: error.cause ?? error }, error.message);
   }
   const { res } = ctx;

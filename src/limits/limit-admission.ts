@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
-import type { CatalogueModel } from '../catalogue/catalogue.js';
+import { PRICE_UNIT_FIELDS, type CatalogueModel } from '../catalogue/catalogue.js';
 import type { GatewayConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import { UNLIMITED, type Admission, type Admitted, type Demand } from '../generation/admission.js';
 import { randomBase62 } from '../core/ids.js';
 import type { UsageRepository } from '../store/store.js';
-import { costUsd } from '../pricing/cost.js';
+import { billingUnitsOf, costUsd, pricedFor, PRICES_OF, type BillingUnit } from '../pricing/cost.js';
 import { REFUSAL_REASONS, type AdmitResult, type LimitCounter, type Reservation, type ScopeLimits, type WindowState } from './counter.js';
 import { budgetWindow, DEFAULT_BUDGET_PERIOD, hasLimits, type Limits } from '../core/key-limits.js';
 
@@ -42,7 +42,7 @@ export class LimitAdmission implements Admission {
    * Refusals by scope kind and reason (`key rpm`, `account budget`), each from 0: a counter that
    * appeared only at its first refusal would hide that refusal from Prometheus's `increase()`.
    */
-  readonly refusals = new Map<string, number>(['key', 'account'].flatMap((scope) => REFUSAL_REASONS.map((reason) => [`${scope} ${reason}`, 0] as const)));
+  readonly refusals = new Map<string, number>(['key', 'account'].flatMap((scope) => [...REFUSAL_REASONS, 'unpriced'].map((reason) => [`${scope} ${reason}`, 0] as const)));
 
   constructor(
     private readonly counter: LimitCounter,
@@ -77,6 +77,11 @@ export class LimitAdmission implements Admission {
       (scope): scope is ScopeLimits => scope !== null,
     );
     if (scopes.length === 0) return UNLIMITED;
+    // A model without a price costs $0 whatever it consumes: a budget could not bind on it, so it fails closed.
+    // A token count (no choices) is billed nothing at any price, so it is not refused for want of one.
+    const billed = billingUnitsOf(demand.units);
+    const budgeted = scopes.find((scope) => scope.budget !== null);
+    if (budgeted !== undefined && demand.choices > 0 && !pricedFor(model.pricing, billed)) throw this.unpriced(budgeted.scope, model, billed);
     const { reservation, beyondOrdinary } = await this.reservationFor(scopes, model, demand);
     // A budget admits while its spend plus what this request reserves beyond an ordinary one is below it
     // (see budgetRule): one that could not be admitted even at $0 is refused without counting anything.
@@ -132,11 +137,27 @@ export class LimitAdmission implements Admission {
     return { key: keyUse ?? null, account: accountUse ?? null };
   }
 
+  /** `key:…` or `account:…` refused for `reason`, in the refusal metric. */
+  private countRefusal(scope: string, reason: string): void {
+    const counted = `${scope.slice(0, scope.indexOf(':'))} ${reason}`;
+    this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
+  }
+
   /** Counted in the refusal metric, then the caller's error. */
   private refused(result: Refusal, beyondOrdinary: BeyondOrdinary, demand: Demand): GatewayError {
-    const counted = `${result.scope.slice(0, result.scope.indexOf(':'))} ${result.reason}`;
-    this.refusals.set(counted, (this.refusals.get(counted) ?? 0) + 1);
+    this.countRefusal(result.scope, result.reason);
     return refusal(result, beyondOrdinary, demand);
+  }
+
+  private unpriced(scope: string, model: CatalogueModel, billed: readonly BillingUnit[]): GatewayError {
+    this.countRefusal(scope, 'unpriced');
+    const owner = scope.startsWith('account:') ? "This key's account" : 'This API key';
+    const prices = billed.flatMap((unit) => PRICES_OF[unit].map((field) => WRITTEN_AS.get(field))).join(', ');
+    return new GatewayError(
+      'model_unpriced',
+      `The model \`${model.id}\` has no price for this request (none of ${prices}), and ${owner.charAt(0).toLowerCase()}${owner.slice(1)} has a spend budget, which cannot be kept on an unpriced model. Ask an operator to price it (a price of 0 makes it free).`,
+      { param: 'model' },
+    );
   }
 
   /**
@@ -218,6 +239,9 @@ function splitScope(scope: string): [string, string] {
   const colon = scope.indexOf(':');
   return [scope.slice(0, colon), scope.slice(colon + 1)];
 }
+
+/** Each price as an operator writes it under `pricing:` (`input_per_mtok`), by the catalogue's name for it. */
+const WRITTEN_AS = new Map(Object.entries(PRICE_UNIT_FIELDS).map(([written, field]) => [field, written]));
 
 const REFUSALS = {
   rpm: 'requests per minute',

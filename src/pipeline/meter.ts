@@ -3,7 +3,7 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { Principal } from '../core/principal.js';
 import type { Admitted } from '../generation/admission.js';
 import type { Usage } from '../generation/model.js';
-import { costUsd } from '../pricing/cost.js';
+import { billingUnitsOf, costUsd, pricedFor } from '../pricing/cost.js';
 import type { RouteOutcome } from '../routing/router.js';
 import type { GenerationRecord, GenerationTelemetry } from '../telemetry/telemetry.js';
 import type { Arrival, PipelineDeps } from './pipeline.js';
@@ -42,6 +42,8 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
   const asked = metered.model ?? deps.catalogue().resolve(metered.modelAsked);
   const modelName = model?.id ?? asked?.id ?? metered.modelAsked;
   const cost = usage === null ? 0 : costUsd(model, usage);
+  // Nothing consumed costs $0 at any price; what was consumed at a model without a price for it is unknown, not free.
+  const unpriced = usage !== null && consumed(usage) && !pricedFor(model?.pricing, billingUnitsOf(usage.units));
   const latencyMs = performance.now() - arrival.startedAt;
   const ttfbMs = metered.firstByteAt === null ? null : metered.firstByteAt - arrival.startedAt;
   metered.settle?.({ tokens: (usage?.input ?? 0) + (usage?.output ?? 0), costUsd: cost });
@@ -67,6 +69,7 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
     latencyMs,
     ttfbMs,
     costUsd: cost,
+    unpriced,
     attempts: attempts.length,
     deployment: deployment?.name ?? null,
     // Each attempt with its deployment and what it consumed, for reconciling with the providers' bills: kept when
@@ -96,4 +99,9 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
   };
   observed.end(record);
   return record;
+}
+
+function consumed(usage: Usage): boolean {
+  const units = usage.units;
+  return usage.input > 0 || usage.output > 0 || (units !== undefined && Object.values(units).some((amount) => amount !== undefined && amount > 0));
 }

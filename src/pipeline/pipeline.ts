@@ -1,5 +1,7 @@
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue.js';
 import { modelForOperation } from '../catalogue/access.js';
+import { hasBudget } from '../core/key-limits.js';
+import { billingUnitsOf, pricedFor, type BillingUnit } from '../pricing/cost.js';
 import { CLIENT_CLOSED_REQUEST, toGatewayError, type GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { Admission, Admitted } from '../generation/admission.js';
@@ -93,7 +95,8 @@ export class Pipeline {
       const routed = await deps.router.invoke({
         model: asked,
         requestId: arrival.requestId,
-        fallback: (id) => this.usableFallback(id, principal, operation),
+        // A token count (no choices) is billed nothing: no fallback is unpriced for it.
+        fallback: (id) => this.usableFallback(id, principal, operation, bound.choices > 0 ? billingUnitsOf(bound.units) : null),
         plan: (target) => operation.plan(parsed, target),
         signal: sink.signal,
         telemetry: observed,
@@ -134,13 +137,18 @@ export class Pipeline {
     return telemetry.generation({ requestId: arrival.requestId, headers: arrival.wire.headers, route: arrival.route, operation: operation.operation, model, stream, startedAt: arrival.startedAt });
   }
 
-  /** A fallback the caller's key may use for this operation; one it may not is passed over. */
-  private usableFallback<Request extends ParsedRequest>(id: string, principal: Principal, operation: Operation<Request>): CatalogueModel | undefined {
+  /**
+   * A fallback the caller's key may use for this operation; one it may not is passed over, as is an
+   * unpriced one for a budgeted key (the admit stage refuses such a model as the one asked for).
+   */
+  private usableFallback<Request extends ParsedRequest>(id: string, principal: Principal, operation: Operation<Request>, billed: readonly BillingUnit[] | null): CatalogueModel | undefined {
+    let fallback: CatalogueModel;
     try {
-      return modelForOperation(this.deps.catalogue(), id, principal, operation.endpoint);
+      fallback = modelForOperation(this.deps.catalogue(), id, principal, operation.endpoint);
     } catch {
       return undefined;
     }
+    return billed !== null && hasBudget(principal.keyLimits, principal.accountLimits) && !pricedFor(fallback.pricing, billed) ? undefined : fallback;
   }
 }
 

@@ -35,6 +35,37 @@ export interface BilledUsage {
   readonly units?: BilledUnits | undefined;
 }
 
+/**
+ * What a request is billed in: tokens (every operation may report them: gpt-image, gpt-4o-transcribe
+ * and token-priced TTS or rerank models are sold so), and the units besides tokens it names.
+ */
+export type BillingUnit = 'tokens' | keyof BilledUnits;
+
+/** The units a request is billed in: tokens, and each unit its demand or usage names (even at 0: an audio upload of unknown length). */
+export function billingUnitsOf(units: BilledUnits | undefined): BillingUnit[] {
+  const billed: BillingUnit[] = ['tokens'];
+  if (units !== undefined) for (const unit of ['images', 'audioSeconds', 'characters', 'requests'] as const) if (units[unit] !== undefined) billed.push(unit);
+  return billed;
+}
+
+/** The prices that bill each unit. */
+export const PRICES_OF: Readonly<Record<BillingUnit, readonly (keyof Pricing)[]>> = {
+  tokens: ['inputPerMtok', 'outputPerMtok'],
+  images: ['perImage'],
+  audioSeconds: ['perAudioMinute'],
+  characters: ['perMchar'],
+  requests: ['perRequest'],
+};
+
+/**
+ * Whether a model has a price (zero included: "explicitly free") in at least one of the units a
+ * request is billed in. A model without one costs $0 for it whatever it consumes, so a budget
+ * cannot bind on it: budgeted keys are refused such a model, and the ledger marks its rows unpriced.
+ */
+export function pricedFor(pricing: Pricing | undefined, billed: readonly BillingUnit[]): boolean {
+  return pricing !== undefined && billed.some((unit) => PRICES_OF[unit].some((field) => pricing[field] !== undefined));
+}
+
 /** USD for one request at the model's prices; 0 for a model without pricing. Units the model has no price for cost nothing. */
 export function costUsd(model: { readonly pricing: Pricing | undefined } | undefined, usage: BilledUsage): number {
   const pricing = model?.pricing;

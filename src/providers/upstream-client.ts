@@ -3,6 +3,7 @@ import type { Dispatcher, Pool } from 'undici';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
+import { maskBaseUrl } from '../core/masked-url.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from '../core/upstream-errors.js';
 import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';
@@ -54,6 +55,8 @@ export class UpstreamClient {
    */
   private readonly secrets: string[];
   private readonly maxResponseBytes: number;
+  /** For the operator's message when the upstream has no such path. */
+  private readonly maskedBaseUrl: string;
 
   /**
    * `credentialRejected`: says whether a failure means the upstream refused Sluice's credential,
@@ -68,6 +71,7 @@ export class UpstreamClient {
     const url = new URL(config.base_url);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.origin = url.origin;
+    this.maskedBaseUrl = maskBaseUrl(config.base_url);
     this.poolOptions = {
       connections: config.max_connections ?? null,
       connectTimeout: config.connect_timeout_ms,
@@ -143,7 +147,7 @@ export class UpstreamClient {
       throw upstreamTransportError(this.providerId, error);
     }
     const text = UTF8.decode(answer.body);
-    if (answer.statusCode < 200 || answer.statusCode >= 300) throw this.failureOf(answer.statusCode, answer.retryAfter, text);
+    if (answer.statusCode < 200 || answer.statusCode >= 300) throw this.failureOf(answer.statusCode, answer.retryAfter, text, path);
     try {
       const parsed: unknown = JSON.parse(text);
       if (isObject(parsed)) return parsed;
@@ -161,7 +165,7 @@ export class UpstreamClient {
       throw upstreamTransportError(this.providerId, error);
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;
-    throw await this.failure(response);
+    throw await this.failure(response, path);
   }
 
   /** The pool, made on the first call. */
@@ -275,17 +279,18 @@ export class UpstreamClient {
   private readonly tooLarge = (): GatewayError =>
     new GatewayError('upstream_error', `The answer of the upstream provider '${this.providerId}' exceeded the gateway's limit of ${this.maxResponseBytes} bytes (max_response_bytes).`);
 
-  private async failure(response: StreamedAnswer): Promise<GatewayError> {
+  private async failure(response: StreamedAnswer, path: string): Promise<GatewayError> {
     let text = '';
     try {
       text = await this.readWhole(response);
     } catch {
       // The status alone still says what went wrong.
     }
-    return this.failureOf(response.statusCode, response.retryAfter, text);
+    return this.failureOf(response.statusCode, response.retryAfter, text, path);
   }
 
-  private failureOf(statusCode: number, retryAfter: string | undefined, text: string): GatewayError {
+  /** `path`: as the adapter asked for it, under the base URL's own path; a query (Google's `?alt=sse`) is left out. */
+  private failureOf(statusCode: number, retryAfter: string | undefined, text: string, path: string): GatewayError {
     return upstreamHttpError({
       providerId: this.providerId,
       status: this.credentialRejected(statusCode, text) ? 401 : statusCode,
@@ -293,6 +298,8 @@ export class UpstreamClient {
       ...readErrorBody(text),
       secrets: this.secrets,
       body: text,
+      baseUrl: this.maskedBaseUrl,
+      path: this.basePath + path.replace(/\?.*$/s, ''),
     });
   }
 }

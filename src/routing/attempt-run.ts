@@ -232,7 +232,9 @@ export function logAttempt(outcome: RouteOutcome, observed: AttemptTelemetry, en
 
 /** What the upstream said when it answered an attempt with an HTTP error. */
 function refusalOf(error: GatewayError): UpstreamRefusal | undefined {
-  return error.upstreamBody === undefined || typeof error.upstreamFailure !== 'number' ? undefined : { status: error.upstreamFailure, body: error.upstreamBody };
+  if (error.upstreamBody === undefined || typeof error.upstreamFailure !== 'number') return undefined;
+  const refusal = { status: error.upstreamFailure, body: error.upstreamBody };
+  return error.logOnceAs === undefined ? refusal : { ...refusal, operatorFault: { key: error.logOnceAs, message: error.message } };
 }
 
 /**

@@ -270,6 +270,14 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.alterTable('discovered_models').dropColumn('next_at').execute();
       },
     },
+    '0013_unpriced': {
+      async up(db: Kysely<any>) {
+        // A request to a model without a price costs $0 as a free one does: the flag tells them apart.
+        // Rows from before cannot be told, and stay priced.
+        await db.schema.alterTable('usage_ledger').addColumn('unpriced', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable('usage_daily').addColumn('unpriced', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

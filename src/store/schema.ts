@@ -108,6 +108,8 @@ export interface Database {
     latency_ms: number;
     ttfb_ms: number | null;
     cost_usd: number;
+    /** 1 when the model had no price for what the request consumed: its cost_usd of 0 is not a price (migration 0013). */
+    unpriced: Generated<number>;
     attempts: Generated<number>;
     deployment: string | null;
     /** JSON array of the attempts, when there was more than one or the only one failed after the upstream had the prompt. */
@@ -128,6 +130,8 @@ export interface Database {
     input_tokens: number;
     output_tokens: number;
     cost_usd: number;
+    /** Of `requests`: those the ledger marks unpriced. */
+    unpriced: Generated<number>;
   };
   /**
    * Responses-API responses kept for `previous_response_id`, `item_reference` and GET, until

@@ -11,7 +11,7 @@ const FAILED_FROM_STATUS = 400;
 const UPSERT_CHUNK = 500;
 
 /** The ledger columns the roll-up adds up, as stored (and as an insert's `returning` gives them back). */
-export const ROLLED_UP_COLUMNS = ['at', 'account_id', 'key_id', 'model', 'status', 'prompt_tokens', 'completion_tokens', 'cost_usd'] as const;
+export const ROLLED_UP_COLUMNS = ['at', 'account_id', 'key_id', 'model', 'status', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'unpriced'] as const;
 export type RolledUpRow = Pick<Selectable<Database['usage_ledger']>, (typeof ROLLED_UP_COLUMNS)[number]>;
 
 type DailyRow = Selectable<Database['usage_daily']>;
@@ -28,7 +28,7 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
     const id = `${day}\u0000${row.account_id}\u0000${row.key_id}\u0000${row.model}`;
     let group = groups.get(id);
     if (group === undefined) {
-      group = { day, account_id: row.account_id, key_id: row.key_id, model: row.model, requests: 0, failed: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 };
+      group = { day, account_id: row.account_id, key_id: row.key_id, model: row.model, requests: 0, failed: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, unpriced: 0 };
       groups.set(id, group);
     }
     group.requests++;
@@ -36,6 +36,7 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
     group.input_tokens += Number(row.prompt_tokens);
     group.output_tokens += Number(row.completion_tokens);
     group.cost_usd += Number(row.cost_usd);
+    group.unpriced += Number(row.unpriced);
   }
   // In one order for every writer, as addToDailyStatus does: replicas upserting the same rows wait for each other, never deadlock.
   const ordered = [...groups.values()].sort(
@@ -52,6 +53,7 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
           input_tokens: sql`usage_daily.input_tokens + excluded.input_tokens`,
           output_tokens: sql`usage_daily.output_tokens + excluded.output_tokens`,
           cost_usd: sql`usage_daily.cost_usd + excluded.cost_usd`,
+          unpriced: sql`usage_daily.unpriced + excluded.unpriced`,
         }),
       )
       .execute();
@@ -60,7 +62,8 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
 
 /**
  * Replaces the roll-ups with the whole ledger added up, in SQL: the backfill of migration 0008, and
- * how the benchmark fills a store it wrote the ledger of directly. The same rules as addToUsageDaily.
+ * how the benchmark fills a store it wrote the ledger of directly. The same rules as addToUsageDaily,
+ * over migration 0008's columns (`unpriced` came later: a ledger written before it has none).
  */
 export async function rollUpWholeLedger(db: Kysely<any>): Promise<void> {
   await sql`delete from usage_daily`.execute(db);
@@ -91,6 +94,7 @@ interface SummaryRow {
   input_tokens: number | null;
   output_tokens: number | null;
   cost_usd: number | null;
+  unpriced: number | null;
 }
 
 /** Reports read from the roll-ups only: a few thousand rows for a range of days, however long the ledger. */
@@ -113,6 +117,7 @@ export class SqlUsageDaily implements UsageDailyRepository {
       eb.fn.sum<number>('input_tokens').as('input_tokens'),
       eb.fn.sum<number>('output_tokens').as('output_tokens'),
       eb.fn.sum<number>('cost_usd').as('cost_usd'),
+      eb.fn.sum<number>('unpriced').as('unpriced'),
     ]);
     if (columns.length > 0) grouped = grouped.groupBy(columns);
 
@@ -136,6 +141,7 @@ function toGroup(row: SummaryRow): UsageGroup {
     inputTokens: Number(row.input_tokens ?? 0),
     outputTokens: Number(row.output_tokens ?? 0),
     costUsd: Number(row.cost_usd ?? 0),
+    unpricedRequests: Number(row.unpriced ?? 0),
   };
   if (row.day !== undefined) group.day = Number(row.day);
   if (row.account_id !== undefined) {

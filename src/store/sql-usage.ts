@@ -105,7 +105,7 @@ function dailyIncrements(rows: readonly DailyInput[]): DailyStatusRow[] {
 const LEDGER_COLUMNS = [
   'entry_id', 'at', 'request_id', 'account_id', 'key_id', 'operation', 'model', 'provider_id', 'status', 'error_kind', 'stream', 'prompt_tokens',
   'completion_tokens', 'cached_input_tokens', 'cache_write_tokens', 'reasoning_tokens', 'tokens_counted', 'latency_ms', 'ttfb_ms', 'cost_usd',
-  'attempts', 'deployment', 'attempt_log',
+  'unpriced', 'attempts', 'deployment', 'attempt_log',
 ] as const;
 
 /**
@@ -148,6 +148,7 @@ function toLedgerRow(row: UsageRow) {
     latency_ms: row.latencyMs,
     ttfb_ms: row.ttfbMs,
     cost_usd: row.costUsd,
+    unpriced: row.unpriced ? 1 : 0,
     attempts: row.attempts,
     deployment: row.deployment,
     attempt_log: row.attemptLog === null ? null : JSON.stringify(row.attemptLog),

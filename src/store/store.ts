@@ -85,6 +85,8 @@ export interface UsageRow {
   /** Time to the first byte sent to the client; null when nothing was sent. */
   readonly ttfbMs: number | null;
   readonly costUsd: number;
+  /** The model had no price for what the request consumed (see pricing/cost.ts pricedFor): its cost of 0 is not a price. */
+  readonly unpriced: boolean;
   /** Upstream attempts made (0: refused before any). */
   readonly attempts: number;
   /** The deployment of the last attempt, `provider/upstream_model`. */
@@ -340,6 +342,8 @@ export interface UsageFigures {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly costUsd: number;
+  /** Requests to a model without a price for what they consumed: their spend is unknown, not $0. */
+  readonly unpricedRequests: number;
 }
 
 /** One group of a roll-up summary: the figures and the values of the dimensions grouped by (the others left out). */

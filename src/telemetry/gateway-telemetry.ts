@@ -7,9 +7,17 @@ import { callerTraceHeaders, type Tracing } from './tracing.js';
 /**
  * The meter stage's readers together: Prometheus metrics always, OpenTelemetry traces when the
  * environment asks, one JSON access-log line per request unless turned off, and a warning with the
- * upstream's own words for every attempt an upstream refused (so an operator can see why).
+ * upstream's own words for every attempt an upstream refused (so an operator can see why), but
+ * only once a minute (in each process) for a fault of the configuration that every request repeats
+ * (an upstream path that does not exist), lest it flood the log.
  */
+/** How often a fault every request repeats (UpstreamRefusal's `operatorFault`) is logged, per key. */
+const OPERATOR_FAULT_LOG_MS = 60_000;
+
 export class GatewayTelemetry implements Telemetry {
+  /** When each operator fault was last logged. */
+  private readonly faultsLogged = new Map<string, number>();
+
   constructor(
     private readonly metrics: GatewayMetrics,
     private readonly tracing: Tracing | null,
@@ -44,8 +52,16 @@ export class GatewayTelemetry implements Telemetry {
   }
 
   generation(start: GenerationStart): GenerationTelemetry {
-    return new GenerationObservation(this.metrics, this.tracing, this.logger, start);
+    return new GenerationObservation(this.metrics, this.tracing, this.logger, start, this.faultDue);
   }
+
+  /** Whether an operator fault is due to be logged again: at most once a minute per key, not once per request. */
+  private readonly faultDue = (key: string, now = Date.now()): boolean => {
+    const last = this.faultsLogged.get(key);
+    if (last !== undefined && now - last < OPERATOR_FAULT_LOG_MS) return false;
+    this.faultsLogged.set(key, now);
+    return true;
+  };
 }
 
 class GenerationObservation implements GenerationTelemetry {
@@ -56,6 +72,7 @@ class GenerationObservation implements GenerationTelemetry {
     private readonly tracing: Tracing | null,
     private readonly logger: Logger,
     private readonly start: GenerationStart,
+    private readonly faultDue: (key: string) => boolean,
   ) {
     this.span = tracing?.request(start);
   }
@@ -87,6 +104,13 @@ class GenerationObservation implements GenerationTelemetry {
   }
 
   private logRefusal(start: AttemptStart, refusal: UpstreamRefusal): void {
+    const fault = refusal.operatorFault;
+    if (fault !== undefined) {
+      if (this.faultDue(fault.key)) {
+        this.logger.warn({ requestId: this.start.requestId, model: this.start.model, deployment: start.deployment.name, upstreamBody: refusal.body, fix: 'operator', repeats: 'logged at most once a minute' }, fault.message);
+      }
+      return;
+    }
     this.logger.warn(
       { requestId: this.start.requestId, model: this.start.model, deployment: start.deployment.name, upstreamStatus: refusal.status, upstreamBody: refusal.body },
       `upstream ${start.deployment.providerId} answered HTTP ${refusal.status}`,

@@ -137,7 +137,7 @@ export class GatewayMetrics {
         [{ cache: 'catalogue', result: 'miss' }, catalogue.misses],
       ];
     });
-    countedBy(registers, 'sluice_limit_refusals_total', 'Requests refused by a rate limit or budget, by scope (key, account) and reason (rpm, tpm, concurrency, budget).', ['scope', 'reason'], function* () {
+    countedBy(registers, 'sluice_limit_refusals_total', 'Requests refused by a rate limit or budget, by scope (key, account) and reason (rpm, tpm, concurrency, budget, unpriced: a budget on a model without a price).', ['scope', 'reason'], function* () {
       for (const [scope, reason, count] of sources.limitRefusals()) yield [{ scope, reason }, count];
     });
     new Gauge({

@@ -78,6 +78,8 @@ export interface UpstreamRefusal {
   readonly status: number;
   /** Its error body, its secrets redacted and truncated. */
   readonly body: string;
+  /** A configuration fault every request repeats (an upstream path that does not exist): logged once a minute per `key`, with `message`. */
+  readonly operatorFault?: { readonly key: string; readonly message: string };
 }
 
 /** A generation request as the meter stage closed it: what its ledger row says, and its timings. */

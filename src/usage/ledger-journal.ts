@@ -246,26 +246,27 @@ type RowValues = [
   providerId: string | null, status: number, errorKind: string | null, stream: boolean, promptTokens: number,
   completionTokens: number, cachedInputTokens: number, cacheWriteTokens: number, reasoningTokens: number,
   tokensCounted: boolean, latencyMs: number, ttfbMs: number | null, costUsd: number, attempts?: number, deployment?: string | null,
-  attemptLog?: readonly AttemptLogEntry[] | null,
+  attemptLog?: readonly AttemptLogEntry[] | null, unpriced?: boolean,
 ];
 
 function rowLine(r: UsageRow): string {
   const values: RowValues = [
     r.entryId, r.at, r.requestId, r.accountId, r.keyId, r.operation, r.model, r.providerId, r.status, r.errorKind, r.stream, r.promptTokens,
     r.completionTokens, r.cachedInputTokens, r.cacheWriteTokens, r.reasoningTokens, r.tokensCounted, r.latencyMs, r.ttfbMs, r.costUsd,
-    r.attempts, r.deployment, r.attemptLog,
+    r.attempts, r.deployment, r.attemptLog, r.unpriced,
   ];
   return `R\t${JSON.stringify(values)}\n`;
 }
 
 function rowOf(values: RowValues): UsageRow {
   const [entryId, at, requestId, accountId, keyId, operation, model, providerId, status, errorKind, stream, promptTokens, completionTokens,
-    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts, deployment, attemptLog] = values;
+    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts, deployment, attemptLog, unpriced] = values;
   return {
     entryId, at, requestId, accountId, keyId, operation, model, providerId, status, errorKind, stream, promptTokens, completionTokens,
     // A journal written before routing has no attempt fields.
     cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts: attempts ?? 1, deployment: deployment ?? null,
     attemptLog: attemptLog ?? null,
+    unpriced: unpriced ?? false,
   };
 }
 

@@ -29,6 +29,7 @@ export function interruptedRow(entryId: string, start: LedgerStart): UsageRow {
     latencyMs: 0,
     ttfbMs: null,
     costUsd: 0,
+    unpriced: false,
     attempts: 0,
     deployment: null,
     attemptLog: null,

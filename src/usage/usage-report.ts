@@ -12,7 +12,16 @@ const TOP_LINES = 10;
 /** The lines of a stacked chart: the top ones of the list, then "other". */
 const CHART_SERIES = 5;
 
-export const ZERO: UsageFigures = { requests: 0, failed: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+export const ZERO: UsageFigures = { requests: 0, failed: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, unpricedRequests: 0 };
+
+/**
+ * Spend as reports show it: `$0.12`; "unpriced" where all there is to show is requests to models
+ * without a price (their $0 is not a price); `$0.12 + unpriced` where some were.
+ */
+export function spendText(figures: Pick<UsageFigures, 'costUsd' | 'unpricedRequests'>, format: (usd: number) => string): string {
+  if (figures.unpricedRequests === 0) return format(figures.costUsd);
+  return figures.costUsd === 0 ? 'unpriced' : `${format(figures.costUsd)} + unpriced`;
+}
 
 /** `2026-11-20` for a day since the epoch. */
 export function isoDay(day: number): string {
@@ -34,6 +43,7 @@ export function addFigures(a: UsageFigures, b: UsageFigures): UsageFigures {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     costUsd: a.costUsd + b.costUsd,
+    unpricedRequests: a.unpricedRequests + b.unpricedRequests,
   };
 }
 
@@ -46,6 +56,7 @@ function remainder(total: UsageFigures, parts: readonly UsageFigures[]): UsageFi
     inputTokens: Math.max(0, total.inputTokens - taken.inputTokens),
     outputTokens: Math.max(0, total.outputTokens - taken.outputTokens),
     costUsd: Math.max(0, total.costUsd - taken.costUsd),
+    unpricedRequests: Math.max(0, total.unpricedRequests - taken.unpricedRequests),
   };
 }
 
@@ -127,15 +138,18 @@ function topList(lines: readonly UsageGroup[], totals: UsageFigures): TopList {
 
 function figuresOf(group: UsageGroup | undefined): UsageFigures {
   if (group === undefined) return ZERO;
-  const { requests, failed, inputTokens, outputTokens, costUsd } = group;
-  return { requests, failed, inputTokens, outputTokens, costUsd };
+  const { requests, failed, inputTokens, outputTokens, costUsd, unpricedRequests } = group;
+  return { requests, failed, inputTokens, outputTokens, costUsd, unpricedRequests };
 }
 
 /** How `sluice usage` groups its lines. */
 export const GROUPINGS = ['day', 'model', 'key'] as const;
 export type Grouping = (typeof GROUPINGS)[number];
 
-/** What `sluice usage --json` prints per group: the fields of its grouping, then the figures (tokens and spend as stored). */
+/**
+ * What `sluice usage --json` prints per group: the fields of its grouping, then the figures (tokens and
+ * spend as stored, a number for machines; `unpriced_requests` says how many requests had no price).
+ */
 export function usageRecord(group: UsageGroup, by: Grouping): Record<string, string | number | null> {
   const fields: Record<string, string | number | null> = {};
   if (by === 'day') fields.day = isoDay(group.day!);
@@ -144,5 +158,5 @@ export function usageRecord(group: UsageGroup, by: Grouping): Record<string, str
     fields.key_id = group.keyId!;
   }
   if (by === 'model') fields.model = group.model!;
-  return { ...fields, requests: group.requests, input_tokens: group.inputTokens, output_tokens: group.outputTokens, cost_usd: group.costUsd };
+  return { ...fields, requests: group.requests, input_tokens: group.inputTokens, output_tokens: group.outputTokens, cost_usd: group.costUsd, unpriced_requests: group.unpricedRequests };
 }

@@ -37,6 +37,7 @@ import { Tracing } from '../telemetry/tracing.js';
 import { importOrphanedJournals, LedgerJournal } from '../usage/ledger-journal.js';
 import { listenFailure } from './start-checks.js';
 import { startGuidance } from './start-guidance.js';
+import { warnOfUnpricedBudgets } from './unpriced-warning.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 
 export interface GatewayOptions {
@@ -127,10 +128,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
 async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
+  // Every worker would log the same warnings: the first one does.
+  const firstWorker = !cluster.isWorker || cluster.worker?.id === 1;
   // Without a named file, ./sluice.yaml is watched for: `sluice init` then needs no restart.
   const configReload = new ConfigReload(options.configFile ?? resolve(DEFAULT_CONFIG_FILE), options.configFile === undefined, async (next) => {
     await catalogue.replaceConfig(next);
     admission.reconfigure(next.limits);
+    if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);
     maxUploadBytes = next.maxUploadBytes;
   }, logger);
@@ -271,9 +275,10 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     const hasAdmin = (await store.accounts.list()).some((account) => account.isAdmin);
     const { lines, summary } = startGuidance({ url, configPath: configReload.path, configFound: configReload.found, hasAdmin, storeFlags });
     guidance = lines;
-    // Every worker would log the same: the first one does.
-    if (!cluster.isWorker || cluster.worker?.id === 1) logger.warn({ config: configReload.path, console: `${url}/app/catalogue`, adminExists: hasAdmin }, summary);
+    if (firstWorker) logger.warn({ config: configReload.path, console: `${url}/app/catalogue`, adminExists: hasAdmin }, summary);
   }
+
+  if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
 
   return {
     url,

@@ -77,11 +77,12 @@ export async function startFakeOpenAI(
     if (request.method === 'POST' && RELAY_PATHS.has(path)) return fakeRelays(request, res, models);
     if (request.method === 'POST' && path === '/v1/embeddings' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeEmbeddings(res, body, behaviour, options.embeddings ?? {});
     if (request.method === 'POST' && path === '/v1/responses' && body !== undefined && typeof body === 'object' && models.has(body.model)) return fakeResponses(res, body, behaviour);
-    if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) {
-      return vllmError(res, 404, 'NotFoundError', 'Not Found', null);
-    }
+    if (request.method !== 'POST' || (path !== '/v1/completions' && path !== '/v1/chat/completions')) return unknownPath(res, behaviour.unknownPath ?? 'fastapi');
     if (body === undefined || typeof body !== 'object') return vllmError(res, 400, 'Bad Request', 'JSON decode error', null);
-    if (!models.has(body.model)) return vllmError(res, 404, 'NotFoundError', `The model \`${body.model}\` does not exist.`, 'model');
+    if (!models.has(body.model)) {
+      if (behaviour.unknownModel === 'ollama') return json(res, 404, { error: `model '${String(body.model)}' not found` });
+      return vllmError(res, 404, 'NotFoundError', `The model \`${body.model}\` does not exist.`, 'model');
+    }
     if (typeof body.temperature === 'number' && body.temperature < 0) {
       return vllmError(res, 400, 'BadRequestError', `temperature must be non-negative, got ${body.temperature}.`, 'temperature');
     }
@@ -598,6 +599,14 @@ async function chatCompletion(res: ServerResponse, body: any, behaviour: Behavio
     if (!(await writeEvent(res, `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage })}\n\n`, behaviour))) return;
   }
   await endStream(res, 'data: [DONE]\n\n');
+}
+
+/** A path the server has no route for, as each kind of server answers it. */
+function unknownPath(res: ServerResponse, how: NonNullable<Behaviour['unknownPath']>): void {
+  if (how === 'fastapi') return json(res, 404, { detail: 'Not Found' });
+  if (how === 'ollama') return void res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found');
+  if (how === 'html') return void res.writeHead(404, { 'content-type': 'text/html' }).end('<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>');
+  res.writeHead(404).end();
 }
 
 function vllmError(res: ServerResponse, status: number, type: string, message: string, param: string | null): void {

@@ -47,6 +47,13 @@ export interface Behaviour {
   endlessEvent?: { bytes: number };
   /** (Streams) Reset the connection (a TCP RST) after this many events, with no error event. */
   resetAfterEvents?: number;
+  /**
+   * (OpenAI fake) How a path it does not serve is answered: as vLLM's FastAPI does (`{"detail":"Not Found"}`,
+   * the default), as Ollama's Go server does (`404 page not found` as text), with a proxy's HTML page, or an empty body.
+   */
+  unknownPath?: 'fastapi' | 'ollama' | 'html' | 'empty';
+  /** (OpenAI fake) How a model it does not serve is answered: vLLM's error (the default), or Ollama's `{"error":"model 'x' not found"}`. */
+  unknownModel?: 'vllm' | 'ollama';
   /** Apply this behaviour only to the requests it picks (by the request, and its index in `requests` from 0); the others are answered normally. */
   only?: (request: RecordedRequest, index: number) => boolean;
 }

@@ -7,6 +7,7 @@ const TYPE_BY_KIND: Partial<Record<ErrorKind, string>> = {
   key_expired: 'permission_error',
   model_not_permitted: 'permission_error',
   no_model_permission: 'permission_error',
+  model_unpriced: 'permission_error',
   upstream_rate_limited: 'rate_limit_error',
   // OpenAI's own: `requests` or `tokens` for a rate limit (set per refusal), `insufficient_quota` for spend.
   rate_limited: 'requests',

@@ -346,17 +346,60 @@ describe('the admit stage for operations that generate no tokens (embeddings, im
     const { admission, ledger, counter } = setup();
     const key = principal({ budgetUsd: 1, budgetPeriod: 'total' });
     ledger.spent = 0.98;
-    const admitted = await admission.admit(key, PAINTER, demand(0));
+    const oneImage = { ...demand(0), units: { images: 1 } };
+    const admitted = await admission.admit(key, PAINTER, oneImage);
     const scopes: ScopeLimits[] = [{ scope: 'key:k1', rpm: 0, tpm: 0, concurrency: 0, budget: { usd: 1, periodStart: 0, periodEnd: Infinity } }];
     // Three images at $0.04, known only once made: the meter settles the real cost.
     admitted.settle({ tokens: 0, costUsd: 0.12 });
     await new Promise((resolve) => setImmediate(resolve));
     assert.ok(Math.abs((await counter.usage(scopes))[0]!.spentUsd! - 1.1) < 1e-12);
-    for (const model of [PAINTER, EMBEDDER]) {
-      const error = await refusal(admission.admit(key, model, demand(0)));
+    for (const [model, asked] of [[PAINTER, oneImage], [EMBEDDER, demand(0)]] as const) {
+      const error = await refusal(admission.admit(key, model, asked));
       assert.equal(error.kind, 'budget_exhausted', model.id);
       assert.equal(error.message, 'This API key has used its spend budget for this period. Check /app/keys.', model.id);
     }
+  });
+});
+
+describe('budgets on unpriced models', () => {
+  const FREE = modelFromConfig(modelSchema.parse({ id: 'free', provider: 'p', endpoints: ['chat'], pricing: { input_per_mtok: 0, output_per_mtok: 0 } }));
+  const PAINTER = modelFromConfig(modelSchema.parse({ id: 'painter', provider: 'p', endpoints: ['images', 'chat'], pricing: { per_image: 0.04 } }));
+  const SPEAKER = modelFromConfig(modelSchema.parse({ id: 'speaker', provider: 'p', endpoints: ['speech'], pricing: { input_per_mtok: 0.6 } }));
+
+  test('a budgeted key is refused a model without a price for what the request is billed in, before anything is counted', async () => {
+    const { admission, ledger } = setup();
+    for (const [keyLimits, accountLimits, owner] of [
+      [{ budgetUsd: 5 }, null, 'this API key'],
+      [{ rpm: 100 }, { budgetUsd: 5 }, "this key's account"],
+    ] as const) {
+      const error = await refusal(admission.admit(principal(keyLimits, accountLimits), CAPPED, demand(10)));
+      assert.equal(error.kind, 'model_unpriced');
+      assert.equal(error.status, 403);
+      assert.equal(error.param, 'model');
+      assert.equal(
+        error.message,
+        `The model \`capped\` has no price for this request (none of input_per_mtok, output_per_mtok), and ${owner} has a spend budget, which cannot be kept on an unpriced model. Ask an operator to price it (a price of 0 makes it free).`,
+      );
+    }
+    // A per_image price prices images, not chat; an image request names per_image among what would price it.
+    assert.equal((await refusal(admission.admit(principal({ budgetUsd: 5 }), PAINTER, demand(10)))).kind, 'model_unpriced', 'chat on a model priced per image');
+    await admission.admit(principal({ budgetUsd: 5 }), PAINTER, { ...demand(0), units: { images: 1 } });
+    // Token prices price speech (gpt-4o-mini-tts is sold so).
+    await admission.admit(principal({ budgetUsd: 5 }), SPEAKER, { ...demand(0), units: { characters: 10 } });
+    assert.deepEqual(ledger.asked.map((asked) => asked.who), [{ keyId: 'k1' }], 'the refusals seeded no budget (the account was never asked); the first admitted request seeded the key\'s');
+    assert.deepEqual(admission.refusals, new Map([['key unpriced', 2], ['account unpriced', 1]]), 'counted by scope');
+  });
+
+  test('a model priced at 0 is free, not unpriced; a key without a budget is not refused an unpriced model', async () => {
+    const { admission } = setup();
+    const free = await admission.admit(principal({ budgetUsd: 5 }), FREE, demand(10));
+    free.settle({ tokens: 30, costUsd: 0 });
+    const unbudgeted = await admission.admit(principal({ rpm: 100 }), CAPPED, demand(10));
+    unbudgeted.settle({ tokens: 30, costUsd: 0 });
+    assert.equal(await admission.admit(principal(null), CAPPED, demand(10)), UNLIMITED);
+    // A token count (no choices) is billed nothing: a budgeted key may count on an unpriced model.
+    const count = await admission.admit(principal({ budgetUsd: 5 }), CAPPED, demand(0, 0));
+    count.settle({ tokens: 0, costUsd: 0 });
   });
 });
 

@@ -9,7 +9,7 @@ import { Catalogue, modelFromConfig, withListPrices, type CatalogueModel } from 
 import { modelSchema, parseConfig, type ProviderKind } from '../../../src/config/config-file.js';
 import { addUsage, usageOf, type Usage } from '../../../src/generation/model.js';
 import { parsePriceList, PriceListError, pricesInForce, shippedPriceList } from '../../../src/pricing/price-list.js';
-import { costUsd } from '../../../src/pricing/cost.js';
+import { billingUnitsOf, costUsd, pricedFor } from '../../../src/pricing/cost.js';
 
 function priced(pricing: Record<string, number> | undefined): CatalogueModel {
   return modelFromConfig(modelSchema.parse({ id: 'm', provider: 'p', ...(pricing === undefined ? {} : { pricing }) }));
@@ -19,6 +19,26 @@ function priced(pricing: Record<string, number> | undefined): CatalogueModel {
 function assertUsd(actual: number, expected: number, what?: string): void {
   assert.ok(Math.abs(actual - expected) <= 1e-15 * Math.max(1, Math.abs(expected)), `${what ?? 'cost'}: ${actual}, expected ${expected}`);
 }
+
+describe('whether a model is priced for a request', () => {
+  test('tokens always count; a unit besides tokens counts when the request names it, even at 0', () => {
+    assert.deepEqual(billingUnitsOf(undefined), ['tokens']);
+    assert.deepEqual(billingUnitsOf({ images: 2 }), ['tokens', 'images']);
+    assert.deepEqual(billingUnitsOf({ audioSeconds: 0, requests: 1 }), ['tokens', 'audioSeconds', 'requests']);
+  });
+
+  test('priced when some unit billed has a price, zero included; unpriced without pricing or with prices in other units only', () => {
+    assert.equal(pricedFor(undefined, ['tokens']), false, 'no pricing');
+    assert.equal(pricedFor({ inputPerMtok: 0, outputPerMtok: 0 }, ['tokens']), true, 'priced at zero: free');
+    assert.equal(pricedFor({ outputPerMtok: 2 }, ['tokens']), true, 'an output price alone prices tokens');
+    assert.equal(pricedFor({ perImage: 0.04 }, ['tokens']), false, 'a per_image price does not price chat');
+    assert.equal(pricedFor({ perImage: 0.04 }, ['tokens', 'images']), true);
+    assert.equal(pricedFor({ inputPerMtok: 5 }, ['tokens', 'images']), true, 'gpt-image models are sold by the token');
+    assert.equal(pricedFor({ perAudioMinute: 0.006 }, ['tokens', 'audioSeconds']), true);
+    assert.equal(pricedFor({ perMchar: 15 }, ['tokens', 'audioSeconds']), false, 'a speech price does not price transcription');
+    assert.equal(pricedFor({ perRequest: 0.002 }, ['tokens', 'requests']), true);
+  });
+});
 
 describe('the cost of a request', () => {
   const gpt = priced({ input_per_mtok: 2.5, output_per_mtok: 10, cached_input_per_mtok: 1.25 });

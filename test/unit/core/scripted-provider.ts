@@ -77,9 +77,9 @@ export class ScriptedProvider implements Provider {
     return this;
   }
 
-  /** An HTTP error as this upstream's adapter would raise it. */
-  httpError(status: number, retryAfter?: string): GatewayError {
-    return upstreamHttpError({ providerId: this.id, status, retryAfter, message: undefined, type: undefined, code: undefined, secrets: [], body: `{"error":"status ${status}"}` });
+  /** An HTTP error as this upstream's adapter would raise it; `message`: the upstream's own (a 404 without one is for the path). */
+  httpError(status: number, retryAfter?: string, message?: string): GatewayError {
+    return upstreamHttpError({ providerId: this.id, status, retryAfter, message, type: undefined, code: undefined, secrets: [], body: `{"error":"${message ?? `status ${status}`}"}` });
   }
 
   /** A connection refused, as this upstream's adapter would raise it. */

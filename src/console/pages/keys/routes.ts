@@ -13,6 +13,7 @@ import { decodeParam, pathPattern } from '../../path-routes.js';
 import type { Session } from '../../sessions.js';
 import { readCreateForm, type CreateValues } from './forms.js';
 import { accountLimitsPage, keyLimitsPage } from './limits-views.js';
+import { unpricedModelIds } from '../../../catalogue/unpriced.js';
 import { confirmPage, createdPage, keysPage, noticeFromQuery, type KeyAction, type Notice } from './views.js';
 
 /** The usage columns' days: the last 30 UTC days from the daily roll-ups, today's so far included, as on the usage page. */
@@ -66,7 +67,7 @@ async function showKeys(
   const listed = accountFilter ? accounts.filter((a) => a.name === accountFilter) : accounts;
   const uses = await readUses(deps, keys, listed);
   const values: CreateValues = options.values ?? { name: '', account: session.account.name, models: [], expires: '', limits: emptyLimitValues() };
-  const notice = options.notice ?? noticeFromQuery(query, keys, accounts);
+  const notice = options.notice ?? noticeFromQuery(query, keys, accounts, (allowed) => unpricedModelIds(deps.catalogue.current(), allowed));
   const body = keysPage({ session, accountFilter, now, keys, usage, accounts, listed, uses, models: deps.catalogue.current().models, notice, errors: options.errors ?? {}, values });
   sendHtml(ctx.res, options.status ?? 200, body);
 }

@@ -4,6 +4,7 @@ import { maskSecret } from '../../../auth/key-secret.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { describeLimits, hasLimits, type Limits } from '../../../core/key-limits.js';
 import type { AccountRecord, KeyRecord, UsageFigures } from '../../../store/store.js';
+import { listOfIds } from '../../../catalogue/unpriced.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
 import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
@@ -205,8 +206,20 @@ function accountLimitsSection(accounts: readonly AccountRecord[], uses: Uses, is
 </section>`;
 }
 
+/**
+ * What a saved budget cannot bind on, for the notice after limits are saved: the unpriced models the
+ * key may use (its allow-list; null: every model), refused to it while it has a budget.
+ */
+export type UnpricedOf = (allowed: readonly string[] | null) => readonly string[];
+
+/** Said after limits with a budget are saved when some of the models they cover have no price. */
+function unpricedWarning(limits: Limits | null, unpriced: readonly string[]): string {
+  if (limits?.budgetUsd === undefined || unpriced.length === 0) return '';
+  return ` A budget cannot be kept on a model without a price, so these are refused until they are priced (a price of 0 makes a model free): ${listOfIds(unpriced)}.`;
+}
+
 /** The notice after a change, named in the query (`changed`, `limits`, `account_limits`) by what it changed. */
-export function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord[], accounts: readonly AccountRecord[]): Notice | undefined {
+export function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord[], accounts: readonly AccountRecord[], unpricedOf: UnpricedOf): Notice | undefined {
   const changed = query.get('changed');
   if (changed !== null) {
     const key = keys.find((k) => k.id === changed);
@@ -215,12 +228,12 @@ export function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord
   const limited = query.get('limits');
   if (limited !== null) {
     const key = keys.find((k) => k.id === limited);
-    return key && { kind: 'ok', text: `Limits of the key “${key.name}” saved: ${describeLimits(key.limits)}. They apply within a second.` };
+    return key && { kind: 'ok', text: `Limits of the key “${key.name}” saved: ${describeLimits(key.limits)}. They apply within a second.${unpricedWarning(key.limits, unpricedOf(key.models))}` };
   }
   const accountName = query.get('account_limits');
   if (accountName !== null) {
     const account = accounts.find((a) => a.name === accountName);
-    return account && { kind: 'ok', text: `Limits of the account “${account.name}” saved: ${describeLimits(account.limits)}. They apply to all its keys together, within a second.` };
+    return account && { kind: 'ok', text: `Limits of the account “${account.name}” saved: ${describeLimits(account.limits)}. They apply to all its keys together, within a second.${unpricedWarning(account.limits, unpricedOf(null))}` };
   }
   return undefined;
 }

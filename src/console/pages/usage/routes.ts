@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Handler, RequestContext } from '../../../http/handler.js';
 import type { AccountRecord } from '../../../store/store.js';
-import { isoDay, usageReport } from '../../../usage/usage-report.js';
+import { isoDay, spendText, usageReport } from '../../../usage/usage-report.js';
 import { page, requireSession, type ConsoleDeps } from '../../console-context.js';
 import { csvLine } from '../../csv.js';
 import { FormError, sendHtml } from '../../http.js';
@@ -33,8 +33,11 @@ function drained(res: ServerResponse): Promise<boolean> {
   });
 }
 
-/** The CSV's columns: one line per day, key and model with traffic in the range (days without any have no line). */
-const CSV_HEADER = ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd'];
+/**
+ * The CSV's columns: one line per day, key and model with traffic in the range (days without any have no line).
+ * `cost_usd` is "unpriced" where only requests to a model without a price make it up; `unpriced_requests` counts them.
+ */
+const CSV_HEADER = ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests'];
 
 export function usageRoutes(deps: ConsoleDeps): { page: Handler; csv: Handler } {
   const read = async (ctx: RequestContext) => {
@@ -73,7 +76,7 @@ export function usageRoutes(deps: ConsoleDeps): { page: Handler; csv: Handler } 
     // A day at a time, as the client takes it: a deployment with many keys never holds the whole file in memory.
     for (let day = range.fromDay; day <= range.toDay; day++) {
       const groups = await deps.store.usageDaily.summary({ fromDay: day, toDay: day, ...(account && { accountId: account.id }) }, ['day', 'key', 'model']);
-      const lines = groups.map((g) => csvLine([isoDay(day), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, g.costUsd]));
+      const lines = groups.map((g) => csvLine([isoDay(day), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, spendText(g, String), g.unpricedRequests]));
       if (lines.length > 0 && !res.write(lines.join('')) && !(await drained(res))) return;
     }
     res.end();

@@ -1,7 +1,7 @@
 // The usage page as HTML: the totals, the charts per day, the top models and keys, and the
 // figures per day as a table.
 import type { AccountRecord, UsageFigures, UsageGroup } from '../../../store/store.js';
-import { isoDay, type Breakdown, type TopList, type UsageReport } from '../../../usage/usage-report.js';
+import { isoDay, spendText, type Breakdown, type TopList, type UsageReport } from '../../../usage/usage-report.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
 import { formatInt, formatUsd, html, layout, trusted, type Html } from '../../html.js';
@@ -31,7 +31,7 @@ function figureCells(figures: UsageFigures, total: UsageFigures | undefined): Ht
     <td class="num">${formatInt(figures.failed)}</td>
     <td class="num">${formatInt(figures.inputTokens)}</td>
     <td class="num">${formatInt(figures.outputTokens)}</td>
-    <td class="num">${formatUsd(figures.costUsd)}</td>
+    <td class="num">${spendText(figures, formatUsd)}</td>
     ${total === undefined ? '' : html`<td class="num">${total.costUsd > 0 ? `${((figures.costUsd / total.costUsd) * 100).toFixed(1)}%` : '—'}</td>`}`;
 }
 
@@ -89,7 +89,7 @@ export function usagePage(session: Session, params: UsageParams, report: UsageRe
   <div><dt>Failed</dt><dd data-total="failed">${formatInt(totals.failed)}</dd></div>
   <div><dt>Input tokens</dt><dd data-total="input_tokens">${formatInt(totals.inputTokens)}</dd></div>
   <div><dt>Output tokens</dt><dd data-total="output_tokens">${formatInt(totals.outputTokens)}</dd></div>
-  <div><dt>Spend</dt><dd data-total="cost_usd">${formatUsd(totals.costUsd)}</dd></div>
+  <div><dt>Spend</dt><dd data-total="cost_usd">${spendText(totals, formatUsd)}</dd></div>
 </dl>
 <section aria-labelledby="requests-chart-heading">
   <h2 id="requests-chart-heading">Requests per day <span class="muted small">by ${BREAKDOWNS[params.breakdown].toLowerCase()}</span></h2>

@@ -1,5 +1,5 @@
 import { usageOf, type Usage } from '../../../generation/model.js';
-import { NO_OUTPUT, type Operation } from '../../../generation/operation.js';
+import { NO_OUTPUT, type Operation, type OutputBound } from '../../../generation/operation.js';
 import type { UploadForm } from '../../../generation/upload.js';
 import { bearerToken } from '../../../wire/key-carriers.js';
 import { transcriptionUsage, withUnits } from '../../../wire/openai/media-usage.js';
@@ -50,6 +50,8 @@ function billed(reported: Usage | null, request: TranscriptionRequest): Usage | 
  * whole with the upstream's content type; a transcript streamed as server-sent events
  * (`transcript.text.delta` … `transcript.text.done`) passes on as it comes.
  */
+const BILLED_BY_AUDIO: OutputBound = { ...NO_OUTPUT, units: { audioSeconds: 0 } };
+
 function audioTextOperation(kind: 'transcriptions' | 'translations'): Operation<TranscriptionRequest> {
   const wire = kind === 'transcriptions' ? 'openai.audio.transcriptions' : 'openai.audio.translations';
   return {
@@ -63,8 +65,9 @@ function audioTextOperation(kind: 'transcriptions' | 'translations'): Operation<
     async prepare(request) {
       return { ...request, audio: await readAudioFile(request.file) };
     },
-    // The audio's length, what it is billed by, is read after admission (prepare): only its input is reserved here.
-    outputBound: () => NO_OUTPUT,
+    // The audio's length, what it is billed by, is read after admission (prepare): only its input is reserved here,
+    // and the audio named at 0 s, so that a budget admits the request only on a model with a price for it (or for tokens).
+    outputBound: () => BILLED_BY_AUDIO,
     countUsage: (request) => Promise.resolve(usageOf(0, 0, request.audio?.seconds === undefined ? {} : { units: { audioSeconds: request.audio.seconds } })),
     plan: (request, target) => transferCall(wire, request.model, target, () => multipartBody(request.form, { model: target.model.upstreamModel }), request.stream),
     answer(request, answer, { sink }) {
