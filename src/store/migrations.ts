@@ -270,6 +270,12 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.alterTable('discovered_models').dropColumn('next_at').execute();
       },
     },
+    '0013_discovery_error_url': {
+      async up(db: Kysely<any>) {
+        // The address a failed listing requested (credentials masked), shown with its error.
+        await db.schema.alterTable('discovered_models').addColumn('error_url', 'text').execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

@@ -6,7 +6,7 @@ import { describeLimits, hasLimits, type Limits } from '../../../core/key-limits
 import type { AccountRecord, KeyRecord, UsageFigures } from '../../../store/store.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
-import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
+import { formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
 import { anyLimitTyped, describeUse, LIMIT_FIELDS, limitsFieldset, type Uses, type UseOrUnavailable } from '../../limits-view.js';
 import type { Session } from '../../sessions.js';
 import { MAX_KEY_NAME, type CreateValues } from './forms.js';
@@ -59,7 +59,7 @@ function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isA
   <td><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></td>
   <td><span class="pill pill-${status}">${status}</span></td>
   <td>${key.models === null ? html`<span class="muted">all models</span>` : key.models.map((m, i) => html`${i > 0 ? ', ' : ''}<code>${m}</code>`)}</td>
-  <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, false)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, false)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt)}`}</td>
+  <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, now)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, now)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt, now)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
   <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
@@ -225,8 +225,8 @@ export function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord
   return undefined;
 }
 
-/** The new key's secret, shown this once. */
-export function createdPage(session: Session, key: KeyRecord, secret: string): Html {
+/** The new key's secret, shown this once; `origin` is this gateway as the browser reached it, for the example. */
+export function createdPage(session: Session, key: KeyRecord, secret: string, origin: string): Html {
   return layout({
     title: 'Key created',
     nav: 'keys',
@@ -243,14 +243,15 @@ export function createdPage(session: Session, key: KeyRecord, secret: string): H
     <dt>Name</dt><dd>${key.name}</dd>
     <dt>Account</dt><dd>${key.accountName}</dd>
     <dt>Models</dt><dd>${key.models === null ? 'all models' : key.models.join(', ')}</dd>
-    <dt>Expires</dt><dd>${key.expiresAt === null ? 'never' : formatDate(key.expiresAt, true)}</dd>
+    <dt>Expires</dt><dd>${key.expiresAt === null ? 'never' : timeTag(key.expiresAt, Date.now())}</dd>
     ${key.limits === null ? '' : html`<dt>Limits</dt><dd>${describeLimits(key.limits)}</dd>`}
   </dl>
   <details>
     <summary>How to use it</summary>
-    <pre><code>export SLUICE_KEY=…   # the key above
-curl -s $SLUICE_URL/v1/models -H "Authorization: Bearer $SLUICE_KEY"</code></pre>
-    <p>Any OpenAI client works with its base URL set to this gateway’s <code>/v1</code>.</p>
+    <pre><code>SLUICE_URL='${origin}'
+SLUICE_KEY='…'   # the key above
+curl -sS "$SLUICE_URL/v1/models" -H "Authorization: Bearer $SLUICE_KEY"</code></pre>
+    <p>Any OpenAI client works with its base URL set to this gateway’s <code>/v1</code> (<code>${origin}/v1</code>). Each model’s page on <a href="/models">Models</a> has an example of its own.</p>
   </details>
   <p><a class="btn btn-secondary" href="/app/keys">Back to keys</a></p>
 </section>`,
