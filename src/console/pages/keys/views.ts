@@ -53,12 +53,10 @@ function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isA
   if (key.status === 'active') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/disable">Disable<span class="visually-hidden"> ${key.name}</span></a>`);
   if (key.status === 'disabled') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/enable">Enable<span class="visually-hidden"> ${key.name}</span></a>`);
   if (key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-danger" href="/app/keys/${encodeURIComponent(key.id)}/revoke">Revoke<span class="visually-hidden"> ${key.name}</span></a>`);
+  // The name, account, secret and status share the first cell, and models go one a line, so that the actions stay in a 1,280 px window.
   return html`<tr data-key-id="${key.id}">
-  <th scope="row">${key.name}</th>
-  ${isAdmin ? html`<td>${key.accountName}</td>` : ''}
-  <td><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></td>
-  <td><span class="pill pill-${status}">${status}</span></td>
-  <td>${key.models === null ? html`<span class="muted">all models</span>` : key.models.map((m, i) => html`${i > 0 ? ', ' : ''}<code>${m}</code>`)}</td>
+  <th scope="row" class="key">${key.name}${isAdmin ? html`<span class="sub muted"><span class="visually-hidden">account </span>${key.accountName}</span>` : ''}<span class="sub"><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code> <span class="pill pill-${status}">${status}</span></span></th>
+  <td class="models">${key.models === null ? html`<span class="muted">all models</span>` : html`<ul class="plain">${key.models.map((m) => html`<li><code>${m}</code></li>`)}</ul>`}</td>
   <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, now)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, now)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt, now)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
@@ -106,14 +104,14 @@ ${isAdmin ? accountFilterForm('/app/keys', accounts, accountFilter) : ''}
 <div class="table-scroll" role="region" aria-label="API keys" tabindex="0">
 <table class="data wide">
   <thead><tr>
-    <th scope="col">Name</th>${isAdmin ? html`<th scope="col">Account</th>` : ''}<th scope="col">Key</th><th scope="col">Status</th><th scope="col">Models</th>
+    <th scope="col">Key<br><span class="muted">${isAdmin ? 'account, ' : ''}secret, status</span></th><th scope="col">Models</th>
     <th scope="col">Dates</th>
     <th scope="col" class="num">Requests<br><span class="muted">30 d</span></th><th scope="col" class="num">Tokens<br><span class="muted">30 d</span></th><th scope="col" class="num">Cost<br><span class="muted">30 d</span></th>
     <th scope="col">Limits<br><span class="muted">used now</span></th>
     <th scope="col">Actions</th>
   </tr></thead>
   <tbody>
-  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 11 : 10}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
+  ${keys.length === 0 ? html`<tr><td colspan="8" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
   </tbody>
 </table>
 </div>
