@@ -62,8 +62,8 @@ describe('the "Try it" box of a model page', () => {
   test('defines every variable it uses, the gateway’s URL as the browser reached it', async () => {
     for (const model of ['chatty', 'embedder', 'reranker', 'llama-8b']) {
       const snippet = await snippetOf(model);
-      const defined = [...snippet.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]);
-      const used = [...new Set([...snippet.matchAll(/\$\{?([A-Z_]+)/g)].map((m) => m[1]))];
+      const defined = [...snippet.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]!);
+      const used = [...new Set([...snippet.matchAll(/\$\{?([A-Z_]+)/g)].map((m) => m[1]!))];
       assert.deepEqual(defined, ['SLUICE_URL', 'SLUICE_KEY'], `${model}: the variables are set at the top`);
       assert.deepEqual(used.filter((name) => !defined.includes(name)), [], `${model}: no variable is used undefined`);
       assert.match(snippet, new RegExp(`^SLUICE_URL='${sluice.url}'$`, 'm'), `${model}: this gateway's own address`);
