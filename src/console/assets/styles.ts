@@ -71,8 +71,8 @@ form.inline { display: inline; margin: 0; }
 td.limits { min-width: 12rem; max-width: 20rem; }
 td.dates { white-space: nowrap; }
 /* A key's name wraps (anywhere, if it must), its account, secret and status beneath it; model ids one a line. */
-th.key { min-width: 9rem; max-width: 15rem; overflow-wrap: anywhere; }
-th.key .sub { display: block; font-weight: normal; margin-top: .2rem; }
+table.keys tbody th { min-width: 9rem; max-width: 15rem; overflow-wrap: anywhere; }
+table.keys tbody th .sub { display: block; font-weight: normal; margin-top: .2rem; }
 td.models { min-width: 11rem; max-width: 16rem; }
 td.models code { white-space: normal; overflow-wrap: anywhere; }
 /* Tables of many columns (keys, models): narrower gutters, so that every column shows at 1,280 px. */

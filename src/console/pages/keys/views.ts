@@ -55,7 +55,7 @@ function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isA
   if (key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-danger" href="/app/keys/${encodeURIComponent(key.id)}/revoke">Revoke<span class="visually-hidden"> ${key.name}</span></a>`);
   // The name, account, secret and status share the first cell, and models go one a line, so that the actions stay in a 1,280 px window.
   return html`<tr data-key-id="${key.id}">
-  <th scope="row" class="key">${key.name}${isAdmin ? html`<span class="sub muted"><span class="visually-hidden">account </span>${key.accountName}</span>` : ''}<span class="sub"><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code> <span class="pill pill-${status}">${status}</span></span></th>
+  <th scope="row">${key.name}${isAdmin ? html`<span class="sub muted"><span class="visually-hidden">account </span>${key.accountName}</span>` : ''}<span class="sub"><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code> <span class="pill pill-${status}">${status}</span></span></th>
   <td class="models">${key.models === null ? html`<span class="muted">all models</span>` : html`<ul class="plain">${key.models.map((m) => html`<li><code>${m}</code></li>`)}</ul>`}</td>
   <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, now)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, now)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt, now)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
@@ -102,7 +102,7 @@ export function keysPage({ session, accountFilter, now, keys, usage, accounts, l
 ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
 ${isAdmin ? accountFilterForm('/app/keys', accounts, accountFilter) : ''}
 <div class="table-scroll" role="region" aria-label="API keys" tabindex="0">
-<table class="data wide">
+<table class="data wide keys">
   <thead><tr>
     <th scope="col">Key<br><span class="muted">${isAdmin ? 'account, ' : ''}secret, status</span></th><th scope="col">Models</th>
     <th scope="col">Dates</th>
