@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { humanDate, timeTag } from '../../../src/console/html.js';
+import { dayTag, humanDate, humanDay, timeTag } from '../../../src/console/html.js';
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -21,9 +21,9 @@ describe('human dates', () => {
     assert.equal(humanDate(at('2024-07-23T00:00:00.000Z'), now), '23 Jul 2024, 00:00 UTC');
   });
 
-  test('day precision: the date alone, never today or yesterday', () => {
-    assert.equal(humanDate(at('2026-11-25T18:02:14.134Z'), now, 'day'), '25 Nov 2026');
-    assert.equal(humanDate(at('2024-07-23T00:00:00.000Z'), now, 'day'), '23 Jul 2024');
+  test('a day alone: the date, never today or yesterday', () => {
+    assert.equal(humanDay(at('2026-11-25T18:02:14.134Z')), '25 Nov 2026');
+    assert.equal(humanDay(at('2024-07-23T00:00:00.000Z')), '23 Jul 2024');
   });
 
   test('the tag carries the exact ISO time for programs and on hover', () => {
@@ -31,7 +31,7 @@ describe('human dates', () => {
       timeTag(at('2026-11-25T18:02:14.134Z'), now).value,
       '<time datetime="2026-11-25T18:02:14.134Z" title="2026-11-25T18:02:14.134Z">today 18:02 UTC</time>',
     );
-    assert.equal(timeTag(at('2024-07-23T00:00:00.000Z'), now, 'day').value, '<time datetime="2024-07-23T00:00:00.000Z" title="2024-07-23T00:00:00.000Z">23 Jul 2024</time>');
+    assert.equal(dayTag(at('2024-07-23T00:00:00.000Z')).value, '<time datetime="2024-07-23T00:00:00.000Z" title="2024-07-23T00:00:00.000Z">23 Jul 2024</time>');
     assert.equal(timeTag(null, now).value, '<span class="muted">never</span>');
   });
 });

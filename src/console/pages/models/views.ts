@@ -5,7 +5,7 @@ import type { CatalogueModel, PricingSource } from '../../../catalogue/catalogue
 import type { Pricing } from '../../../pricing/cost.js';
 import type { Health } from '../../../status/health.js';
 import type { HealthOf } from '../../../status/status-monitor.js';
-import { formatInt, formatPrice, html, layout, timeTag, type Html, type LayoutOptions } from '../../html.js';
+import { dayTag, formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../../html.js';
 import { PAGE_SIZE, pageHref, pager, type Paged } from '../../paging.js';
 import { tryIt } from './try-it.js';
 import { KEY_DEPENDENT_NOTE, SORTS, type ListQuery, type SortKey } from './listing.js';
@@ -151,7 +151,7 @@ ${m.description ? html`<p class="lead">${m.description}</p>` : ''}
   <dt>Price from</dt><dd class="price-source">${priceSource(m)}</dd>
   <dt>Operations</dt><dd>${operationsOf(m).map((path, i) => html`${i > 0 ? ', ' : ''}<code>POST ${path}</code>`)}</dd>
   ${m.version ? html`<dt>Version</dt><dd>${m.version}</dd>` : ''}
-  ${m.created ? html`<dt>Released</dt><dd>${timeTag(m.created * 1000, Date.now(), 'day')}</dd>` : ''}
+  ${m.created ? html`<dt>Released</dt><dd>${dayTag(m.created * 1000)}</dd>` : ''}
 </dl>
 <h2>Try it</h2>
 <pre><code class="try-it">${tryIt(m, origin)}</code></pre>
