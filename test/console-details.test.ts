@@ -119,6 +119,21 @@ describe('the "Try it" box of a model page', () => {
   });
 });
 
+describe('the new key’s page', () => {
+  test('its example sets SLUICE_URL and SLUICE_KEY and runs as it is', async () => {
+    const admin = new ConsoleClient(sluice.url);
+    const csrf = await admin.signIn('admin', PASSWORD);
+    const created = await admin.post('/app/keys', { csrf, name: 'example key', account: 'admin' });
+    assert.equal(created.status, 200);
+    const secret = /<code id="new-secret"[^>]*>(sk-[A-Za-z0-9]{48})<\/code>/.exec(created.text)![1]!;
+    const example = textOf(/<summary>How to use it<\/summary>\s*<pre><code>([\s\S]*?)<\/code><\/pre>/.exec(created.text)![1]!);
+    assert.deepEqual([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]), ['SLUICE_URL', 'SLUICE_KEY']);
+    assert.ok(example.includes(`SLUICE_KEY='${secret}'`));
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', example]);
+    assert.ok((JSON.parse(stdout) as { data: { id: string }[] }).data.some((m) => m.id === 'chatty'), 'the models the new key may use');
+  });
+});
+
 describe('dates', () => {
   test('keys, accounts, usage, a model page and /status show human dates in UTC, the exact ISO time on hover', async () => {
     const admin = new ConsoleClient(sluice.url);

@@ -17,7 +17,8 @@ export class ModelListingError extends GatewayError {
     failure: GatewayError,
     readonly url: string,
   ) {
-    super(failure.kind, failure.message, { status: failure.status, retryAfter: failure.retryAfter, type: failure.type, code: failure.code, upstreamFailure: failure.upstreamFailure, upstreamBody: failure.upstreamBody, cause: failure });
+    const { status, param, retryAfter, headers, type, code, upstreamFailure, upstreamBody } = failure;
+    super(failure.kind, failure.message, { status, param, retryAfter, headers, type, code, upstreamFailure, upstreamBody, cause: failure });
   }
 }
 
@@ -37,9 +38,10 @@ export async function listAllPages(client: UpstreamClient, signal: AbortSignal, 
   const models: UpstreamModel[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
+  let pagePath = '';
   const call = { requestId: randomId('list_'), signal };
   for (let page = 0; page < MAX_PAGES; page++) {
-    const pagePath = path(cursor);
+    pagePath = path(cursor);
     let found: ModelPage;
     try {
       found = read(await client.getJson(pagePath, call));
@@ -54,11 +56,11 @@ export async function listAllPages(client: UpstreamClient, signal: AbortSignal, 
     }
     models.push(...found.models);
     if (found.next === undefined) return models;
-    if (seen.has(found.next)) throw new ModelListingError(unreadableUpstream(client.providerId, 'a model list whose pages do not end'), client.addressOf(pagePath));
+    if (seen.has(found.next)) break;
     seen.add(found.next);
     cursor = found.next;
   }
-  throw new ModelListingError(unreadableUpstream(client.providerId, 'a model list whose pages do not end'), client.addressOf(path(cursor)));
+  throw new ModelListingError(unreadableUpstream(client.providerId, 'a model list whose pages do not end'), client.addressOf(pagePath));
 }
 
 /** The array under `field` of a list page, or an unreadable-upstream failure. */

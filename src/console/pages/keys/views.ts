@@ -223,7 +223,7 @@ export function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord
   return undefined;
 }
 
-/** The new key's secret, shown this once; `origin` is this gateway as the browser reached it, for the example. */
+/** The new key's secret, shown this once (in the example too); `origin` is this gateway as the browser reached it, for the example. */
 export function createdPage(session: Session, key: KeyRecord, secret: string, origin: string): Html {
   return layout({
     title: 'Key created',
@@ -247,7 +247,7 @@ export function createdPage(session: Session, key: KeyRecord, secret: string, or
   <details>
     <summary>How to use it</summary>
     <pre><code>SLUICE_URL='${origin}'
-SLUICE_KEY='…'   # the key above
+SLUICE_KEY='${secret}'
 curl -sS "$SLUICE_URL/v1/models" -H "Authorization: Bearer $SLUICE_KEY"</code></pre>
     <p>Any OpenAI client works with its base URL set to this gateway’s <code>/v1</code> (<code>${origin}/v1</code>). Each model’s page on <a href="/models">Models</a> has an example of its own.</p>
   </details>

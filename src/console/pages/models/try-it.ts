@@ -4,7 +4,7 @@ import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import type { Endpoint } from '../../../config/config-file.js';
 
 /** What the snippet's key line holds until the reader puts a key there. */
-export const KEY_PLACEHOLDER = '<your API key>';
+const KEY_PLACEHOLDER = '<your API key>';
 
 /**
  * A model's own operation, first of those it serves in this order: chat for a chat model (legacy
