@@ -186,11 +186,11 @@ describe('the console in a real browser', () => {
     await shot('08c-catalogue-deployments');
 
     await page.goto(`${sluice.url}/status`);
-    const table = page.locator('section[data-provider="gpu-box"]').getByRole('table', { name: 'Deployments: routing state and live latency' });
-    assert.deepEqual(await table.getByRole('columnheader').allInnerTexts().then((t) => t.map((h) => h.toLowerCase())), ['model', 'deployment', 'routing state', 'live latency']);
+    const table = page.locator('section[data-provider="gpu-box"]').getByRole('table', { name: 'Deployments: where requests are routed now' });
+    assert.deepEqual(await table.getByRole('columnheader').allInnerTexts().then((t) => t.map((h) => h.toLowerCase())), ['model', 'deployment', 'router (this process)', 'live latency']);
     const deployments = table.locator('tr[data-deployment-of="my-routed-model"]');
     assert.deepEqual(await deployments.locator('td:nth-child(2)').allInnerTexts(), ['gpu-box/upstream-model', 'fake-vllm/upstream-model']);
-    assert.deepEqual(await deployments.locator('.pill').allInnerTexts(), ['Up', 'Up'], 'the state in words');
+    assert.deepEqual(await deployments.locator('.pill').allInnerTexts(), ['Routable', 'Routable'], 'the state in words, not those of health');
     // A deployment's health is its upstream's (gpu-box/upstream-model served the model above), in the worker that answered.
     for (const latency of await deployments.locator('td.num').allInnerTexts()) assert.match(latency, /^(\d[\d,]* ms|—)$/);
     await shot('08d-status-deployments');
@@ -429,6 +429,55 @@ describe('the console in a real browser', () => {
       assert.deepEqual(failed, [], 'no request failed (the favicon included)');
     } finally {
       page.off('response', onResponse);
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  test('1,280 × 800: with realistic keys (30-character names, three models, limits on every key) each row’s Disable and Revoke are inside the window and work', async () => {
+    const models = ['meta-llama/Llama-3.1-70B-Instruct', 'Qwen/Qwen2.5-Coder-32B-Instruct', 'text-embedding-3-large'];
+    const names = ['payments-api-production-eu-w01', 'search-reranker-staging-cluster', 'internal-support-chatbot-v2-fra', 'data-science-notebook-shared-01'].map((name) => name.slice(0, 30));
+    for (const name of names) assert.equal(name.length, 30);
+    for (const [i, name] of names.entries()) {
+      await createKey(sluice.dataDir, `platform-team-${i + 1}`, ['--name', name, '--models', models.join(','), '--allow-unknown', '--rpm', '600', '--tpm', '200000', '--concurrency', '20', '--budget-usd', '250', '--budget-period', 'month', '--expires', '2099-12-31']);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    try {
+      await page.goto(`${sluice.url}/app/keys`);
+      await shot1280('keys-realistic');
+      const viewport = page.viewportSize()!;
+      for (const name of names) {
+        const row = page.locator('tr', { hasText: name });
+        assert.match(await row.locator('td.limits').innerText(), /rpm 0\/600 · tpm 0\/200,000 · in flight 0\/20 · \$0\.00 of \$250\.00 this month/, `${name}: its limits shown`);
+        assert.deepEqual(await row.locator('td.models li').allInnerTexts(), models, `${name}: its three models`);
+        for (const action of ['Disable', 'Revoke']) {
+          const button = row.getByRole('link', { name: `${action} ${name}` });
+          const box = await button.boundingBox();
+          assert.ok(box, `${name}: ${action} is shown`);
+          assert.ok(box.x >= 0 && box.x + box.width <= viewport.width, `${name}: ${action} within the ${viewport.width} px window (${box.x} + ${box.width})`);
+          // Visible, not covered, and takes a click where it is (a trial click does not follow the link).
+          await button.click({ trial: true });
+        }
+      }
+      const scrolls = await page.evaluate(() => {
+        const box = (globalThis as unknown as { document: { querySelector(s: string): { scrollWidth: number; clientWidth: number } } }).document.querySelector('.table-scroll[aria-label="API keys"]');
+        return box.scrollWidth > box.clientWidth + 1;
+      });
+      assert.equal(scrolls, false, 'the keys table does not scroll sideways');
+
+      await page.locator('tr', { hasText: names[0]! }).getByRole('link', { name: `Disable ${names[0]}` }).click();
+      assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), `Disable the key “${names[0]}”?`);
+      await page.getByRole('button', { name: 'Disable key' }).click();
+      assert.match(await page.getByRole('status').first().innerText(), new RegExp(`Key “${names[0]}” is now disabled`));
+      assert.equal(await page.locator('tr', { hasText: names[0]! }).locator('.pill').innerText(), 'disabled');
+
+      await page.locator('tr', { hasText: names[1]! }).getByRole('link', { name: `Revoke ${names[1]}` }).click();
+      await page.getByRole('button', { name: 'Revoke key' }).click();
+      assert.match(await page.getByRole('status').first().innerText(), new RegExp(`Key “${names[1]}” is now revoked`));
+      const revoked = page.locator('tr', { hasText: names[1]! });
+      assert.equal(await revoked.locator('.pill').innerText(), 'revoked');
+      assert.equal(await revoked.getByRole('link', { name: /Disable|Revoke/ }).count(), 0, 'a revoked key has no actions left');
+      await shot1280('keys-realistic-after');
+    } finally {
       await page.setViewportSize({ width: 1280, height: 900 });
     }
   });

@@ -545,9 +545,9 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     const page = (await (await fetch(`${gateway.url}/status`)).text());
     const rows = [...page.matchAll(/<tr data-deployment-of="routed-70b" data-deployment="([^"]+)">([\s\S]*?)<\/tr>/g)];
     assert.deepEqual(rows.map((r) => r[1]), ['route-a/a-upstream', 'route-b/b-upstream']);
-    assert.match(rows[0]![2]!, /<span class="pill pill-up">Up<\/span><\/td><td class="num">\d[\d,]* ms<\/td>/);
-    assert.match(rows[1]![2]!, /<span class="pill pill-up">Up<\/span><\/td><td class="num">—<\/td>/);
-    assert.match(page, /<caption>Deployments: routing state and live latency<\/caption>\s*<thead><tr><th scope="col">Model<\/th><th scope="col">Deployment<\/th><th scope="col">Routing state<\/th><th scope="col" class="num">Live latency<\/th>/);
+    assert.match(rows[0]![2]!, /<span class="pill pill-up">Routable<\/span><\/td><td class="num">\d[\d,]* ms<\/td>/);
+    assert.match(rows[1]![2]!, /<span class="pill pill-up">Routable<\/span><\/td><td class="num">—<\/td>/);
+    assert.match(page, /<caption>Deployments: where requests are routed now<\/caption>\s*<thead><tr><th scope="col">Model<\/th><th scope="col">Deployment<\/th><th scope="col">Router \(this process\)<\/th><th scope="col" class="num">Live latency<\/th>/);
 
     // Both deployments failing: the fallback registered in the form answers, and /status says how each deployment fares.
     const dead = { fail: { status: 503, body: '{"error":{"message":"overloaded","type":"ServiceUnavailableError","param":null,"code":503}}' } };
@@ -564,7 +564,7 @@ describe('catalogue: deployments and fallbacks in the console', () => {
     }
     const degraded = await eventually(async () => {
       const text = await (await fetch(`${gateway.url}/status`)).text();
-      return /data-deployment="route-b\/b-upstream">[\s\S]*?pill-degraded">Degraded</.test(text) ? text : undefined;
+      return /data-deployment="route-b\/b-upstream">[\s\S]*?pill-degraded">Routable, recent failures</.test(text) ? text : undefined;
     }, 3000, 'the failed deployment shown as degraded');
     assert.match(/<tr data-deployment-of="routed-70b" data-deployment="route-b\/b-upstream">([\s\S]*?)<\/tr>/.exec(degraded)![1]!, /<td class="num">\d[\d,]* ms<\/td>/, 'a failure gives it a latency');
   });

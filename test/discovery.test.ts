@@ -194,17 +194,39 @@ describe('discovery', () => {
     await until(['brand-new'], ['qwen-coder']);
   });
 
-  test('a failing upstream keeps the list it gave before, and the failure is recorded without its credential', async () => {
+  test('a failing upstream keeps the list it gave before, and the failure is recorded with the URL it requested, without its credential; the console shows both', async () => {
     second.behaviour = { fail: { status: 500, body: JSON.stringify({ error: { message: 'engine down', type: 'InternalServerError', param: null, code: 500 } }) }, only: (r) => r.method === 'GET' };
-    const rows = await eventually(async () => {
-      const found = await queryStore<{ error: string | null }>(sluice.dataDir, "SELECT error FROM discovered_models WHERE provider_id = 'second'");
-      return found[0]?.error ? found : undefined;
-    }, 15_000, 'the failed listing recorded');
-    assert.match(rows[0]!.error!, /second/);
-    assert.ok(!rows[0]!.error!.includes('second-credential'));
-    const ids = await listedIds();
-    assert.ok(ids.includes('second-only'), 'the models listed before are kept');
-    second.behaviour = {};
+    try {
+      const rows = await eventually(async () => {
+        const found = await queryStore<{ error: string | null; error_url: string | null }>(sluice.dataDir, "SELECT error, error_url FROM discovered_models WHERE provider_id = 'second'");
+        return found[0]?.error ? found : undefined;
+      }, 15_000, 'the failed listing recorded');
+      assert.match(rows[0]!.error!, /second/);
+      assert.ok(!rows[0]!.error!.includes('second-credential'));
+      const tried = `${second.url}/models`;
+      assert.equal(rows[0]!.error_url, tried, 'the URL discovery requested');
+      const ids = await listedIds();
+      assert.ok(ids.includes('second-only'), 'the models listed before are kept');
+
+      await createAccount(sluice.dataDir, 'discovery-admin', 'discovery admin password', true);
+      const admin = new ConsoleClient(sluice.url);
+      await admin.signIn('discovery-admin', 'discovery admin password');
+      const page = (await admin.get('/app/catalogue')).text;
+      const row = /<tr data-provider="second">([\s\S]*?)<\/tr>/.exec(page)![1]!;
+      const shown = /<span class="field-error small" data-discovery-error>([\s\S]*?)<\/span><\/td>/.exec(row)?.[1];
+      assert.ok(shown, 'the provider’s row shows the failure');
+      assert.match(shown, /^last listing failed <time datetime="[^"]+" title="[^"]+">today \d\d:\d\d UTC<\/time>: .*second.*/);
+      assert.ok(shown.includes(`(GET <code>${tried}</code>)`), `the URL tried: ${shown}`);
+      assert.ok(!page.includes('second-credential'), 'never the credential');
+
+      // The console's import of the same list says which URL failed too.
+      const imported = await admin.post('/app/catalogue/providers/second/import', ConsoleClient.formFields(page, '/app/catalogue/providers/second/import'));
+      assert.equal(imported.status, 502);
+      assert.match(imported.text, new RegExp(`could not be read: [^<]*second[^<]* <span class="tried">\\(GET <code>${tried.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</code>\\)</span>`));
+      assert.ok(!imported.text.includes('second-credential'));
+    } finally {
+      second.behaviour = {};
+    }
   });
 });
 

@@ -226,6 +226,6 @@ describe('the console lists in pages', () => {
     const created = await admin.post('/app/keys', { ...fields, name: 'two models', models: 'm-10, m-11' });
     assert.equal(created.status, 200, created.text.slice(0, 500));
     const keys = await admin.get('/app/keys');
-    assert.match(keys.text, /<code>m-10<\/code>, <code>m-11<\/code>/);
+    assert.match(keys.text, /<li><code>m-10<\/code><\/li><li><code>m-11<\/code><\/li>/);
   });
 });

@@ -341,6 +341,6 @@ describe('models of the operations that generate no text, in every vendor’s li
     assert.match(/<tr data-model="reranker">[\s\S]*?<\/tr>/.exec(page)![0], /<code>\/v1\/rerank<\/code> <code>\/v2\/rerank<\/code>/);
     const detail = await (await fetch(`${gateway.url}/models/listener`)).text();
     assert.match(detail, /<code>POST \/v1\/audio\/transcriptions<\/code>, <code>POST \/v1\/audio\/translations<\/code>, <code>POST \/v1\/audio\/speech<\/code>/);
-    assert.match(detail, /curl -s \$SLUICE_URL\/v1\/audio\/speech[\s\S]*-o speech\.mp3/, 'its Try it example asks for what it serves');
+    assert.match(detail, /curl -sS &quot;\$SLUICE_URL\/v1\/audio\/speech&quot;[\s\S]*-o speech\.mp3/, 'its Try it example asks for what it serves');
   });
 });

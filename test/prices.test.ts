@@ -219,7 +219,7 @@ describe('list prices in a gateway', () => {
     assert.match(painter, /\/v1\/images\/generations/, 'its Try it example calls what it serves');
     const embedder = await (await fetch(`${sluice.url}/models/embed-small`)).text();
     assert.match(embedder, /<dt>Input price<\/dt><dd>\$0\.02 per million tokens<\/dd>/);
-    assert.match(embedder, /curl -s \$SLUICE_URL\/v1\/embeddings/);
+    assert.match(embedder, /curl -sS &quot;\$SLUICE_URL\/v1\/embeddings&quot;/);
     const detail = await (await fetch(`${sluice.url}/models/sonnet`)).text();
     assert.match(detail, new RegExp(`<dt>Price from</dt><dd class="price-source">Sluice price list of ${SHIPPED.as_of}</dd>`));
     assert.match(detail, /<dt>Cached input price<\/dt><dd>\$0\.30 per million tokens/);

@@ -114,13 +114,42 @@ export function formatInt(value: number): string {
   return value.toLocaleString('en-US');
 }
 
-export function formatDate(at: number | null, withTime = false): string {
-  if (at === null) return '—';
-  const iso = new Date(at).toISOString();
-  return withTime ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : iso.slice(0, 10);
+/** Month names as the console writes them in dates. */
+export const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+export const DAY_MS = 86_400_000;
+
+/** A UTC day as people read it: `25 Nov 2026`. */
+export function humanDay(at: number): string {
+  const date = new Date(at);
+  return `${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}`;
 }
 
-export function timeTag(at: number | null, withTime = true): Html {
-  if (at === null) return html`<span class="muted">never</span>`;
-  return html`<time datetime="${new Date(at).toISOString()}">${formatDate(at, withTime)}</time>`;
+/**
+ * A moment as people read it, always in UTC (the page is drawn on the server, which cannot know
+ * the reader's zone): `today 18:02 UTC`, `yesterday 18:02 UTC` (by the UTC day of `now`), else
+ * `25 Nov 2026, 18:02 UTC`. Words like "3 minutes ago" are left out: a page stays open, and they would go stale.
+ */
+export function humanDate(at: number, now: number): string {
+  const date = new Date(at);
+  const time = `${String(date.getUTCHours()).padStart(2, '0')}:${String(date.getUTCMinutes()).padStart(2, '0')} UTC`;
+  const daysAgo = Math.floor(now / DAY_MS) - Math.floor(at / DAY_MS);
+  if (daysAgo === 0) return `today ${time}`;
+  if (daysAgo === 1) return `yesterday ${time}`;
+  return `${humanDay(at)}, ${time}`;
+}
+
+/** Shown as `text`, the exact ISO time in `datetime` for programs and in `title` for a hover. */
+function isoTagged(at: number, text: string): Html {
+  const iso = new Date(at).toISOString();
+  return html`<time datetime="${iso}" title="${iso}">${text}</time>`;
+}
+
+/** Every moment the console shows (humanDate), with its exact time on hover; `null` is "never" (a key not used yet). */
+export function timeTag(at: number | null, now: number): Html {
+  return at === null ? html`<span class="muted">never</span>` : isoTagged(at, humanDate(at, now));
+}
+
+/** A date the console shows as a day alone (a model's release, a range's ends): humanDay, the exact time on hover. */
+export function dayTag(at: number): Html {
+  return isoTagged(at, humanDay(at));
 }

@@ -71,6 +71,19 @@ export function isHttps(req: IncomingMessage): boolean {
   return first === 'https';
 }
 
+/** A Host header as a browser sends one: a name or an address, and a port. Anything else is not put in a page. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/**
+ * This gateway's address as the browser reached it (`https://gw.example.com`): the scheme (a
+ * proxy's `X-Forwarded-Proto` included) and the Host header, for links and examples the reader
+ * copies. A Host header that is no host name becomes `localhost`.
+ */
+export function gatewayOrigin(req: IncomingMessage): string {
+  const host = req.headers.host;
+  return `${isHttps(req) ? 'https' : 'http'}://${host !== undefined && HOST.test(host) ? host : 'localhost'}`;
+}
+
 export function cookie(req: IncomingMessage, name: string, value: string, options: { maxAgeSeconds: number; path?: string }): string {
   const parts = [`${name}=${value}`, `Path=${options.path ?? '/'}`, `Max-Age=${options.maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
   if (isHttps(req)) parts.push('Secure');

@@ -3,7 +3,7 @@ import type { LimitUse } from '../limits/limit-admission.js';
 import { BUDGET_PERIODS, DEFAULT_BUDGET_PERIOD, hasLimits, limitsSchema, normaliseLimits, type BudgetPeriod, type Limits } from '../core/key-limits.js';
 import type { AccountRecord, KeyRecord } from '../store/store.js';
 import type { ConsoleDeps } from './console-context.js';
-import { formatInt, formatUsd, html, type Html } from './html.js';
+import { formatInt, formatUsd, html, MONTHS, type Html } from './html.js';
 
 /** The limit fields of the console's forms, by their form names. */
 export const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrency', 'budget_usd', 'budget_period'] as const;
@@ -32,8 +32,6 @@ const PERIOD_LABELS: Record<BudgetPeriod, string> = {
   month: 'per calendar month (UTC)',
   total: 'in total (never renews)',
 };
-
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
 export function emptyLimitValues(): LimitValues {
   return { rpm: '', tpm: '', concurrency: '', budget_usd: '', budget_period: DEFAULT_BUDGET_PERIOD };
@@ -150,9 +148,9 @@ function renewal(period: BudgetPeriod, at: number | null, now: number): Html | s
   if (period === 'total' || at === null || !Number.isFinite(at)) return '';
   const date = new Date(at);
   const iso = date.toISOString();
-  if (period === 'day') return html` <span class="muted">(renews <time datetime="${iso}">00:00 UTC</time>)</span>`;
+  if (period === 'day') return html` <span class="muted">(renews <time datetime="${iso}" title="${iso}">00:00 UTC</time>)</span>`;
   const year = date.getUTCFullYear() === new Date(now).getUTCFullYear() ? '' : ` ${date.getUTCFullYear()}`;
-  return html` <span class="muted">(renews <time datetime="${iso}">${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]}${year}</time>)</span>`;
+  return html` <span class="muted">(renews <time datetime="${iso}" title="${iso}">${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]}${year}</time>)</span>`;
 }
 
 const PERIOD_NOW: Record<BudgetPeriod, string> = { day: 'today', week: 'this week', month: 'this month', total: 'in total' };

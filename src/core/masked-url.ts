@@ -1,13 +1,14 @@
 /**
- * A connection URL (PostgreSQL, Redis) fit for logs, pages and messages: its password, a lone
- * user name (which Redis takes as a password) and any password-like query parameter become `***`.
+ * A URL (PostgreSQL, Redis, an upstream's) fit for logs, pages and messages: its password, a lone
+ * user name (which Redis takes as a password) and any query parameter that may hold a credential
+ * (a password, a key, a token, a secret) become `***`.
  */
 export function maskUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password !== '') parsed.password = '***';
     else if (parsed.username !== '' && parsed.protocol.startsWith('redis')) parsed.username = '***';
-    for (const name of [...parsed.searchParams.keys()]) if (/pass/i.test(name)) parsed.searchParams.set(name, '***');
+    for (const name of [...parsed.searchParams.keys()]) if (/pass|key|token|secret|auth|sig/i.test(name)) parsed.searchParams.set(name, '***');
     return parsed.toString();
   } catch {
     return '(an unparsable URL)';

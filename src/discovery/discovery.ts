@@ -4,6 +4,7 @@ import { withinCap } from '../catalogue/discovered.js';
 import type { LiveCatalogue } from '../catalogue/live-catalogue.js';
 import type { DiscoverConfig } from '../config/config-file.js';
 import { toGatewayError } from '../core/errors.js';
+import { ModelListingError } from '../providers/model-listing.js';
 import type { CatalogueRepository } from '../store/store.js';
 import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
 
@@ -114,10 +115,11 @@ export class Discovery {
         models = await provider.listModels(AbortSignal.any([this.stopping.signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]));
       } catch (error) {
         if (this.stopping.signal.aborted) return;
-        // The adapters' messages carry no credential (they are redacted as a caller's would be).
+        // The adapters' messages carry no credential (they are redacted as a caller's would be), nor does the address (masked).
         const reason = toGatewayError(error).message;
-        this.logger.warn({ provider: providerId, reason }, 'model discovery failed; the models listed before are kept');
-        await this.repository.discoveryFailed(providerId, reason, Date.now());
+        const url = error instanceof ModelListingError ? error.url : null;
+        this.logger.warn({ provider: providerId, reason, url }, 'model discovery failed; the models listed before are kept');
+        await this.repository.discoveryFailed(providerId, reason, url, Date.now());
         return;
       }
       const { kept, dropped } = withinCap(models, settings);

@@ -3,7 +3,7 @@ import type { Dispatcher, Pool } from 'undici';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
-import { maskBaseUrl } from '../core/masked-url.js';
+import { maskBaseUrl, maskUrl } from '../core/masked-url.js';
 import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from '../core/upstream-errors.js';
 import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';
@@ -126,6 +126,11 @@ export class UpstreamClient {
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
+  }
+
+  /** The full address of `path` on this upstream, fit to show: credentials in it masked, the provider's secrets redacted. */
+  addressOf(path: string): string {
+    return redact(maskUrl(this.origin + this.basePath + path), this.secrets);
   }
 
   /** GETs a JSON object (a model list); `path` may carry a query. */

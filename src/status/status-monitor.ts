@@ -113,7 +113,10 @@ export class StatusMonitor {
             : [...provider.models.keys()].flatMap((id) => catalogue.get(id) ?? []).filter((model) => model.providerId === provider.id).sort((a, b) => position.indexOf(a.id) - position.indexOf(b.id));
         return {
           ...provider,
-          models: listed.map((model) => ({ ...(provider.models.get(model.id) ?? stored.idle), id: model.id, deployments: this.deployments(model) })),
+          models: listed.map((model) => {
+            const own = provider.models.get(model.id) ?? stored.idle;
+            return { ...own, id: model.id, state: ownOrProvider(own.state, provider.state), deployments: this.deployments(model) };
+          }),
           unlisted: all.length - listed.length,
         };
       }),
@@ -123,7 +126,7 @@ export class StatusMonitor {
   /** Each model's health, read per model: the models page asks for a page of many. */
   async modelHealth(): Promise<HealthOf> {
     const { health } = await this.stored();
-    return (model) => health.models.get(model.id) ?? health.providers.get(model.providerId) ?? 'unknown';
+    return (model) => ownOrProvider(health.models.get(model.id) ?? 'unknown', health.providers.get(model.providerId) ?? 'unknown');
   }
 
   private stored(): Promise<StoredSnapshot> {
@@ -170,6 +173,14 @@ export class StatusMonitor {
       health: { models: modelHealth, providers: new Map(providers.map((p) => [p.id, p.state])) },
     };
   }
+}
+
+/**
+ * A model's state wherever it is shown (/status, /models, both JSON forms): its own figures' in the
+ * last hour, else its provider's (a model nobody called lately is as well as its upstream).
+ */
+function ownOrProvider(own: Health, provider: Health): Health {
+  return own === 'unknown' ? provider : own;
 }
 
 function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {

@@ -278,6 +278,12 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.alterTable('usage_daily').addColumn('unpriced', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
       },
     },
+    '0014_discovery_error_url': {
+      async up(db: Kysely<any>) {
+        // The address a failed listing requested (credentials masked), shown with its error.
+        await db.schema.alterTable('discovered_models').addColumn('error_url', 'text').execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

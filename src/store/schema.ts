@@ -44,6 +44,7 @@ export interface Database {
     models: string;
     listed_at: number | null;
     error: string | null;
+    error_url: string | null;
     error_at: number | null;
     claimed_by: string | null;
     claimed_until: Generated<number>;

@@ -107,6 +107,7 @@ export class SqlCatalogue implements CatalogueRepository {
       models: JSON.parse(row.models) as unknown,
       listedAt: row.listed_at === null ? null : Number(row.listed_at),
       error: row.error,
+      errorUrl: row.error_url,
       errorAt: row.error_at === null ? null : Number(row.error_at),
     }));
   }
@@ -115,7 +116,7 @@ export class SqlCatalogue implements CatalogueRepository {
     // A read first: most ticks find the turn not yet come, and then nothing is written.
     let row = await this.db.selectFrom('discovered_models').select(['listed_at', 'error_at', 'claimed_until']).where('provider_id', '=', providerId).executeTakeFirst();
     if (row === undefined) {
-      await this.db.insertInto('discovered_models').values({ provider_id: providerId, models: '[]', listed_at: null, error: null, error_at: null }).onConflict((oc) => oc.column('provider_id').doNothing()).execute();
+      await this.db.insertInto('discovered_models').values({ provider_id: providerId, models: '[]', listed_at: null, error: null, error_url: null, error_at: null }).onConflict((oc) => oc.column('provider_id').doNothing()).execute();
       row = { listed_at: null, error_at: null, claimed_until: 0 };
     }
     const listedAt = row.listed_at === null ? null : Number(row.listed_at);
@@ -150,15 +151,15 @@ export class SqlCatalogue implements CatalogueRepository {
       const row = await tx.selectFrom('discovered_models').select('models').where('provider_id', '=', providerId).executeTakeFirst();
       if (row === undefined) return false;
       const changed = row.models !== text;
-      await tx.updateTable('discovered_models').set({ models: text, listed_at: now, error: null, error_at: null }).where('provider_id', '=', providerId).execute();
+      await tx.updateTable('discovered_models').set({ models: text, listed_at: now, error: null, error_url: null, error_at: null }).where('provider_id', '=', providerId).execute();
       // An unchanged list (the usual case) costs the other processes no reload.
       if (changed) await bump('catalogue');
       return changed;
     });
   }
 
-  async discoveryFailed(providerId: string, error: string, now: number): Promise<void> {
-    await this.db.updateTable('discovered_models').set({ error, error_at: now }).where('provider_id', '=', providerId).execute();
+  async discoveryFailed(providerId: string, error: string, url: string | null, now: number): Promise<void> {
+    await this.db.updateTable('discovered_models').set({ error, error_url: url, error_at: now }).where('provider_id', '=', providerId).execute();
   }
 
   async dropDiscovered(keep: readonly string[]): Promise<boolean> {

@@ -207,6 +207,8 @@ export interface DiscoveredList {
   readonly listedAt: number | null;
   /** Why the latest listing failed, when it did (the list is the one before); no secret. */
   readonly error: string | null;
+  /** The address the failed listing requested, its credentials masked; null when unknown. */
+  readonly errorUrl: string | null;
   readonly errorAt: number | null;
 }
 
@@ -255,7 +257,7 @@ export interface CatalogueRepository {
   /** Replaces a provider's list whole; true (and the catalogue version bumped) when it changed. */
   putDiscovered(providerId: string, models: readonly object[], now: number): Promise<boolean>;
   /** Records a failed listing, keeping the list. */
-  discoveryFailed(providerId: string, error: string, now: number): Promise<void>;
+  discoveryFailed(providerId: string, error: string, url: string | null, now: number): Promise<void>;
   /** Drops the lists of providers not in `keep` (gone, or no longer discovering); true when a catalogue entry went with them. */
   dropDiscovered(keep: readonly string[]): Promise<boolean>;
 }

@@ -68,8 +68,13 @@ table.data code, table.data time { white-space: nowrap; }
 td.actions.stacked .btn { display: block; width: max-content; }
 td.actions.stacked .btn + .btn { margin-top: .3rem; }
 form.inline { display: inline; margin: 0; }
-td.limits { min-width: 12rem; }
+td.limits { min-width: 12rem; max-width: 20rem; }
 td.dates { white-space: nowrap; }
+/* A key's name wraps (anywhere, if it must), its account, secret and status beneath it; model ids one a line. */
+table.keys tbody th { min-width: 9rem; max-width: 15rem; overflow-wrap: anywhere; }
+table.keys tbody th .sub { display: block; font-weight: normal; margin-top: .2rem; }
+td.models { min-width: 11rem; max-width: 16rem; }
+td.models code { white-space: normal; overflow-wrap: anywhere; }
 /* Tables of many columns (keys, models): narrower gutters, so that every column shows at 1,280 px. */
 table.data.wide th, table.data.wide td { padding-left: .5rem; padding-right: .5rem; }
 td.limits li + li { margin-top: .2rem; }

@@ -4,7 +4,7 @@ import type { AccountRecord } from '../../store/store.js';
 import { AccountError, changeAccount, createConsoleAccount, resetPassword, SIGN_IN_LINK_TTL_MS, type AccessGranted, type PasswordChoice } from '../accounts.js';
 import { accountInPath, checkedForm, page, requireSession, userOf, type ConsoleDeps } from '../console-context.js';
 import { formatInt, html, layout, timeTag, type Html } from '../html.js';
-import { FormError, isHttps, redirect, sendHtml } from '../http.js';
+import { FormError, gatewayOrigin, redirect, sendHtml } from '../http.js';
 import { MIN_PASSWORD_LENGTH } from '../passwords.js';
 import { pathPattern } from '../path-routes.js';
 import type { Session } from '../sessions.js';
@@ -43,7 +43,7 @@ function choiceOf(form: URLSearchParams): PasswordChoice | { error: string } {
 
 /** The full link for the admin to pass on, on the address the admin reached the console by. */
 function fullLink(ctx: RequestContext, path: string): string {
-  return `${isHttps(ctx.req) ? 'https' : 'http'}://${ctx.req.headers.host ?? 'localhost'}${path}`;
+  return gatewayOrigin(ctx.req) + path;
 }
 
 function accessCell(account: AccountRecord, pending: ReadonlySet<string>): Html {
@@ -114,7 +114,7 @@ ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 
     <td><span class="pill pill-${account.disabled ? 'disabled' : 'active'}">${account.disabled ? 'disabled' : 'active'}</span></td>
     <td>${accessCell(account, pending)}</td>
     <td class="num"><a href="/app/keys?account=${encodeURIComponent(account.name)}">${formatInt(count)}<span class="visually-hidden"> key${count === 1 ? '' : 's'} of ${account.name}</span></a></td>
-    <td>${timeTag(account.createdAt, false)}</td>
+    <td>${timeTag(account.createdAt, now)}</td>
     <td>${hasLimits(account.limits) ? describeLimits(account.limits) : html`<span class="muted">none</span>`}</td>
     ${rowActions(session, account)}
   </tr>`;

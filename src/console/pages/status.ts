@@ -3,7 +3,7 @@ import type { Figures, Health } from '../../status/health.js';
 import type { DeploymentState } from '../../routing/deployment-health.js';
 import { HISTORY_DAYS, type ComponentStatus, type DayBar, type ModelStatus, type StatusSnapshot } from '../../status/status-monitor.js';
 import { page, visitor, type ConsoleDeps } from '../console-context.js';
-import { formatDate, formatInt, html, layout, type Html, type LayoutOptions } from '../html.js';
+import { formatInt, timeTag, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
 import { healthPill } from './models/views.js';
 
@@ -68,14 +68,18 @@ function latency(f: Figures): string {
   return f.latencyMs === null ? '—' : `${formatInt(f.latencyMs.p50)} / ${formatInt(f.latencyMs.p95)} / ${formatInt(f.latencyMs.p99)} ms`;
 }
 
-/** Words as well as colour: the pill says the state. */
-const DEPLOYMENT_STATES: Record<DeploymentState, string> = { up: 'Up', degraded: 'Degraded', cooling: 'Cooling down', open: 'Circuit open' };
+/**
+ * Words as well as colour: the pill says the state. These are the router's (does this process send
+ * requests there now?), not health: worded apart from the models' Up / Down / No recent data, so
+ * that a model with no recent traffic whose deployment takes requests does not read as "Up" twice over.
+ */
+const DEPLOYMENT_STATES: Record<DeploymentState, string> = { up: 'Routable', degraded: 'Routable, recent failures', cooling: 'Cooling down', open: 'Circuit open' };
 
 /** One row per deployment of each model: where its requests go, and how the router sees that upstream now. */
 function deploymentTable(providerId: string, models: readonly ModelStatus[]): Html {
   return html`<div class="table-scroll" role="region" aria-label="Deployments of the models of ${providerId}" tabindex="0"><table class="data compact">
-    <caption>Deployments: routing state and live latency</caption>
-    <thead><tr><th scope="col">Model</th><th scope="col">Deployment</th><th scope="col">Routing state</th><th scope="col" class="num">Live latency</th></tr></thead>
+    <caption>Deployments: where requests are routed now</caption>
+    <thead><tr><th scope="col">Model</th><th scope="col">Deployment</th><th scope="col">Router (this process)</th><th scope="col" class="num">Live latency</th></tr></thead>
     <tbody>${models.map((m) =>
       m.deployments.map(
         (d) => html`<tr data-deployment-of="${m.id}" data-deployment="${d.provider}/${d.upstream_model}"><th scope="row"><code>${m.id}</code></th><td><code>${d.provider}/${d.upstream_model}</code></td><td><span class="pill pill-${d.state}">${DEPLOYMENT_STATES[d.state]}</span></td><td class="num">${d.latency_ms === null ? '—' : `${formatInt(d.latency_ms)} ms`}</td></tr>`,
@@ -93,10 +97,8 @@ function statusPage(snapshot: StatusSnapshot, user: LayoutOptions['user']) {
     body: html`<div class="page-head">
   <h1>Service status</h1>
 </div>
-<p class="banner banner-${snapshot.overall}" id="overall" role="status"><strong>${HEADLINES[snapshot.overall]}</strong> <span class="muted small">as of ${formatDate(snapshot.generatedAt, true)}</span></p>
-${snapshot.degraded.map((d) => html`<p class="banner banner-degraded" data-degraded="${d.component}">${d.message} <span class="muted small">since ${formatDate(d.since, true)}</span></p>`)}
-<p class="muted small">From real traffic through this gateway over the last hour (and active probes where configured). Error rate counts upstream and gateway failures, not callers’ mistakes. Latency is p50 / p95 / p99 of whole requests.</p>
-<p class="muted small">Each model’s deployments are the upstreams its requests are routed to, as the gateway process answering this page sees them: up; degraded (failures in the last circuit window); cooling down (the upstream asked for a pause with <code>Retry-After</code>); circuit open (too many failures: no requests until its cooldown ends, then one trial). Live latency is a recent average of the time until the upstream answered (a stream’s first content; a failure counts as a slow answer); “—” when it has had no request in the last minute. A model is listed under the provider of its first deployment.</p>
+<p class="banner banner-${snapshot.overall}" id="overall" role="status"><strong>${HEADLINES[snapshot.overall]}</strong> <span class="muted small">as of ${timeTag(snapshot.generatedAt, snapshot.generatedAt)}</span></p>
+${snapshot.degraded.map((d) => html`<p class="banner banner-degraded" data-degraded="${d.component}">${d.message} <span class="muted small">since ${timeTag(d.since, snapshot.generatedAt)}</span></p>`)}
 ${snapshot.providers.length === 0 ? html`<p class="empty card">No providers are configured.</p>` : ''}
 ${snapshot.providers.map(
   (p) => html`<section class="card provider" data-provider="${p.id}" aria-labelledby="prov-${p.id}">
@@ -115,16 +117,22 @@ ${snapshot.providers.map(
     p.models.length === 0
       ? ''
       : html`<div class="table-scroll" role="region" aria-label="Models of ${p.id}" tabindex="0"><table class="data compact">
-    <thead><tr><th scope="col">Model</th><th scope="col">Status</th><th scope="col" class="num">Requests (1 h)</th><th scope="col" class="num">Error rate</th><th scope="col" class="num">p50 / p95 / p99</th><th scope="col" class="num">90-day uptime</th></tr></thead>
+    <caption>Models: health over the last hour</caption>
+    <thead><tr><th scope="col">Model</th><th scope="col">Health (1 h)</th><th scope="col" class="num">Requests (1 h)</th><th scope="col" class="num">Error rate</th><th scope="col" class="num">p50 / p95 / p99</th><th scope="col" class="num">90-day uptime</th></tr></thead>
     <tbody>${p.models.map(
-      (m) => html`<tr data-model="${m.id}"><th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a></th><td>${healthPill(m.state)}</td><td class="num">${formatInt(m.lastHour.requests)}</td><td class="num">${percent(m.lastHour.errorRate, 1)}</td><td class="num">${latency(m.lastHour)}</td><td class="num">${percent(m.uptime90d)}</td></tr>`,
+      (m) => html`<tr data-model="${m.id}"><th scope="row"><a href="/models/${encodeURIComponent(m.id)}"><code>${m.id}</code></a></th><td>${healthPill(m.state)}${m.state !== 'unknown' && m.lastHour.requests === 0 && m.lastHour.lastProbe === null ? html` <span class="muted small">its provider’s</span>` : ''}</td><td class="num">${formatInt(m.lastHour.requests)}</td><td class="num">${percent(m.lastHour.errorRate, 1)}</td><td class="num">${latency(m.lastHour)}</td><td class="num">${percent(m.uptime90d)}</td></tr>`,
     )}</tbody>
   </table></div>
   ${deploymentTable(p.id, p.models)}`
   }
   ${p.unlisted === 0 ? '' : html`<p class="muted small" data-unlisted="${p.unlisted}">${formatInt(p.unlisted)} ${p.models.length === 0 ? '' : 'more '}model${p.unlisted === 1 ? '' : 's'} without traffic or probes in the last ${HISTORY_DAYS} days ${p.unlisted === 1 ? 'is' : 'are'} not listed here: see <a href="/models">Models</a>.</p>`}
 </section>`,
-)}`,
+)}
+<details class="about" id="about-figures">
+  <summary>What these figures mean</summary>
+  <p class="muted small">Health comes from real traffic through this gateway over the last hour, and active probes where configured: a model with none of its own shows its provider’s health (“its provider’s”), as <a href="/models">Models</a> does. Error rate counts upstream and gateway failures, not callers’ mistakes. Latency is p50 / p95 / p99 of whole requests.</p>
+  <p class="muted small">Each model’s deployments are the upstreams its requests are routed to, as the gateway process answering this page sees them now: routable; routable with recent failures (failures in the last circuit window); cooling down (the upstream asked for a pause with <code>Retry-After</code>); circuit open (too many failures: no requests until its cooldown ends, then one trial). A deployment is routable until requests fail, so it reads “Routable” while its model has no recent data. Live latency is a recent average of the time until the upstream answered (a stream’s first content; a failure counts as a slow answer); “—” when it has had no request in the last minute. A model is listed under the provider of its first deployment.</p>
+</details>`,
   });
 }
 

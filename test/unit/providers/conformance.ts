@@ -22,6 +22,7 @@ import { modelSchema, providerSchema, type ProviderConfig } from '../../../src/c
 import { GatewayError, type ErrorKind, type UpstreamFailureCondition } from '../../../src/core/errors.js';
 import type { Finish, FinishReason, GeneratedChoice, GenerationRequest, GenerationResult, StreamPart, Usage } from '../../../src/generation/model.js';
 import type { GenerationCall, ProviderAdapter, RelayCall, WireOperation } from '../../../src/generation/provider.js';
+import { ModelListingError } from '../../../src/providers/model-listing.js';
 import { createProvider } from '../../../src/providers/registry.js';
 import type { RecordedRequest } from '../../fakes/fake-server.js';
 import { readRecordedResponse, sseJsonPayloads, startReplayUpstream, withJsonBody, type RecordedResponse, type ReplayUpstream } from './replay-upstream.js';
@@ -326,8 +327,14 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
         test(c.name, async () => {
           upstream.serve(...c.pages.map(response));
           const listing = provider.listModels(new AbortController().signal);
-          if (c.error !== undefined) assertGatewayError(await rejection(listing), c.error);
-          else assert.deepStrictEqual(await listing, c.expect);
+          if (c.error !== undefined) {
+            const failure = await rejection(listing);
+            assertGatewayError(failure, c.error);
+            // The page that failed is named, for the console and the log to show (never with the key).
+            assert.ok(failure instanceof ModelListingError, 'a listing failure names its URL');
+            assert.equal(failure.url, `${upstream.url}${c.paths.at(-1)}`);
+            assert.ok(!failure.url.includes(adapter.apiKey));
+          } else assert.deepStrictEqual(await listing, c.expect);
           assert.equal(upstream.unanswered(), 0, 'every page asked for');
           assert.deepStrictEqual(
             upstream.requests.map((r) => `${r.method} ${r.path}`),

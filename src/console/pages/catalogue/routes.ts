@@ -5,6 +5,7 @@ import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GENERATION_ENDPOINTS } from '../../../config/config-file.js';
 import { toGatewayError } from '../../../core/errors.js';
 import { importModels, type ImportOutcome } from '../../../discovery/model-import.js';
+import { ModelListingError } from '../../../providers/model-listing.js';
 import type { Handler, RequestContext } from '../../../http/handler.js';
 import { checkedForm, page, requireSession, type ConsoleDeps } from '../../console-context.js';
 import { FormError, redirect, sendHtml } from '../../http.js';
@@ -47,19 +48,19 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     const all = deps.catalogue.current().models;
     const q = (query.get('q') ?? '').slice(0, 200);
     const list = modelPage(all, q, pageSpec(query));
-    sendHtml(ctx.res, 200, overviewPage({ session, notice: known, providers: deps.catalogue.providers(), modelCount: all.length, list, q, query, discovered }));
+    sendHtml(ctx.res, 200, overviewPage({ session, notice: known, providers: deps.catalogue.providers(), modelCount: all.length, list, q, query, discovered, now: Date.now() }));
   };
 
   /** The upstream's own model list, registered as console models. */
   const importFrom: CatalogueHandler = async (ctx, session, params) => {
     await checkedForm(ctx, session);
     const providerId = decodeParam(params.id!, 'There is no such provider.');
-    let outcome: ImportOutcome | { error: string } | undefined;
+    let outcome: ImportOutcome | { error: string; url: string | null } | undefined;
     try {
       outcome = await importModels(providerId, deps.catalogue, admin, deps.providers);
     } catch (error) {
-      // GatewayError messages name the provider and the failure, never its credential.
-      outcome = { error: toGatewayError(error).message };
+      // GatewayError messages name the provider and the failure, never its credential; the address is masked.
+      outcome = { error: toGatewayError(error).message, url: error instanceof ModelListingError ? error.url : null };
     }
     if (outcome === undefined) throw new FormError(404, `There is no provider “${providerId}”.`);
     sendHtml(ctx.res, 'error' in outcome ? 502 : 200, importPage(session, providerId, outcome));

@@ -8,7 +8,7 @@ import { DISCOVER_DEFAULTS, ENDPOINTS, PRICE_UNITS, PROVIDER_KINDS, UPSTREAM_API
 import type { ImportOutcome } from '../../../discovery/model-import.js';
 import type { DiscoveredList } from '../../../store/store.js';
 import { userOf } from '../../console-context.js';
-import { html, layout, type Html } from '../../html.js';
+import { html, layout, timeTag, type Html } from '../../html.js';
 import { PAGE_SIZE, pager, type Paged } from '../../paging.js';
 import type { Session } from '../../sessions.js';
 import { priceLines, priceSource } from '../models/views.js';
@@ -74,12 +74,17 @@ function takenCount(list: DiscoveredList | undefined, settings: DiscoverConfig):
   return (list.models as { id?: unknown }[]).filter((model) => typeof model?.id === 'string' && exclusion(settings, model.id) === undefined).length;
 }
 
-/** A provider's discovery: off, or its interval and how the last listing went. */
-function discoveryCell(settings: DiscoverConfig | undefined, list: DiscoveredList | undefined): Html {
+/** What a model listing that failed requested, when known: `GET <url>` (its credentials masked when it was recorded). */
+function requested(url: string | null | undefined): Html {
+  return url ? html` <span class="tried">(GET <code>${url}</code>)</span>` : html``;
+}
+
+/** A provider's discovery: off, or its interval and how the last listing went (a failure with the address it requested). */
+function discoveryCell(settings: DiscoverConfig | undefined, list: DiscoveredList | undefined, now: number): Html {
   if (settings === undefined) return html`<span class="muted">off</span>`;
-  const listed = list?.listedAt == null ? 'not listed yet' : `listed ${new Date(list.listedAt).toISOString()}`;
+  const listed = list?.listedAt == null ? html`not listed yet` : html`listed ${timeTag(list.listedAt, now)}`;
   const atLimit = takenCount(list, settings) >= settings.max_models;
-  return html`every ${settings.interval_ms / 1000} s<br><span class="muted small">${listed}</span>${atLimit ? html`<br><span class="field-error small">at the limit of ${settings.max_models} models (discover.max_models): any more the upstream lists are left out</span>` : ''}${list?.error ? html`<br><span class="field-error small">last listing failed: ${list.error}</span>` : ''}`;
+  return html`every ${settings.interval_ms / 1000} s<br><span class="muted small">${listed}</span>${atLimit ? html`<br><span class="field-error small">at the limit of ${settings.max_models} models (discover.max_models): any more the upstream lists are left out</span>` : ''}${list?.error ? html`<br><span class="field-error small" data-discovery-error>last listing failed${list.errorAt === null ? '' : html` ${timeTag(list.errorAt, now)}`}: ${list.error}${requested(list.errorUrl)}</span>` : ''}`;
 }
 
 /** The query for the pager's links: the one-time notice is not carried to other pages. */
@@ -101,9 +106,10 @@ export interface OverviewInput {
   readonly q: string;
   readonly query: URLSearchParams;
   readonly discovered: readonly DiscoveredList[];
+  readonly now: number;
 }
 
-export function overviewPage({ session, notice, providers, modelCount, list, q, query, discovered }: OverviewInput): Html {
+export function overviewPage({ session, notice, providers, modelCount, list, q, query, discovered, now }: OverviewInput): Html {
   const models = list.items;
   const listOf = new Map(discovered.map((list) => [list.providerId, list]));
   const origin = (o: CatalogueModel['origin']) => originTag(o, '');
@@ -124,7 +130,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
       (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${p.config.base_url}</code></td>
       <td>${p.hasApiKey ? 'set' : html`<span class="muted">none</span>`}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}</td>
       <td>${p.config.probe ? `${p.config.probe.model} every ${p.config.probe.interval_ms / 1000} s` : html`<span class="muted">off</span>`}</td>
-      <td>${discoveryCell(p.config.discover, listOf.get(p.id))}</td>
+      <td>${discoveryCell(p.config.discover, listOf.get(p.id), now)}</td>
       <td>${origin(p.origin)}</td>
       <td class="actions"><form method="post" action="/app/catalogue/providers/${encodeURIComponent(p.id)}/import" class="inline"><input type="hidden" name="csrf" value="${session.csrf}"><button type="submit" class="btn btn-small btn-secondary">Import models<span class="visually-hidden"> of ${p.id}</span></button></form>${p.origin === 'console' ? html` <a class="btn btn-small btn-secondary" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/edit">Edit<span class="visually-hidden"> ${p.id}</span></a> <a class="btn btn-small btn-danger" href="/app/catalogue/providers/${encodeURIComponent(p.id)}/delete">Remove<span class="visually-hidden"> ${p.id}</span></a>` : ''}</td></tr>`,
     )}</tbody>
@@ -156,7 +162,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 }
 
 /** What an import did: the models registered, those skipped and why, or the upstream's refusal. */
-export function importPage(session: Session, providerId: string, outcome: ImportOutcome | { error: string }): Html {
+export function importPage(session: Session, providerId: string, outcome: ImportOutcome | { error: string; url: string | null }): Html {
   return layout({
     title: 'Import models',
     nav: 'catalogue',
@@ -165,7 +171,7 @@ export function importPage(session: Session, providerId: string, outcome: Import
 <section class="card">
 <h1>Import models from <code>${providerId}</code></h1>
 ${'error' in outcome
-  ? html`<div class="notice notice-error" role="alert"><p>The upstream's model list could not be read: ${outcome.error}</p></div>`
+  ? html`<div class="notice notice-error" role="alert"><p>The upstream's model list could not be read: ${outcome.error}${requested(outcome.url)}</p></div>`
   : html`<p class="notice notice-ok" role="status">${outcome.added.length} added, ${outcome.skipped.length} skipped.</p>
 <h2>Added</h2>
 ${outcome.added.length === 0 ? html`<p class="muted">None.</p>` : html`<ul class="plain" data-import="added">${outcome.added.map((a) => html`<li><code>${a.id}</code>${a.id === a.upstreamModel ? '' : html` <span class="muted small">(upstream <code>${a.upstreamModel}</code>)</span>`}</li>`)}</ul>`}

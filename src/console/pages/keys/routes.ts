@@ -7,7 +7,7 @@ import { dayOf } from '../../../store/sql-status.js';
 import type { KeyRecord, KeyStatus, UsageFigures } from '../../../store/store.js';
 import { accountInPath, checkedForm, errorPage, page, requireSession, userOf, type ConsoleDeps } from '../../console-context.js';
 import type { Html } from '../../html.js';
-import { FormError, redirect, sendHtml } from '../../http.js';
+import { FormError, gatewayOrigin, redirect, sendHtml } from '../../http.js';
 import { emptyLimitValues, limitValuesFromForm, limitValuesOf, parseLimitValues, readUses, type LimitValues } from '../../limits-view.js';
 import { decodeParam, pathPattern } from '../../path-routes.js';
 import type { Session } from '../../sessions.js';
@@ -126,7 +126,7 @@ export function keysRoutes(deps: ConsoleDeps): { list: Handler; create: Handler;
         expiresAt,
         limits: limits ?? undefined,
       });
-      sendHtml(ctx.res, 200, createdPage(session, key, secret));
+      sendHtml(ctx.res, 200, createdPage(session, key, secret, gatewayOrigin(ctx.req)));
     } catch (error) {
       if (!(error instanceof KeyManagementError)) throw error;
       await showKeys(deps, ctx, session, { status: 400, errors: { _: error.message }, values });

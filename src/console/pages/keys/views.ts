@@ -7,7 +7,7 @@ import type { AccountRecord, KeyRecord, UsageFigures } from '../../../store/stor
 import { listOfIds } from '../../../catalogue/unpriced.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
-import { formatDate, formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
+import { formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
 import { anyLimitTyped, describeUse, LIMIT_FIELDS, limitsFieldset, type Uses, type UseOrUnavailable } from '../../limits-view.js';
 import type { Session } from '../../sessions.js';
 import { MAX_KEY_NAME, type CreateValues } from './forms.js';
@@ -54,13 +54,11 @@ function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isA
   if (key.status === 'active') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/disable">Disable<span class="visually-hidden"> ${key.name}</span></a>`);
   if (key.status === 'disabled') actions.push(html`<a class="btn btn-small btn-secondary" href="/app/keys/${encodeURIComponent(key.id)}/enable">Enable<span class="visually-hidden"> ${key.name}</span></a>`);
   if (key.status !== 'revoked') actions.push(html`<a class="btn btn-small btn-danger" href="/app/keys/${encodeURIComponent(key.id)}/revoke">Revoke<span class="visually-hidden"> ${key.name}</span></a>`);
+  // The name, account, secret and status share the first cell, and models go one a line, so that the actions stay in a 1,280 px window.
   return html`<tr data-key-id="${key.id}">
-  <th scope="row">${key.name}</th>
-  ${isAdmin ? html`<td>${key.accountName}</td>` : ''}
-  <td><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code></td>
-  <td><span class="pill pill-${status}">${status}</span></td>
-  <td>${key.models === null ? html`<span class="muted">all models</span>` : key.models.map((m, i) => html`${i > 0 ? ', ' : ''}<code>${m}</code>`)}</td>
-  <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, false)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, false)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt)}`}</td>
+  <th scope="row">${key.name}${isAdmin ? html`<span class="sub muted"><span class="visually-hidden">account </span>${key.accountName}</span>` : ''}<span class="sub"><code>${maskSecret(key.secretPrefix, key.secretLastFour)}</code> <span class="pill pill-${status}">${status}</span></span></th>
+  <td class="models">${key.models === null ? html`<span class="muted">all models</span>` : html`<ul class="plain">${key.models.map((m) => html`<li><code>${m}</code></li>`)}</ul>`}</td>
+  <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, now)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, now)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt, now)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
   <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
@@ -105,16 +103,16 @@ export function keysPage({ session, accountFilter, now, keys, usage, accounts, l
 ${notice ? html`<p class="notice notice-${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${notice.text}</p>` : ''}
 ${isAdmin ? accountFilterForm('/app/keys', accounts, accountFilter) : ''}
 <div class="table-scroll" role="region" aria-label="API keys" tabindex="0">
-<table class="data wide">
+<table class="data wide keys">
   <thead><tr>
-    <th scope="col">Name</th>${isAdmin ? html`<th scope="col">Account</th>` : ''}<th scope="col">Key</th><th scope="col">Status</th><th scope="col">Models</th>
+    <th scope="col">Key<br><span class="muted">${isAdmin ? 'account, ' : ''}secret, status</span></th><th scope="col">Models</th>
     <th scope="col">Dates</th>
     <th scope="col" class="num">Requests<br><span class="muted">30 d</span></th><th scope="col" class="num">Tokens<br><span class="muted">30 d</span></th><th scope="col" class="num">Cost<br><span class="muted">30 d</span></th>
     <th scope="col">Limits<br><span class="muted">used now</span></th>
     <th scope="col">Actions</th>
   </tr></thead>
   <tbody>
-  ${keys.length === 0 ? html`<tr><td colspan="${isAdmin ? 11 : 10}" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
+  ${keys.length === 0 ? html`<tr><td colspan="8" class="empty">No keys yet. Create one below.</td></tr>` : keys.map((key) => keyRow(key, usage.get(key.id), uses, isAdmin, now))}
   </tbody>
 </table>
 </div>
@@ -238,8 +236,8 @@ export function noticeFromQuery(query: URLSearchParams, keys: readonly KeyRecord
   return undefined;
 }
 
-/** The new key's secret, shown this once. */
-export function createdPage(session: Session, key: KeyRecord, secret: string): Html {
+/** The new key's secret, shown this once (in the example too); `origin` is this gateway as the browser reached it, for the example. */
+export function createdPage(session: Session, key: KeyRecord, secret: string, origin: string): Html {
   return layout({
     title: 'Key created',
     nav: 'keys',
@@ -256,14 +254,15 @@ export function createdPage(session: Session, key: KeyRecord, secret: string): H
     <dt>Name</dt><dd>${key.name}</dd>
     <dt>Account</dt><dd>${key.accountName}</dd>
     <dt>Models</dt><dd>${key.models === null ? 'all models' : key.models.join(', ')}</dd>
-    <dt>Expires</dt><dd>${key.expiresAt === null ? 'never' : formatDate(key.expiresAt, true)}</dd>
+    <dt>Expires</dt><dd>${key.expiresAt === null ? 'never' : timeTag(key.expiresAt, Date.now())}</dd>
     ${key.limits === null ? '' : html`<dt>Limits</dt><dd>${describeLimits(key.limits)}</dd>`}
   </dl>
   <details>
     <summary>How to use it</summary>
-    <pre><code>export SLUICE_KEY=…   # the key above
-curl -s $SLUICE_URL/v1/models -H "Authorization: Bearer $SLUICE_KEY"</code></pre>
-    <p>Any OpenAI client works with its base URL set to this gateway’s <code>/v1</code>.</p>
+    <pre><code>SLUICE_URL='${origin}'
+SLUICE_KEY='${secret}'
+curl -sS "$SLUICE_URL/v1/models" -H "Authorization: Bearer $SLUICE_KEY"</code></pre>
+    <p>Any OpenAI client works with its base URL set to this gateway’s <code>/v1</code> (<code>${origin}/v1</code>). Each model’s page on <a href="/models">Models</a> has an example of its own.</p>
   </details>
   <p><a class="btn btn-secondary" href="/app/keys">Back to keys</a></p>
 </section>`,

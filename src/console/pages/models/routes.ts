@@ -2,7 +2,7 @@
 // answering in HTML or, when asked, in the public JSON.
 import type { Handler, RequestContext } from '../../../http/handler.js';
 import { page, visitor, type ConsoleDeps } from '../../console-context.js';
-import { FormError, redirect, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
+import { FormError, gatewayOrigin, redirect, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
 import { pageHref, pageSpec, PagingError, type PageSpec } from '../../paging.js';
 import { decodeParam } from '../../path-routes.js';
 import { modelJson, sendPublicJsonError } from './json.js';
@@ -57,7 +57,7 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
     const health = (await deps.status.modelHealth())(model);
     if (json) return sendPublicJson(ctx.res, { ...modelJson(model, health), note: KEY_DEPENDENT_NOTE });
     const { user, headers } = await visitor(deps, ctx);
-    sendHtml(ctx.res, 200, detailPage(model, health, user), headers);
+    sendHtml(ctx.res, 200, detailPage(model, health, user, gatewayOrigin(ctx.req)), headers);
   });
 
   return { list: page(deps, (ctx) => respondList(ctx, false)), json: page(deps, (ctx) => respondList(ctx, true)), detail };

@@ -5,8 +5,9 @@ import type { Catalogue, CatalogueModel, PricingSource } from '../../../catalogu
 import type { Pricing } from '../../../pricing/cost.js';
 import type { Health } from '../../../status/health.js';
 import type { HealthOf } from '../../../status/status-monitor.js';
-import { formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../../html.js';
+import { dayTag, formatInt, formatPrice, html, layout, type Html, type LayoutOptions } from '../../html.js';
 import { PAGE_SIZE, pageHref, pager, type Paged } from '../../paging.js';
+import { tryIt } from './try-it.js';
 import { KEY_DEPENDENT_NOTE, SORTS, type ListQuery, type SortKey } from './listing.js';
 
 /** Where a model's price came from, in words: its own entry, or which price list; a dash when unpriced. */
@@ -134,7 +135,8 @@ ${
   });
 }
 
-export function detailPage(m: CatalogueModel, health: Health, user: LayoutOptions['user']): Html {
+/** `origin`: this gateway as the reader reached it, for the "Try it" example. */
+export function detailPage(m: CatalogueModel, health: Health, user: LayoutOptions['user'], origin: string): Html {
   return layout({
     title: m.displayName ?? m.id,
     user,
@@ -158,25 +160,10 @@ ${m.description ? html`<p class="lead">${m.description}</p>` : ''}
   <dt>Price from</dt><dd class="price-source">${priceSource(m)}</dd>
   <dt>Operations</dt><dd>${operationsOf(m).map((path, i) => html`${i > 0 ? ', ' : ''}<code>POST ${path}</code>`)}</dd>
   ${m.version ? html`<dt>Version</dt><dd>${m.version}</dd>` : ''}
-  ${m.created ? html`<dt>Released</dt><dd>${new Date(m.created * 1000).toISOString().slice(0, 10)}</dd>` : ''}
+  ${m.created ? html`<dt>Released</dt><dd>${dayTag(m.created * 1000)}</dd>` : ''}
 </dl>
 <h2>Try it</h2>
-<pre><code>${tryIt(m)}</code></pre>
+<pre><code class="try-it">${tryIt(m, origin)}</code></pre>
 <p class="muted small">Whether your key may use this model depends on the key; see <a href="/app/keys">your keys</a>. JSON: <a href="/models/${encodeURIComponent(m.id)}?format=json">this model</a>.</p>`,
   });
-}
-
-/** The simplest request the model serves, as a curl command, for the "Try it" example. */
-function tryIt(m: CatalogueModel): string {
-  const call = (path: string, body: unknown, output?: string) =>
-    `curl -s $SLUICE_URL${path} \\\n  -H "Authorization: Bearer $SLUICE_KEY" -H 'content-type: application/json' \\\n  -d '${JSON.stringify(body)}'${output === undefined ? '' : ` -o ${output}`}`;
-  if (m.endpoints.has('completions')) return call('/v1/completions', { model: m.id, prompt: 'Say hi', max_tokens: 16 });
-  if (m.endpoints.has('chat')) return call('/v1/chat/completions', { model: m.id, messages: [{ role: 'user', content: 'Say hi' }] });
-  if (m.endpoints.has('responses')) return call('/v1/responses', { model: m.id, input: 'Say hi' });
-  if (m.endpoints.has('embeddings')) return call('/v1/embeddings', { model: m.id, input: 'Say hi' });
-  if (m.endpoints.has('rerank')) return call('/v1/rerank', { model: m.id, query: 'greeting', documents: ['Say hi', 'Goodbye'] });
-  if (m.endpoints.has('images')) return call('/v1/images/generations', { model: m.id, prompt: 'A lighthouse at dawn', n: 1 });
-  if (m.endpoints.has('speech')) return call('/v1/audio/speech', { model: m.id, input: 'Say hi', voice: 'alloy' }, 'speech.mp3');
-  if (m.endpoints.has('moderations')) return call('/v1/moderations', { model: m.id, input: 'Say hi' });
-  return `curl -s $SLUICE_URL/v1/audio/transcriptions \\\n  -H "Authorization: Bearer $SLUICE_KEY" \\\n  -F model=${m.id} -F file=@audio.wav`;
 }

@@ -4,7 +4,7 @@ import type { AccountRecord, UsageFigures, UsageGroup } from '../../../store/sto
 import { isoDay, spendText, type Breakdown, type TopList, type UsageReport } from '../../../usage/usage-report.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
-import { formatInt, formatUsd, html, layout, trusted, type Html } from '../../html.js';
+import { DAY_MS, dayTag, formatInt, formatUsd, html, layout, trusted, type Html } from '../../html.js';
 import type { Session } from '../../sessions.js';
 import { compactNumber, compactUsd, dayChart, type ChartSeries } from '../../usage-chart.js';
 import { queryOf, RANGES, usageHref, type UsageParams } from './params.js';
@@ -76,7 +76,7 @@ export function usagePage(session: Session, params: UsageParams, report: UsageRe
 
   const body = html`<div class="page-head">
   <h1>Usage</h1>
-  <p class="lead">Requests, tokens and spend of ${whose}, per UTC day from ${from} to ${to} (today). Today’s figures grow as requests are written to the ledger, within a second.</p>
+  <p class="lead">Requests, tokens and spend of ${whose}, per UTC day from ${dayTag(report.days[0]!.day * DAY_MS)} to ${dayTag(report.days.at(-1)!.day * DAY_MS)} (today). Today’s figures grow as requests are written to the ledger, within a second.</p>
 </div>
 <div class="usage-controls">
   ${switcher('Range', RANGES.map((r) => ({ value: r, text: `${r} days` })), params.range, (range) => ({ range }))}
