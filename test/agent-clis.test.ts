@@ -1,12 +1,12 @@
 // postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { AGENT_BIN, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -15,8 +15,6 @@ import { createKey, eventually, startSluice, tempDir, type RunningSluice } from 
  * the Gemini CLI only Google's generateContent, Codex only OpenAI's Responses API. Each runs in an empty environment with its own home,
  * no retries, and its calls home switched off (offline here, they would only fail).
  */
-const BIN = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.bin');
-const SYSTEM_PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 
 let upstreams: ThreeUpstreams;
 let sluice: RunningSluice;
@@ -58,25 +56,12 @@ after(async () => {
 
 beforeEach(() => upstreams.reset());
 
-/** Runs a CLI with stdin closed (each waits for more input on an open pipe) and a hard timeout. */
-function runCli(command: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { PATH: SYSTEM_PATH, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 function claude(model: string, prompt: string) {
   const home = tempDir('sluice-claude-');
   const work = join(home, 'work');
   mkdirSync(work);
   return runCli(
-    join(BIN, 'claude'),
+    join(AGENT_BIN, 'claude'),
     ['-p', prompt, '--output-format', 'json', '--model', model],
     {
       HOME: home,
@@ -111,7 +96,7 @@ function gemini(model: string, prompt: string) {
   );
   return runCli(
     process.execPath,
-    [join(BIN, 'gemini'), '-m', model, '-o', 'json', '-p', prompt],
+    [join(AGENT_BIN, 'gemini'), '-m', model, '-o', 'json', '-p', prompt],
     {
       HOME: home,
       GEMINI_CLI_HOME: home,
@@ -163,7 +148,7 @@ function codex(model: string | undefined, prompt: string) {
   mkdirSync(join(home, '.codex'));
   const provider = `{name="Sluice",base_url="${sluice.url}/v1",env_key="SLUICE_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
   return runCli(
-    join(BIN, 'codex'),
+    join(AGENT_BIN, 'codex'),
     [
       'exec', '--ephemeral', '--skip-git-repo-check', '--sandbox', 'read-only', '--json', '-C', work,
       ...(model === undefined ? [] : ['-c', `model=${model}`]), '-c', 'model_provider=sluice', '-c', `model_providers.sluice=${provider}`,

@@ -1,11 +1,10 @@
 // postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { AGENT_BIN, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -16,8 +15,6 @@ import { createKey, eventually, startSluice, tempDir, type RunningSluice } from 
  * operator's models. Two gateways: one whose patterns point at models on translated upstreams
  * (`claude-*` → a vLLM model, `gemini-*` → an Anthropic model), one at same-dialect upstreams.
  */
-const BIN = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.bin');
-const SYSTEM_PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 
 let upstreams: ThreeUpstreams;
 let translated: RunningSluice;
@@ -48,19 +45,6 @@ after(async () => {
 
 beforeEach(() => upstreams.reset());
 
-/** Runs a CLI with stdin closed (each waits for more input on an open pipe) and a hard timeout. */
-function runCli(command: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { PATH: SYSTEM_PATH, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 /** A fresh home; the agents' calls home are switched off (offline here, they would only fail), which a developer need not do. */
 function home(prefix: string): { home: string; work: string } {
   const dir = tempDir(prefix);
@@ -73,7 +57,7 @@ function home(prefix: string): { home: string; work: string } {
 function claude(sluice: RunningSluice, prompt: string) {
   const { home: dir, work } = home('sluice-claude-');
   return runCli(
-    join(BIN, 'claude'),
+    join(AGENT_BIN, 'claude'),
     ['-p', prompt, '--output-format', 'json'],
     {
       ANTHROPIC_BASE_URL: sluice.url,
@@ -102,7 +86,7 @@ function gemini(sluice: RunningSluice, prompt: string) {
   writeFileSync(join(dir, '.gemini', 'settings.json'), JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }));
   return runCli(
     process.execPath,
-    [join(BIN, 'gemini'), '-o', 'json', '-p', prompt],
+    [join(AGENT_BIN, 'gemini'), '-o', 'json', '-p', prompt],
     {
       GOOGLE_GEMINI_BASE_URL: sluice.url,
       GEMINI_API_KEY: keys.get(sluice)!,

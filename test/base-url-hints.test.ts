@@ -11,6 +11,7 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { createKey, startSluice, tempDir, type CreatedKey, type RunningSluice } from './support/sluice.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { thrown } from './support/thrown.js';
 
 let upstreams: ThreeUpstreams;
 let sluice: RunningSluice;
@@ -35,15 +36,6 @@ after(async () => {
   assert.equal(await sluice.stop(), 0, 'the gateway stops cleanly');
   await upstreams.close();
 });
-
-async function thrown(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('the request succeeded');
-}
 
 describe('the openai SDK with a base URL lacking /v1', () => {
   test('chat: a 404 whose message names /v1/chat/completions and says the base URL should end in /v1', async () => {

@@ -15,6 +15,7 @@ import OpenAI from 'openai';
 import { ConsoleClient, createAccount } from './support/console.js';
 import { cli, createKey, eventually, startSluice, tempDir, type CreatedKey, type LedgerRow, type RunningSluice } from './support/sluice.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { thrown } from './support/thrown.js';
 
 let upstreams: ThreeUpstreams;
 let sluice: RunningSluice;
@@ -54,15 +55,6 @@ after(async () => {
 const openai = (key: string) => new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
 const chat = (key: string, model: string) => openai(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 5 });
 const anthropic = (key: string) => new Anthropic({ apiKey: key, baseURL: sluice.url, maxRetries: 0 });
-
-async function thrown(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('the request was admitted');
-}
 
 async function ledgerRow(keyId: string, model: string): Promise<LedgerRow> {
   return eventually(async () => (await sluice.ledger()).filter((row) => row.key_id === keyId && row.model === model).at(-1), 5000, `the ledger row of ${model}`);

@@ -13,6 +13,7 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { createKey, eventually, startSluice, tempDir, type CreatedKey, type RunningSluice } from './support/sluice.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { thrown } from './support/thrown.js';
 
 let upstreams: ThreeUpstreams;
 let sluice: RunningSluice;
@@ -57,15 +58,6 @@ after(async () => {
 const openai = () => new OpenAI({ apiKey: key.key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
 const chat = (model: string) => openai().chat.completions.create({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 5 });
 const pathFaultLines = (provider: string) => (sluice.stdout() + sluice.stderr()).split('\n').filter((line) => line.includes(`'${provider}' has no such path`));
-
-async function thrown(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('the request succeeded');
-}
 
 describe('a provider whose base_url lacks /v1 (the fake vLLM)', () => {
   for (const how of ['fastapi', 'ollama', 'html', 'empty'] as const) {
