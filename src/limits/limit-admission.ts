@@ -79,9 +79,11 @@ export class LimitAdmission implements Admission {
     if (scopes.length === 0) return UNLIMITED;
     // A model without a price costs $0 whatever it consumes: a budget could not bind on it, so it fails closed.
     // A token count (no choices) is billed nothing at any price, so it is not refused for want of one.
-    const billed = billingUnitsOf(demand.units);
     const budgeted = scopes.find((scope) => scope.budget !== null);
-    if (budgeted !== undefined && demand.choices > 0 && !pricedFor(model.pricing, billed)) throw this.unpriced(budgeted.scope, model, billed);
+    if (budgeted !== undefined && demand.choices > 0) {
+      const billed = billingUnitsOf(demand.units);
+      if (!pricedFor(model.pricing, billed)) throw this.unpriced(budgeted.scope, model, billed);
+    }
     const { reservation, beyondOrdinary } = await this.reservationFor(scopes, model, demand);
     // A budget admits while its spend plus what this request reserves beyond an ordinary one is below it
     // (see budgetRule): one that could not be admitted even at $0 is refused without counting anything.

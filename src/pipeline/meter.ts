@@ -42,8 +42,9 @@ export function meter(deps: PipelineDeps, arrival: Arrival, principal: Principal
   const asked = metered.model ?? deps.catalogue().resolve(metered.modelAsked);
   const modelName = model?.id ?? asked?.id ?? metered.modelAsked;
   const cost = usage === null ? 0 : costUsd(model, usage);
-  // Nothing consumed costs $0 at any price; what was consumed at a model without a price for it is unknown, not free.
-  const unpriced = usage !== null && consumed(usage) && !pricedFor(model?.pricing, billingUnitsOf(usage.units));
+  // Nothing consumed costs $0 at any price; what was consumed at a model without a price for it is unknown, not free
+  // (a cost above 0 was priced: the common case asks nothing more).
+  const unpriced = cost === 0 && usage !== null && consumed(usage) && !pricedFor(model?.pricing, billingUnitsOf(usage.units));
   const latencyMs = performance.now() - arrival.startedAt;
   const ttfbMs = metered.firstByteAt === null ? null : metered.firstByteAt - arrival.startedAt;
   metered.settle?.({ tokens: (usage?.input ?? 0) + (usage?.output ?? 0), costUsd: cost });
