@@ -363,8 +363,13 @@ describe('catalogue administration', () => {
       assert.match(stored.secrets, /^v1\./);
       assert.ok(!stored.config.includes('console-upstream-credential') && !stored.secrets.includes('console-upstream-credential'));
       assert.equal(await storeContains(sluice.dataDir, 'console-upstream-credential'), false, 'the credential is nowhere in the store');
+      // A credential written into a base URL (a user's password, a token parameter) is not shown either.
+      const inUrl = await client.post('/app/catalogue/providers/new', { csrf, id: 'url-secret', kind: 'openai', base_url: 'http://ops:url-password@127.0.0.1:9/v1?token=url-token' });
+      assert.equal(inUrl.status, 303, inUrl.text);
       const catalogue = (await client.get('/app/catalogue')).text;
-      assert.doesNotMatch(catalogue, /console-upstream-credential/);
+      assert.doesNotMatch(catalogue, /console-upstream-credential|url-password|url-token/);
+      assert.match(catalogue, /http:\/\/ops:\*\*\*@127\.0\.0\.1:9\/v1\?token=\*\*\*/);
+      assert.equal((await client.post('/app/catalogue/providers/url-secret/delete', { csrf })).status, 303);
       const edit = (await client.get('/app/catalogue/providers/gpu-box/edit')).text;
       assert.doesNotMatch(edit, /console-upstream-credential/);
       assert.match(edit, /A key is set: leave blank to keep it/);

@@ -295,7 +295,7 @@ test("a gateway started from the ConfigMap's sluice.yaml and the Deployment's en
   env.SLUICE_METRICS_LISTEN = `127.0.0.1:${metricsPort}`;
   const sluice = await startSluice({ config: stringify(yaml), env });
   try {
-    for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
+    for (const probe of ['livenessProbe', 'readinessProbe']) {
       const { path, port } = container[probe].httpGet as { path: string; port: string };
       assert.equal(port, 'http', `${probe} asks the gateway's port`);
       const answer = await fetch(`${sluice.url}${path}`);

@@ -220,6 +220,11 @@ describe('usage reports say "unpriced" where they would say $0', () => {
     const unpricedLines = rows.filter((row) => row[4] === 'unpriced');
     assert.deepEqual(unpricedLines.map((row) => row.slice(-2)).sort(), [['0', '0'], ['0', '0'], ['unpriced', '2']], 'the refused requests cost $0; the served one is unpriced');
     assert.ok(rows.filter((row) => row[4] === 'free').every((row) => row.at(-2) === '0' && row.at(-1) === '0'), 'free lines cost 0');
+    // The keys page's 30-day spend, from the same roll-ups: the key that was served the unpriced model says so.
+    const keys = (await admin.get('/app/keys')).text;
+    const keyRow = new RegExp(`data-key-id="${unbudgeted.id}"[\\s\\S]*?</tr>`).exec(keys);
+    assert.ok(keyRow, 'the key has a row');
+    assert.match(keyRow[0], /<td class="num">unpriced<\/td>|<span class="muted">\+ unpriced<\/span><\/td>/, 'its spend is not shown as a plain dollar figure');
   });
 });
 

@@ -120,6 +120,7 @@ describe('other dialects and providers', () => {
     const body = error.error as { type: string; error: { type: string; message: string } };
     assert.equal(body.error.type, 'api_error');
     assert.match(body.error.message, new RegExp(`^The upstream provider 'claude-v1-twice' has no such path \\(base_url ${upstreams.anthropic.url}/v1, path /v1/v1/messages\\)`));
+    assert.match(body.error.message, /probably wrong \(the vendor's own is https:\/\/api\.anthropic\.com\/v1\)/, 'the hint is the kind’s own, not an OpenAI server’s');
   });
 
   test('a Gemini provider with /v1beta on its base_url: the Google SDK gets a 502 naming it', async () => {

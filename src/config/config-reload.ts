@@ -19,7 +19,13 @@ export class ConfigReload {
   private timer: NodeJS.Timeout | undefined;
   private lastText: string | undefined;
   private running: Promise<void> = Promise.resolve();
-  private readonly onSignal = () => this.reload('SIGHUP');
+  private started = false;
+  /** A SIGHUP came before start(): start() applies it. */
+  private hungUpEarly = false;
+  private readonly onSignal = () => {
+    if (this.started) void this.reload('SIGHUP');
+    else this.hungUpEarly = true;
+  };
 
   constructor(
     readonly path: string,
@@ -41,9 +47,21 @@ export class ConfigReload {
     return this.lastText === undefined ? emptyConfig() : parseConfig(this.lastText, this.path, this.env);
   }
 
+  /**
+   * Takes SIGHUP from now on, before start(): a reload sent while the gateway starts (`systemctl
+   * reload` just after a start, during a long migration) would otherwise end the process, SIGHUP's
+   * default. start() applies it.
+   */
+  catchSignals(): void {
+    process.off('SIGHUP', this.onSignal);
+    process.on('SIGHUP', this.onSignal);
+  }
+
   /** Reloads on SIGHUP and on changes to the file from now on. */
   start(): void {
-    process.on('SIGHUP', this.onSignal);
+    this.catchSignals();
+    this.started = true;
+    if (this.hungUpEarly) void this.reload('SIGHUP');
     const file = basename(this.path);
     try {
       this.watcher = watch(dirname(this.path), (_event, name) => {

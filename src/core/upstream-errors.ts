@@ -19,6 +19,8 @@ export interface UpstreamFailure {
   /** The provider's base URL (masked: core/masked-url.ts) and the path Sluice asked it for, for a 404 that is the path's. */
   readonly baseUrl?: string;
   readonly path?: string;
+  /** What a base URL of the provider's kind usually is, said with a path 404. */
+  readonly usualBaseUrl?: string;
 }
 
 /** "Not Found", "404 page not found", "Not found: /v1/x", "Invalid URL (POST /v1/x)". */
@@ -63,7 +65,7 @@ export function upstreamHttpError(failure: UpstreamFailure): GatewayError {
     const where = failure.baseUrl === undefined ? '' : ` (base_url ${redact(failure.baseUrl, failure.secrets)}${failure.path === undefined ? '' : `, path ${redact(failure.path, failure.secrets)}`})`;
     return new GatewayError(
       'upstream_error',
-      `The upstream provider '${providerId}' has no such path${where}: it answered 404 for the path the gateway built, so its base_url is probably wrong (an OpenAI-compatible server's usually ends in /v1). This is a gateway configuration problem; see /status.`,
+      `The upstream provider '${providerId}' has no such path${where}: it answered 404 for the path the gateway built, so its base_url is probably wrong${failure.usualBaseUrl === undefined ? '' : ` (${failure.usualBaseUrl})`}. This is a gateway configuration problem; see /status.`,
       { upstreamFailure: 502, upstreamBody, logOnceAs: `upstream_path:${providerId}` },
     );
   }

@@ -294,7 +294,9 @@ function gatewayRoutes(deps: GatewayDeps): Router {
   };
 }
 
-/** Writes an error in the context's dialect, or cuts the response if it has already begun. */
+/** 5xx answers that are no fault: the gateway starting or shutting down, an upstream's rate limit. Not logged one by one. */
+const EXPECTED_UNAVAILABLE = new Set(['upstream_rate_limited', 'starting', 'shutting_down']);
+
 /**
  * Writes an error in the context's dialect, or cuts the response if it has already begun. Our own
  * and the upstreams' failures are logged; a fault every request repeats (`logOnceAs`) was logged,
@@ -302,7 +304,7 @@ function gatewayRoutes(deps: GatewayDeps): Router {
  */
 export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger): void {
   const error = toGatewayError(thrown);
-  if (error.status >= 500 && error.kind !== 'upstream_rate_limited' && error.logOnceAs === undefined) {
+  if (error.status >= 500 && !EXPECTED_UNAVAILABLE.has(error.kind) && error.logOnceAs === undefined) {
     logger.warn({ requestId: ctx.requestId, kind: error.kind, err: error.cause ?? error }, error.message);
   }
   const { res } = ctx;

@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
-import type { ProviderConfig } from '../config/config-file.js';
+import { DEFAULT_BASE_URLS, type ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
 import { maskBaseUrl, maskUrl } from '../core/masked-url.js';
@@ -55,8 +55,9 @@ export class UpstreamClient {
    */
   private readonly secrets: string[];
   private readonly maxResponseBytes: number;
-  /** For the operator's message when the upstream has no such path. */
+  /** For the operator's message when the upstream has no such path: the address, and what it usually is for the kind. */
   private readonly maskedBaseUrl: string;
+  private readonly usualBaseUrl: string;
 
   /**
    * `credentialRejected`: says whether a failure means the upstream refused Sluice's credential,
@@ -72,6 +73,8 @@ export class UpstreamClient {
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.origin = url.origin;
     this.maskedBaseUrl = maskBaseUrl(config.base_url);
+    const vendorDefault = DEFAULT_BASE_URLS[config.kind];
+    this.usualBaseUrl = vendorDefault === undefined ? "an OpenAI-compatible server's usually ends in /v1" : `the vendor's own is ${vendorDefault}`;
     this.poolOptions = {
       connections: config.max_connections ?? null,
       connectTimeout: config.connect_timeout_ms,
@@ -304,6 +307,7 @@ export class UpstreamClient {
       secrets: this.secrets,
       body: text,
       baseUrl: this.maskedBaseUrl,
+      usualBaseUrl: this.usualBaseUrl,
       path: this.basePath + path.replace(/\?.*$/s, ''),
     });
   }

@@ -138,6 +138,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     conversations.setRetentionDays(next.responses.retentionDays);
     maxUploadBytes = next.maxUploadBytes;
   }, logger);
+  configReload.catchSignals();
   const config = configReload.load();
   let maxUploadBytes = config.maxUploadBytes;
   // The secrets first: a mistake in their settings stops start-up before the store is touched.

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { parse } from 'yaml';
-import { parseConfig } from '../../src/config/config-file.js';
+import { DEFAULT_BASE_URLS, parseConfig } from '../../src/config/config-file.js';
 import { dashboardQueries, DEPLOY_DIR, manifestOf, plainEnv, portOf, readDashboard, readManifests, sluiceContainer, withVariables } from '../support/deploy-kit.js';
 
 const MODELS = { Deployment, Service, ConfigMap, Secret } as const;
@@ -49,11 +49,10 @@ describe('the Kubernetes manifests', () => {
     assert.match(plainEnv('SLUICE_LISTEN')!, /^0\.0\.0\.0:/, 'on every interface of the pod (127.0.0.1 would be unreachable)');
     assert.equal(portOf(plainEnv('SLUICE_METRICS_LISTEN')!), ports.get('metrics'), 'SLUICE_METRICS_LISTEN is the port named metrics');
     assert.deepEqual(
-      [container.livenessProbe.httpGet, container.readinessProbe.httpGet, container.startupProbe.httpGet],
+      [container.livenessProbe.httpGet, container.readinessProbe.httpGet],
       [
         { path: '/livez', port: 'http' },
         { path: '/readyz', port: 'http' },
-        { path: '/livez', port: 'http' },
       ],
     );
     const service = manifestOf('Service');
@@ -101,6 +100,13 @@ describe('the Kubernetes manifests', () => {
     for (const [, name, fallback] of text.matchAll(/\$\{(\w+)(:-[^}]*)?\}/g)) assert.ok(fallback !== undefined || name! in env, `sluice.yaml's \${${name}} is in the container's environment`);
     const config = parseConfig(text, 'the ConfigMap', env);
     assert.deepEqual(config.models.map((model) => model.id).sort(), ['claude-sonnet', 'llama-8b']);
+    // The e2e test points every provider at a fake, so a wrong path in a base_url would pass there: a vendor's
+    // address given here must keep the path of Sluice's default for its kind (Anthropic's /v1, Google's /v1beta).
+    for (const provider of config.providers) {
+      const vendorDefault = DEFAULT_BASE_URLS[provider.kind];
+      if (vendorDefault === undefined || provider.base_url === undefined) continue;
+      assert.equal(new URL(provider.base_url).pathname.replace(/\/+$/, ''), new URL(vendorDefault).pathname, `${provider.id}: base_url ${provider.base_url}`);
+    }
   });
 });
 

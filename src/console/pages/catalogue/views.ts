@@ -7,6 +7,7 @@ import { exclusion } from '../../../catalogue/discovered.js';
 import { DISCOVER_DEFAULTS, ENDPOINTS, PRICE_UNITS, PROVIDER_KINDS, UPSTREAM_APIS, type DiscoverConfig, type PriceUnit } from '../../../config/config-file.js';
 import type { ImportOutcome } from '../../../discovery/model-import.js';
 import type { DiscoveredList } from '../../../store/store.js';
+import { maskUrl } from '../../../core/masked-url.js';
 import { userOf } from '../../console-context.js';
 import { html, layout, timeTag, type Html } from '../../html.js';
 import { PAGE_SIZE, pager, type Paged } from '../../paging.js';
@@ -127,7 +128,7 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
   <div class="table-scroll" role="region" aria-label="Providers" tabindex="0"><table class="data">
     <thead><tr><th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">API key</th><th scope="col">Probe</th><th scope="col">Discovery</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
     <tbody>${providers.length === 0 ? html`<tr><td colspan="8" class="empty">No providers yet.</td></tr>` : providers.map(
-      (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${p.config.base_url}</code></td>
+      (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${maskUrl(p.config.base_url)}</code></td>
       <td>${p.hasApiKey ? 'set' : html`<span class="muted">none</span>`}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}</td>
       <td>${p.config.probe ? `${p.config.probe.model} every ${p.config.probe.interval_ms / 1000} s` : html`<span class="muted">off</span>`}</td>
       <td>${discoveryCell(p.config.discover, listOf.get(p.id), now)}</td>

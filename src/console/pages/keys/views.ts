@@ -46,6 +46,12 @@ function limitsCell(key: KeyRecord, uses: Uses, now: number): Html {
   </ul></td>`;
 }
 
+/** The 30 days' spend; requests to a model without a price are unknown spend, not $0 (on a line of its own, for the width). */
+function spendCell(usage: UsageFigures | undefined): Html | string {
+  if (usage === undefined || usage.unpricedRequests === 0) return formatUsd(usage?.costUsd ?? 0);
+  return usage.costUsd === 0 ? 'unpriced' : html`${formatUsd(usage.costUsd)}<br><span class="muted">+ unpriced</span>`;
+}
+
 function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isAdmin: boolean, now: number): Html {
   const status = displayStatus(key, now);
   const tokens = usage === undefined ? 0 : usage.inputTokens + usage.outputTokens;
@@ -61,7 +67,7 @@ function keyRow(key: KeyRecord, usage: UsageFigures | undefined, uses: Uses, isA
   <td class="dates"><span class="muted">created</span> ${timeTag(key.createdAt, now)}<br><span class="muted">used</span> ${timeTag(key.lastUsedAt, now)}${key.expiresAt === null ? '' : html`<br><span class="muted">expires</span> ${timeTag(key.expiresAt, now)}`}</td>
   <td class="num">${formatInt(usage?.requests ?? 0)}</td>
   <td class="num">${formatInt(tokens)}</td>
-  <td class="num">${formatUsd(usage?.costUsd ?? 0)}</td>
+  <td class="num">${spendCell(usage)}</td>
   ${limitsCell(key, uses, now)}
   <td class="actions stacked">${actions.length > 0 ? actions : html`<span class="muted">—</span>`}</td>
 </tr>`;
