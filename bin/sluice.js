@@ -21,6 +21,11 @@ function pinnedRuntime() {
   }
 }
 
+// A reload (SIGHUP) sent while the gateway starts, `systemctl reload` just after a start, would end
+// it (SIGHUP's default) before the gateway takes the signal itself once it has read its
+// configuration (config/config-reload.ts); one sent before then changes nothing, as the file is read next.
+if (process.argv[2] === 'serve') process.on('SIGHUP', () => {});
+
 if (supported) {
   const { main } = await import('../dist/cli/main.js');
   await main(process.argv);

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startFakeOpenAI, type FakeUpstream } from './fakes/fake-openai-upstream.js';
-import { cli, configFor, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
+import { cli, configFor, createKey, eventually, SLUICE_BIN, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /** The operator's first hour: what `serve`, `init` and `keys create` say when something is missing or wrong. */
 
@@ -272,6 +273,37 @@ describe('an upstream\'s own error body is logged for the operator', () => {
 });
 
 describe('configuration reload', () => {
+  for (const workers of ['1', '2']) {
+    test(`SIGHUP from the first moment of a start (systemctl reload just after start), --workers ${workers}: it comes up, serves and stops cleanly`, async () => {
+      const dataDir = join(tempDir(), 'data');
+      const child = spawn(process.execPath, [SLUICE_BIN, 'serve', '--listen', '127.0.0.1:0', '--data', dataDir, '--workers', workers], {
+        env: { ...process.env, SLUICE_LOG_LEVEL: 'info', SLUICE_DATABASE_URL: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      // Hang-ups all through start-up: from the moment serve makes its data directory (Node's own boot
+      // before the CLI's first line cannot take a signal), while the store opens, as workers start.
+      await eventually(() => (existsSync(dataDir) ? true : undefined), 20_000, 'serve to make its data directory');
+      const hangups = setInterval(() => child.kill('SIGHUP'), 15);
+      try {
+        const url = await eventually(() => /sluice listening on (http:\/\/\S+)/.exec(stdout)?.[1] ?? (child.exitCode === null ? undefined : `exited ${child.exitCode}`), 20_000, 'the gateway to listen');
+        assert.match(url, /^http:/, `${url}: ${stderr}`);
+        clearInterval(hangups);
+        assert.equal(child.exitCode, null, 'still running');
+        assert.equal((await fetch(`${url}/readyz`)).status, 200);
+        assert.ok(stderr.includes('configuration file unchanged'), 'a hang-up after start-up is a reload');
+      } finally {
+        clearInterval(hangups);
+        child.kill('SIGTERM');
+      }
+      assert.equal(await exited, 0, stderr);
+    });
+  }
+
   test('every worker follows the file while requests flow; a bad file keeps the previous one; SIGHUP is heard', async () => {
     const upstream = await startFakeOpenAI({ models: ['upstream-model', 'second-upstream'] });
     const sluice = await startSluice({ config: configFor(upstream.url), args: ['--workers', '2', '--no-access-log'], env: { SLUICE_LOG_LEVEL: 'info' } });

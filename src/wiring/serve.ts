@@ -125,6 +125,7 @@ async function supervise(options: ServeOptions): Promise<void> {
   let announced = false;
   let failed = false;
   const listening = new Set<number>();
+  const reloadOnceListening = new Set<number>();
   const liveWorkers = () => Object.keys(cluster.workers ?? {}).length;
   const say = (message: string) => process.stderr.write(`sluice: ${message}\n`);
 
@@ -144,6 +145,7 @@ async function supervise(options: ServeOptions): Promise<void> {
     const url = message?.[LISTENING];
     if (url === undefined) return;
     listening.add(worker.id);
+    if (reloadOnceListening.delete(worker.id)) worker.process.kill('SIGHUP');
     boundPort ??= Number(new URL(url).port);
     // The first worker has prepared the store: the others can start together.
     if (listening.size === 1 && !announced) for (let i = 1; i < options.workers; i++) forkOnBoundPort();
@@ -154,6 +156,7 @@ async function supervise(options: ServeOptions): Promise<void> {
   });
   cluster.on('exit', (worker, code, signal) => {
     listening.delete(worker.id);
+    reloadOnceListening.delete(worker.id);
     if (!stopping && announced) {
       say(`worker ${worker.id} exited (${signal ?? `code ${code}`}); starting another`);
       forkOnBoundPort();
@@ -170,8 +173,13 @@ async function supervise(options: ServeOptions): Promise<void> {
   process.once('SIGTERM', stopAll);
   process.once('SIGINT', stopAll);
   // Each worker reloads the configuration file itself; a SIGHUP sent to the primary reaches them all.
+  // One still starting gets it once it listens: before then it may not yet take the signal.
   process.on('SIGHUP', () => {
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGHUP');
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker === undefined) continue;
+      if (listening.has(worker.id)) worker.process.kill('SIGHUP');
+      else reloadOnceListening.add(worker.id);
+    }
   });
   cluster.fork();
 }
