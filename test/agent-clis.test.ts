@@ -146,12 +146,16 @@ function codex(model: string | undefined, prompt: string) {
   const work = join(home, 'work');
   mkdirSync(work);
   mkdirSync(join(home, '.codex'));
-  const provider = `{name="Sluice",base_url="${sluice.url}/v1",env_key="SLUICE_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`;
+  // The provider as docs/dialects.md gives it to a team, in config.toml (retries off for the tests).
+  writeFileSync(
+    join(home, '.codex', 'config.toml'),
+    ['model_provider = "sluice"', '', '[model_providers.sluice]', 'name = "Sluice"', `base_url = "${sluice.url}/v1"`, 'env_key = "SLUICE_API_KEY"', 'wire_api = "responses"', 'request_max_retries = 0', 'stream_max_retries = 0', ''].join('\n'),
+  );
   return runCli(
     join(AGENT_BIN, 'codex'),
     [
       'exec', '--ephemeral', '--skip-git-repo-check', '--sandbox', 'read-only', '--json', '-C', work,
-      ...(model === undefined ? [] : ['-c', `model=${model}`]), '-c', 'model_provider=sluice', '-c', `model_providers.sluice=${provider}`,
+      ...(model === undefined ? [] : ['-c', `model=${model}`]),
       // Its plugin and analytics calls go to GitHub and chatgpt.com.
       '-c', 'analytics.enabled=false', '-c', 'features.plugins=false',
       prompt,

@@ -48,6 +48,18 @@ describe('the openai SDK with a base URL lacking /v1', () => {
     assert.equal(upstreams.vllm.requests.length, 0, 'nothing went upstream');
   });
 
+  test('models.list() and models.retrieve(): the public catalogue page does not answer a key, the hint does', async () => {
+    const client = new OpenAI({ apiKey: key.key, baseURL: sluice.url, maxRetries: 0 });
+    for (const [call, path] of [[() => client.models.list(), '/models'], [() => client.models.retrieve('llama'), '/models/llama']] as const) {
+      const error = await thrown(call());
+      assert.ok(error instanceof OpenAI.NotFoundError, String(error));
+      assert.equal(error.code, 'route_not_found');
+      assert.equal(error.message, `404 There is no route GET ${path} for an API key (it is the public catalogue page); did you mean /v1${path}? The client's base URL should end in /v1 (http://host:port/v1).`);
+    }
+    // Without a key, the public page as ever.
+    assert.equal((await fetch(`${sluice.url}/models`, { headers: { accept: 'application/json' } })).status, 200);
+  });
+
   test('with /v1 twice: the base URL should not end in /v1', async () => {
     const error = await thrown(new OpenAI({ apiKey: key.key, baseURL: `${sluice.url}/v1/v1`, maxRetries: 0 }).chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'hi' }] }));
     assert.ok(error instanceof OpenAI.NotFoundError, String(error));

@@ -37,8 +37,8 @@ export function modelForKey(catalogue: Catalogue, id: string, principal: Princip
     });
   }
   if (principal.allowedModels !== null && !principal.allowedModels.has(model.id)) {
-    const named = model.id === id ? `\`${id}\`` : `\`${id}\` (served by \`${model.id}\`)`;
-    throw new GatewayError('model_not_permitted', `This API key may not use the model ${named}. Check /app/keys.`, { param: 'model' });
+    // Under the name asked for only: which model an alias stands for is not told to a key that may not use it (its list hides it too).
+    throw new GatewayError('model_not_permitted', `This API key may not use the model \`${id}\`. Check /app/keys.`, { param: 'model' });
   }
   return model;
 }

@@ -1,4 +1,4 @@
-import { deploymentsOf, hostedToolsOf, isNamePattern, resolveRouting, type Endpoint, type HostedTools, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
+import { deploymentsOf, hostedToolsOf, isModelName, isNamePattern, resolveRouting, type Endpoint, type HostedTools, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 import type { Pricing } from '../pricing/cost.js';
 import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
 import { Glob } from './glob.js';
@@ -235,7 +235,8 @@ export class Catalogue {
   /** The model a caller's name stands for: an id, an exact alias, else the first pattern it matches. */
   resolve(name: string): CatalogueModel | undefined {
     const found = this.byName.get(name);
-    if (found !== undefined || this.patterns.length === 0) return found;
+    // A pattern answers only names a model could have: a caller's megabyte, or markup, is not repeated in every chunk of an answer.
+    if (found !== undefined || this.patterns.length === 0 || !isModelName(name)) return found;
     for (const pattern of this.patterns) if (pattern.glob.matches(name)) return pattern.target;
     return undefined;
   }

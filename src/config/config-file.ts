@@ -64,6 +64,10 @@ export const PROVIDER_DEFAULTS = {
 } as const;
 
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
+/** A name a model could be given here (1-200 of the characters ids are made of). */
+export function isModelName(name: string): boolean {
+  return idPattern.test(name);
+}
 const ID_RULE = 'must be 1-200 letters, digits or ._:/@+- and start with a letter or digit';
 /** A name pattern of `model_aliases`: a model name's characters, with `*` (any run of characters) and `?` (one). */
 const aliasPattern = /^[A-Za-z0-9._:/@+*?-]{1,200}$/;

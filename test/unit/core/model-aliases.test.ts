@@ -65,6 +65,13 @@ describe('resolving a name in the catalogue', () => {
     assert.equal(catalogue.resolve('mistral')?.id, 'small', 'the catch-all');
   });
 
+  test('a pattern, even the catch-all, answers only names a model could have', () => {
+    for (const name of [`claude-${'z'.repeat(1_000_000)}`, '<script>', 'a b', 'ü-model', '../../etc/passwd', '']) {
+      assert.equal(catalogue.resolve(name), undefined, name.slice(0, 20));
+    }
+    assert.equal(catalogue.resolve(`claude-${'z'.repeat(193)}`)?.id, 'big', '200 characters is a name');
+  });
+
   test('get() knows ids only', () => {
     assert.equal(catalogue.get('large'), undefined);
     assert.equal(catalogue.get('big')?.id, 'big');

@@ -1,6 +1,8 @@
 // The public model pages (`/models`, `/models.json`, `/models/<id>`): their handlers, each
 // answering in HTML or, when asked, in the public JSON.
+import { GatewayError } from '../../../core/errors.js';
 import type { Handler, RequestContext } from '../../../http/handler.js';
+import { routeHint } from '../../../http/route-hints.js';
 import { page, visitor, type ConsoleDeps } from '../../console-context.js';
 import { FormError, gatewayOrigin, redirect, sendHtml, sendPublicJson, wantsJson } from '../../http.js';
 import { pageHref, pageSpec, PagingError, type PageSpec } from '../../paging.js';
@@ -8,6 +10,19 @@ import { decodeParam } from '../../path-routes.js';
 import { modelJson, sendPublicJsonError } from './json.js';
 import { KEY_DEPENDENT_NOTE, readListQuery, select } from './listing.js';
 import { detailPage, listPage } from './views.js';
+
+/**
+ * The public pages take no key: one that comes with an API key is a client whose base URL lacks
+ * `/v1` (the openai SDK given http://host:port lists models at /models), answered as a wrong path
+ * is, with the hint, rather than with every model in another shape.
+ */
+function keyless(handler: Handler): Handler {
+  return (ctx) => {
+    const { authorization } = ctx.req.headers;
+    if (!(typeof authorization === 'string' && /^bearer /i.test(authorization)) && ctx.req.headers['x-api-key'] === undefined) return handler(ctx);
+    throw new GatewayError('route_not_found', `There is no route GET ${ctx.path} for an API key (it is the public catalogue page); ${routeHint('GET', ctx.path, () => true)}`);
+  };
+}
 
 export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler; detail: Handler } {
   const respondList = async (ctx: RequestContext, forceJson: boolean) => {
@@ -60,5 +75,5 @@ export function modelsRoutes(deps: ConsoleDeps): { list: Handler; json: Handler;
     sendHtml(ctx.res, 200, detailPage(model, health, user, gatewayOrigin(ctx.req)), headers);
   });
 
-  return { list: page(deps, (ctx) => respondList(ctx, false)), json: page(deps, (ctx) => respondList(ctx, true)), detail };
+  return { list: keyless(page(deps, (ctx) => respondList(ctx, false))), json: page(deps, (ctx) => respondList(ctx, true)), detail: keyless(detail) };
 }

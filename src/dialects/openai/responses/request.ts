@@ -193,7 +193,7 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
   // `hosted_tools: refuse`: a tool no upstream of this kind runs is a 400 naming its type, as before Sluice left such tools out.
   if (tools.dropped.length > 0 && model.hostedTools === 'refuse') {
     const types = tools.dropped.map((t) => `\`${t}\``).join(', ');
-    throw notTranslatable(model, tools.firstDroppedAt!, `tools of type ${types} (functions, namespaces of functions and custom tools are translated; the model is configured with hosted_tools: refuse)`);
+    throw notTranslatable(model, tools.firstDroppedAt!, `tools of type ${types} (functions, namespaces of functions and custom tools are translated; the model or its provider is configured with hosted_tools: refuse)`);
   }
 
   const messages: Message[] = [];
