@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { DEFAULT_BASE_URLS, deploymentProblem, deploymentsOf, modelSchema, providerSchema } from '../config/config-file.js';
+import { defaultBaseUrl, deploymentProblem, deploymentsOf, modelSchema, providerSchema } from '../config/config-file.js';
 import type { CatalogueRepository } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 import { storedModelEntry, type LiveCatalogue, type ProviderSecrets } from './live-catalogue.js';
@@ -52,7 +52,7 @@ export class CatalogueAdmin {
 
     const parsed = providerSchema.safeParse({ ...raw, ...merged });
     if (!parsed.success) return { ok: false, errors: fieldErrors(parsed.error) };
-    if (parsed.data.base_url === undefined && DEFAULT_BASE_URLS[parsed.data.kind] === undefined) {
+    if (parsed.data.base_url === undefined && defaultBaseUrl(parsed.data) === undefined) {
       return refused('base_url', `is required for kind '${parsed.data.kind}'`);
     }
     const { api_key: apiKey, headers, ...config } = parsed.data;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { VersionedCache } from '../changes/versioned-cache.js';
-import { DEFAULT_BASE_URLS, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
+import { defaultBaseUrl, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { discoveredModels } from './discovered.js';
 import { Catalogue, modelFromConfig, routingBlocksOf, withListPrices } from './catalogue.js';
@@ -195,7 +195,7 @@ export function readStoredProvider(stored: StoredProvider, cipher: CredentialCip
     }
   }
   const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
-  const baseUrl = parsed.success ? (parsed.data.base_url ?? DEFAULT_BASE_URLS[parsed.data.kind]) : undefined;
+  const baseUrl = parsed.success ? (parsed.data.base_url ?? defaultBaseUrl(parsed.data)) : undefined;
   if (!parsed.success || baseUrl === undefined) return { problem: 'entry no longer valid' };
   return { config: { ...parsed.data, base_url: baseUrl } };
 }

@@ -21,14 +21,43 @@ export type Endpoint = (typeof ENDPOINTS)[number];
  */
 export const GENERATION_ENDPOINTS: readonly Endpoint[] = ['completions', 'chat'];
 
-export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini'] as const;
+export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini', 'azure', 'bedrock', 'vertex'] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 
-/** Where a provider kind lives when `base_url` is left out; an OpenAI-compatible server must be named. */
-export const DEFAULT_BASE_URLS: Partial<Record<ProviderKind, string>> = {
-  anthropic: 'https://api.anthropic.com/v1',
-  gemini: 'https://generativelanguage.googleapis.com/v1beta',
-};
+/**
+ * A provider's base URL when it names none: its vendor's, in its region or location (Vertex's
+ * `global` has no prefix). An OpenAI-compatible server and an Azure resource must be named.
+ */
+export function defaultBaseUrl(provider: { readonly kind: ProviderKind; readonly region?: string | undefined; readonly location?: string | undefined }): string | undefined {
+  switch (provider.kind) {
+    case 'bedrock':
+      return provider.region === undefined ? undefined : `https://bedrock-runtime.${provider.region}.amazonaws.com`;
+    case 'vertex':
+      if (provider.location === undefined) return undefined;
+      return provider.location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${provider.location}-aiplatform.googleapis.com`;
+    case 'anthropic':
+      return 'https://api.anthropic.com/v1';
+    case 'gemini':
+      return 'https://generativelanguage.googleapis.com/v1beta';
+    case 'openai':
+    case 'azure':
+      return undefined;
+  }
+}
+
+/** Fields that belong to one kind of provider only; any other kind refuses them by name. */
+const KIND_FIELDS = {
+  api_version: 'azure',
+  entra: 'azure',
+  region: 'bedrock',
+  access_key_id: 'bedrock',
+  secret_access_key: 'bedrock',
+  session_token: 'bedrock',
+  project: 'vertex',
+  location: 'vertex',
+  credentials_file: 'vertex',
+  credentials: 'vertex',
+} as const satisfies Record<string, ProviderKind>;
 
 /**
  * Which of an `openai` provider's APIs serves the model natively: `completions` (legacy
@@ -230,6 +259,31 @@ export const providerSchema = z.strictObject({
   probe: z.strictObject({ interval_ms: z.number().int().min(1000), model: z.string().min(1) }).optional(),
   /** The `anthropic-version` header sent to an `anthropic` provider. */
   anthropic_version: z.string().min(1).default('2023-06-01'),
+  /** azure: the data-plane API version (`2024-10-21`); unset, the v1 API (`/openai/v1/…`) is used. */
+  api_version: z.string().regex(/^\d{4}-\d{2}-\d{2}(?:-preview)?$/, 'must be an Azure OpenAI API version such as 2024-10-21 or 2025-04-01-preview').optional(),
+  /** azure: Microsoft Entra ID client credentials (the client-credentials grant), instead of api_key. */
+  entra: z
+    .strictObject({
+      tenant_id: z.string().regex(/^[A-Za-z0-9.-]{1,100}$/, 'must be a tenant id or domain'),
+      client_id: z.string().min(1),
+      client_secret: z.string().min(1),
+      /** Where tokens come from: the public cloud's by default; a sovereign or private cloud names its own. */
+      authority_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default('https://login.microsoftonline.com'),
+    })
+    .optional(),
+  /** bedrock: the AWS region (`us-east-1`). */
+  region: z.string().regex(/^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/, 'must be an AWS region such as us-east-1').optional(),
+  /** bedrock: static credentials; unset (say `${AWS_ACCESS_KEY_ID:-}` with it unset), the environment and then AWS_PROFILE's shared credentials are read. */
+  access_key_id: z.string().optional().transform((value) => (value === '' ? undefined : value)),
+  secret_access_key: z.string().optional().transform((value) => (value === '' ? undefined : value)),
+  session_token: z.string().optional().transform((value) => (value === '' ? undefined : value)),
+  /** vertex: the Google Cloud project and location (`europe-west4`, or `global`). */
+  project: z.string().regex(/^[a-z0-9][a-z0-9.:-]{0,99}$/, 'must be a Google Cloud project id').optional(),
+  location: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'must be a Google Cloud location such as europe-west4 or global').optional(),
+  /** vertex: a service-account key file (configuration file only); unset, GOOGLE_APPLICATION_CREDENTIALS. */
+  credentials_file: z.string().min(1).optional(),
+  /** vertex: a service-account key's JSON itself (what the console takes, sealed like api_key). */
+  credentials: z.string().optional().transform((value) => (value === '' ? undefined : value)),
   /** What becomes of a Responses request's hosted tools on this provider's translated models; a model's own `hosted_tools` beats it. */
   hosted_tools: z.enum(HOSTED_TOOLS).optional(),
   /** Routing for the deployments on this provider; a model's own block beats it. */
@@ -239,6 +293,32 @@ export const providerSchema = z.strictObject({
 }).superRefine((provider, ctx) => {
   if (provider.discover?.upstream_api !== undefined && provider.kind !== 'openai') {
     ctx.addIssue({ code: 'custom', path: ['discover', 'upstream_api'], message: `applies to 'openai' providers only ('${provider.kind}' is always reached through its chat API)` });
+  }
+  for (const [field, kind] of Object.entries(KIND_FIELDS)) {
+    if (provider[field as keyof typeof KIND_FIELDS] !== undefined && provider.kind !== kind) {
+      ctx.addIssue({ code: 'custom', path: [field], message: `applies to '${kind}' providers only` });
+    }
+  }
+  const require = (field: string, message: string): void => ctx.addIssue({ code: 'custom', path: [field], message });
+  switch (provider.kind) {
+    case 'azure':
+      if (provider.api_key !== undefined && provider.entra !== undefined) require('entra', 'give api_key or entra, not both');
+      if (provider.api_key === undefined && provider.entra === undefined) require('api_key', "is required for kind 'azure' (or Entra ID client credentials under 'entra')");
+      break;
+    case 'bedrock':
+      if (provider.region === undefined) require('region', "is required for kind 'bedrock'");
+      if ((provider.access_key_id === undefined) !== (provider.secret_access_key === undefined)) require(provider.access_key_id === undefined ? 'access_key_id' : 'secret_access_key', 'access_key_id and secret_access_key go together');
+      if (provider.session_token !== undefined && provider.access_key_id === undefined) require('session_token', 'needs access_key_id and secret_access_key beside it');
+      if (provider.api_key !== undefined) require('api_key', "does not apply to kind 'bedrock' (requests are signed with AWS credentials)");
+      break;
+    case 'vertex':
+      if (provider.project === undefined) require('project', "is required for kind 'vertex'");
+      if (provider.location === undefined) require('location', "is required for kind 'vertex'");
+      if (provider.credentials !== undefined && provider.credentials_file !== undefined) require('credentials', 'give credentials or credentials_file, not both');
+      if (provider.api_key !== undefined) require('api_key', "does not apply to kind 'vertex' (requests carry a service account's token)");
+      break;
+    default:
+      break;
   }
 });
 
@@ -440,7 +520,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
   checkReferences(config, source);
   const providers = config.providers.map((provider) => ({
     ...provider,
-    base_url: (provider.base_url ?? DEFAULT_BASE_URLS[provider.kind])!,
+    base_url: (provider.base_url ?? defaultBaseUrl(provider))!,
   }));
   return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits), maxUploadBytes: config.max_upload_bytes, modelAliases: Object.entries(config.model_aliases ?? {}).map(([name, target]) => ({ name, target })) };
 }
@@ -452,7 +532,7 @@ function checkReferences(config: z.output<typeof configSchema>, source: string):
     if (providerKinds.has(provider.id)) {
       throw new ConfigError(`${source}: ${entry}: field 'id': duplicate provider id '${provider.id}'`);
     }
-    if (provider.base_url === undefined && DEFAULT_BASE_URLS[provider.kind] === undefined) {
+    if (provider.base_url === undefined && defaultBaseUrl(provider) === undefined) {
       throw new ConfigError(`${source}: ${entry}: field 'base_url': is required for kind '${provider.kind}'`);
     }
     providerKinds.set(provider.id, provider.kind);

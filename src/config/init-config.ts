@@ -18,7 +18,7 @@ export interface InitProvider {
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
 /** The vendors' own variable names, which their SDKs read too. */
-const VENDOR_KEY_VARIABLES: Record<ProviderKind, string> = { openai: 'OPENAI_API_KEY', anthropic: 'ANTHROPIC_API_KEY', gemini: 'GEMINI_API_KEY' };
+const VENDOR_KEY_VARIABLES: Record<ProviderKind, string> = { openai: 'OPENAI_API_KEY', anthropic: 'ANTHROPIC_API_KEY', gemini: 'GEMINI_API_KEY', azure: 'AZURE_OPENAI_API_KEY', bedrock: 'AWS_ACCESS_KEY_ID', vertex: 'GOOGLE_APPLICATION_CREDENTIALS' };
 
 /** Reads the `--provider` values, each `KIND` or `KIND=BASE_URL`, and gives each a distinct, readable id. */
 export function parseInitProviders(specs: readonly string[]): InitProvider[] {

@@ -12,7 +12,7 @@ export const PRICE_FAMILIES = ['openai', 'anthropic', 'google'] as const;
 export type PriceFamily = (typeof PRICE_FAMILIES)[number];
 
 /** Whose list prices a provider's upstream models: a `gemini` provider serves Google's. */
-export const FAMILY_OF_KIND: Readonly<Record<ProviderKind, PriceFamily>> = { openai: 'openai', anthropic: 'anthropic', gemini: 'google' };
+export const FAMILY_OF_KIND: Readonly<Record<ProviderKind, PriceFamily>> = { openai: 'openai', anthropic: 'anthropic', gemini: 'google', azure: 'openai', bedrock: 'anthropic', vertex: 'google' };
 
 export type PriceListOrigin = 'shipped' | 'imported';
 

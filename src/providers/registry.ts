@@ -13,5 +13,9 @@ export function createProvider(config: ProviderConfig): ProviderAdapter {
       return new AnthropicProvider(config);
     case 'gemini':
       return new GeminiProvider(config);
+    case 'azure':
+    case 'bedrock':
+    case 'vertex':
+      throw new Error(`provider kind '${config.kind}' is being built`);
   }
 }

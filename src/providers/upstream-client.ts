@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
-import { DEFAULT_BASE_URLS, type ProviderConfig } from '../config/config-file.js';
+import { defaultBaseUrl, type ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
 import { maskBaseUrl, maskUrl } from '../core/masked-url.js';
@@ -21,6 +21,28 @@ export interface UpstreamCall {
   readonly traceHeaders?: Readonly<Record<string, string>> | undefined;
 }
 export type ResponseBody = AsyncIterable<Buffer>;
+
+/** One request as it will be sent, for credentials that depend on it (a signature over the method, path, headers and body). */
+export interface OutgoingRequest {
+  readonly method: 'GET' | 'POST';
+  /** The whole path sent, the base URL's own path and any query included. */
+  readonly path: string;
+  /** The headers sent besides the credential's (content type and length, an adapter's own); not the request id or trace headers. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | readonly Uint8Array[] | undefined;
+}
+
+/**
+ * How a provider proves who it is on each request, when a fixed header cannot: a bearer token that
+ * expires and is refreshed (Entra ID, Google service accounts), or a signature over the request
+ * (AWS SigV4). Answers synchronously whenever it can (a token still fresh), so the common request
+ * pays no extra promise hop.
+ */
+export interface UpstreamAuth {
+  headersFor(request: OutgoingRequest, signal: AbortSignal): Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>>;
+  /** Values never shown to callers or logs, even inside an upstream's message: configured secrets and any token now held. */
+  secrets(): readonly string[];
+}
 
 /** Stateless between calls (no `stream` option), so one serves every body; it drops a byte-order mark as JSON needs. */
 const UTF8 = new TextDecoder();
@@ -48,12 +70,14 @@ export class UpstreamClient {
   private readonly poolOptions: Pool.Options;
   private readonly basePath: string;
   private readonly headers: Record<string, string>;
+  /** Credentials made per request; undefined when fixed headers (in `headers`) serve. */
+  private readonly auth: UpstreamAuth | undefined;
   /**
    * Never passed on to callers or logs, even inside an upstream's own message: the api_key (which
    * every adapter's credential header carries) and each extra header's value, as any of them may
    * be a credential (an organisation token, a gateway key).
    */
-  private readonly secrets: string[];
+  private readonly configuredSecrets: string[];
   private readonly maxResponseBytes: number;
   /** For the operator's message when the upstream has no such path: the address, and what it usually is for the kind. */
   private readonly maskedBaseUrl: string;
@@ -65,7 +89,7 @@ export class UpstreamClient {
    */
   constructor(
     config: ProviderConfig,
-    credentialHeaders: Record<string, string>,
+    credentials: Record<string, string> | UpstreamAuth,
     private readonly credentialRejected: (status: number, body: string) => boolean = () => false,
   ) {
     this.providerId = config.id;
@@ -73,7 +97,7 @@ export class UpstreamClient {
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.origin = url.origin;
     this.maskedBaseUrl = maskBaseUrl(config.base_url);
-    const vendorDefault = DEFAULT_BASE_URLS[config.kind];
+    const vendorDefault = defaultBaseUrl(config);
     this.usualBaseUrl = vendorDefault === undefined ? "an OpenAI-compatible server's usually ends in /v1" : `the vendor's own is ${vendorDefault}`;
     this.poolOptions = {
       connections: config.max_connections ?? null,
@@ -84,8 +108,10 @@ export class UpstreamClient {
       keepAliveTimeout: config.keep_alive_timeout_ms,
       keepAliveMaxTimeout: config.keep_alive_timeout_ms,
     };
-    this.headers = { 'content-type': 'application/json', ...config.headers, ...credentialHeaders };
-    this.secrets = [...(config.api_key === undefined ? [] : [config.api_key]), ...Object.values(config.headers ?? {})];
+    const fixed = isUpstreamAuth(credentials) ? {} : credentials;
+    this.auth = isUpstreamAuth(credentials) ? credentials : undefined;
+    this.headers = { 'content-type': 'application/json', ...config.headers, ...fixed };
+    this.configuredSecrets = [...(config.api_key === undefined ? [] : [config.api_key]), ...Object.values(config.headers ?? {})];
     this.maxResponseBytes = config.max_response_bytes;
   }
 
@@ -122,6 +148,10 @@ export class UpstreamClient {
     }
   }
 
+  private get secrets(): readonly string[] {
+    return this.auth === undefined ? this.configuredSecrets : [...this.configuredSecrets, ...this.auth.secrets()];
+  }
+
   /** A body's chunks, a broken connection becoming a GatewayError. */
   private async *transportFailures(body: ResponseBody): AsyncGenerator<Buffer> {
     try {
@@ -150,7 +180,8 @@ export class UpstreamClient {
   private async requestJson(method: 'GET' | 'POST', path: string, json: string | undefined, call: UpstreamCall): Promise<Json> {
     let answer: WholeAnswer;
     try {
-      answer = await fetchWhole(this.pool ?? (await this.dispatcher()), this.dispatchOptions(method, path, json, call), { signal: call.signal, limit: this.maxResponseBytes, tooLarge: this.tooLarge });
+      const options = this.dispatchOptions(method, path, json, call);
+      answer = await fetchWhole(this.pool ?? (await this.dispatcher()), 'then' in options ? await options : options, { signal: call.signal, limit: this.maxResponseBytes, tooLarge: this.tooLarge });
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
@@ -168,7 +199,8 @@ export class UpstreamClient {
   private async request(method: 'GET' | 'POST', path: string, body: string | readonly Uint8Array[] | undefined, call: UpstreamCall, bodyHeaders?: Readonly<Record<string, string>>): Promise<StreamedAnswer> {
     let response: StreamedAnswer;
     try {
-      response = await fetchStreamed(this.pool ?? (await this.dispatcher()), this.dispatchOptions(method, path, body, call, bodyHeaders), call.signal);
+      const options = this.dispatchOptions(method, path, body, call, bodyHeaders);
+      response = await fetchStreamed(this.pool ?? (await this.dispatcher()), 'then' in options ? await options : options, call.signal);
     } catch (error) {
       throw upstreamTransportError(this.providerId, error);
     }
@@ -185,15 +217,41 @@ export class UpstreamClient {
     return this.pool;
   }
 
-  /** `bodyHeaders`: the type (and length) of a body that is not JSON. */
-  private dispatchOptions(method: 'GET' | 'POST', path: string, body: string | readonly Uint8Array[] | undefined, call: UpstreamCall, bodyHeaders?: Readonly<Record<string, string>>): Dispatcher.DispatchOptions {
+  /**
+   * `bodyHeaders`: the type (and length) of a body that is not JSON. A promise only when the
+   * provider's credentials must be awaited (a token being fetched); a fixed key adds no hop.
+   */
+  private dispatchOptions(
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | readonly Uint8Array[] | undefined,
+    call: UpstreamCall,
+    bodyHeaders?: Readonly<Record<string, string>>,
+  ): Dispatcher.DispatchOptions | Promise<Dispatcher.DispatchOptions> {
+    const fullPath = this.basePath + path;
+    if (this.auth === undefined) return this.withHeaders(method, fullPath, body, call, bodyHeaders, undefined);
+    const request: OutgoingRequest = { method, path: fullPath, headers: { ...this.headers, ...call.headers, ...bodyHeaders }, body };
+    const credentials = this.auth.headersFor(request, call.signal);
+    return credentials instanceof Promise
+      ? credentials.then((made) => this.withHeaders(method, fullPath, body, call, bodyHeaders, made))
+      : this.withHeaders(method, fullPath, body, call, bodyHeaders, credentials);
+  }
+
+  private withHeaders(
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | readonly Uint8Array[] | undefined,
+    call: UpstreamCall,
+    bodyHeaders: Readonly<Record<string, string>> | undefined,
+    credentials: Readonly<Record<string, string>> | undefined,
+  ): Dispatcher.DispatchOptions {
     return {
       method,
-      path: this.basePath + path,
+      path,
       headers:
-        call.headers === undefined && call.traceHeaders === undefined && bodyHeaders === undefined
+        call.headers === undefined && call.traceHeaders === undefined && bodyHeaders === undefined && credentials === undefined
           ? { ...this.headers, 'x-request-id': call.requestId }
-          : { ...this.headers, ...call.headers, ...call.traceHeaders, ...bodyHeaders, 'x-request-id': call.requestId },
+          : { ...this.headers, ...call.headers, ...call.traceHeaders, ...bodyHeaders, ...credentials, 'x-request-id': call.requestId },
       // undici writes an iterable of buffers chunk by chunk; an array can be written again on a retry.
       body: body as Dispatcher.DispatchOptions['body'],
     };
@@ -311,6 +369,10 @@ export class UpstreamClient {
       path: this.basePath + path.replace(/\?.*$/s, ''),
     });
   }
+}
+
+function isUpstreamAuth(credentials: Record<string, string> | UpstreamAuth): credentials is UpstreamAuth {
+  return typeof credentials.headersFor === 'function';
 }
 
 /**

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { parse } from 'yaml';
-import { DEFAULT_BASE_URLS, parseConfig } from '../../src/config/config-file.js';
+import { defaultBaseUrl, parseConfig } from '../../src/config/config-file.js';
 import { dashboardQueries, DEPLOY_DIR, manifestOf, plainEnv, portOf, readDashboard, readManifests, sluiceContainer, withVariables } from '../support/deploy-kit.js';
 
 const MODELS = { Deployment, Service, ConfigMap, Secret } as const;
@@ -103,7 +103,7 @@ describe('the Kubernetes manifests', () => {
     // The e2e test points every provider at a fake, so a wrong path in a base_url would pass there: a vendor's
     // address given here must keep the path of Sluice's default for its kind (Anthropic's /v1, Google's /v1beta).
     for (const provider of config.providers) {
-      const vendorDefault = DEFAULT_BASE_URLS[provider.kind];
+      const vendorDefault = defaultBaseUrl(provider);
       if (vendorDefault === undefined || provider.base_url === undefined) continue;
       assert.equal(new URL(provider.base_url).pathname.replace(/\/+$/, ''), new URL(vendorDefault).pathname, `${provider.id}: base_url ${provider.base_url}`);
     }
