@@ -24,6 +24,10 @@
 // POST /v1/embeddings: `data` of one vector per input (a string or an array of them), each of
 //   --embedding-dimensions (default 384) floats, written as a list or, with `encoding_format:
 //   base64`, as the base64 of little-endian float32s; usage counts about 4 characters a token.
+// The same chat answers on Azure OpenAI's paths (`/openai/deployments/{name}/chat/completions?api-version=…`
+//   and the v1 API's `/openai/v1/chat/completions`), and on Amazon Bedrock's Converse
+//   (`POST /model/{id}/converse`, a whole answer only): credentials and signatures are not checked,
+//   since only the gateway's cost is measured.
 // GET /healthz: 200.
 // GET /stats: {"requests":..,"failed":..,"streams":..,"whole":..,"failEvery":N} since start:
 //   POST requests to the two endpoints, how many of them got the 503, how many asked a stream.
@@ -92,6 +96,17 @@ function chatPromptTokens(messages) {
   let n = 0;
   for (const m of messages) n += 4 + (typeof m?.content === 'string' ? Math.ceil(m.content.length / 4) : 1);
   return Math.max(1, n);
+}
+
+/** A whole Converse answer, about the size of the chat answer. */
+function converseBody(body) {
+  const p = chatPromptTokens((body.messages ?? []).map((m) => ({ content: (m.content ?? []).map((c) => c.text ?? '').join('') })));
+  return JSON.stringify({
+    output: { message: { role: 'assistant', content: [{ text: 'Hello! How can I help you today?' }] } },
+    stopReason: 'end_turn',
+    usage: { inputTokens: p, outputTokens: 9, totalTokens: p + 9 },
+    metrics: { latencyMs: 1 },
+  });
 }
 
 function chatCompletionBody(model, messages) {
@@ -186,9 +201,10 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
     return;
   }
-  const chat = req.url.startsWith('/v1/chat/completions');
+  const converse = /^\/model\/[^/]+\/converse$/.test(req.url);
+  const chat = req.url.startsWith('/v1/chat/completions') || /^\/openai\/(?:v1|deployments\/[^/]+)\/chat\/completions(?:\?|$)/.test(req.url);
   const embeddings = req.url.startsWith('/v1/embeddings');
-  if (req.method !== 'POST' || !(chat || embeddings || req.url.startsWith('/v1/completions'))) {
+  if (req.method !== 'POST' || !(chat || converse || embeddings || req.url.startsWith('/v1/completions'))) {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
     req.resume();
     return;
@@ -217,7 +233,7 @@ const server = http.createServer((req, res) => {
       return;
     }
     const answer = () => {
-      const text = embeddings ? embeddingsBody(body) : chat ? chatCompletionBody(body.model, body.messages) : completionBody(body.model, body.prompt);
+      const text = embeddings ? embeddingsBody(body) : converse ? converseBody(body) : chat ? chatCompletionBody(body.model, body.messages) : completionBody(body.model, body.prompt);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
     };
     if (LATENCY_MS > 0) setTimeout(answer, LATENCY_MS);
