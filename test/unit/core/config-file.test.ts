@@ -162,6 +162,24 @@ models:
   });
 });
 
+describe('the cloud kinds', () => {
+  test("Bedrock and Vertex default to the vendor's address in their region or location; empty credentials are none", () => {
+    const config = parseConfig(
+      'providers:\n  - { id: b, kind: bedrock, region: eu-west-3, access_key_id: "${K:-}", secret_access_key: "${S:-}" }\n  - { id: v, kind: vertex, project: p-1, location: europe-west4 }\n  - { id: g, kind: vertex, project: p-1, location: global }\n',
+      'sluice.yaml',
+      {},
+    );
+    assert.deepEqual(
+      config.providers.map((p) => [p.id, p.base_url, p.access_key_id, p.secret_access_key]),
+      [
+        ['b', 'https://bedrock-runtime.eu-west-3.amazonaws.com', undefined, undefined],
+        ['v', 'https://europe-west4-aiplatform.googleapis.com', undefined, undefined],
+        ['g', 'https://aiplatform.googleapis.com', undefined, undefined],
+      ],
+    );
+  });
+});
+
 describe('a bad configuration', () => {
   const M = (model: string) => `${OPENAI}models:\n  - ${model}\n`;
   const cases: [string, string, string][] = [
@@ -197,6 +215,17 @@ describe('a bad configuration', () => {
     ['hosted_tools and its old spelling at odds', M('{ id: m, provider: p, hosted_tools: refuse, drop_hosted_tools: true }'), "models[0] (id: m): field 'drop_hosted_tools': says the opposite of hosted_tools: refuse (it is that key's old spelling: keep one)"],
     ['a retention of zero days', 'responses: { retention_days: 0 }\n', "field 'responses.retention_days': Too small: expected number to be >0"],
     ['an unset variable', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", headers: { X-Org: "${ORG_UNSET}" } }\n', "providers[0] (id: p): field 'headers.X-Org': environment variable ORG_UNSET is not set (write ${ORG_UNSET:-default} for a default)"],
+    ['a cloud field on another kind', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", region: us-east-1 }\n', "providers[0] (id: p): field 'region': applies to 'bedrock' providers only"],
+    ['an Azure provider without a credential', 'providers:\n  - { id: p, kind: azure, base_url: "https://r.openai.azure.com" }\n', "providers[0] (id: p): field 'api_key': is required for kind 'azure' (or Entra ID client credentials under 'entra')"],
+    ['an Azure provider with both credentials', 'providers:\n  - { id: p, kind: azure, base_url: "https://r.openai.azure.com", api_key: k, entra: { tenant_id: t, client_id: c, client_secret: s } }\n', "providers[0] (id: p): field 'entra': give api_key or entra, not both"],
+    ['an Azure provider without its resource', 'providers:\n  - { id: p, kind: azure, api_key: k }\n', "providers[0] (id: p): field 'base_url': is required for kind 'azure'"],
+    ['a malformed Azure api_version', 'providers:\n  - { id: p, kind: azure, base_url: "https://r.openai.azure.com", api_key: k, api_version: latest }\n', "providers[0] (id: p): field 'api_version': must be an Azure OpenAI API version such as 2024-10-21 or 2025-04-01-preview"],
+    ['a Bedrock provider without a region', 'providers:\n  - { id: p, kind: bedrock }\n', "providers[0] (id: p): field 'region': is required for kind 'bedrock'"],
+    ['a Bedrock access key without its secret', 'providers:\n  - { id: p, kind: bedrock, region: us-east-1, access_key_id: AKIA1 }\n', "providers[0] (id: p): field 'secret_access_key': access_key_id and secret_access_key go together"],
+    ['a Bedrock session token alone', 'providers:\n  - { id: p, kind: bedrock, region: us-east-1, session_token: t }\n', "providers[0] (id: p): field 'session_token': needs access_key_id and secret_access_key beside it"],
+    ['an api_key on Bedrock', 'providers:\n  - { id: p, kind: bedrock, region: us-east-1, api_key: k }\n', "providers[0] (id: p): field 'api_key': does not apply to kind 'bedrock' (requests are signed with AWS credentials)"],
+    ['a Vertex provider without a location', 'providers:\n  - { id: p, kind: vertex, project: my-project }\n', "providers[0] (id: p): field 'location': is required for kind 'vertex'"],
+    ['a Vertex key given twice', 'providers:\n  - { id: p, kind: vertex, project: my-project, location: global, credentials: "{}", credentials_file: /k.json }\n', "providers[0] (id: p): field 'credentials': give credentials or credentials_file, not both"],
     ['a variable named like an inherited property', 'providers:\n  - { id: p, kind: openai, base_url: "http://x", api_key: "${toString}" }\n', "providers[0] (id: p): field 'api_key': environment variable toString is not set (write ${toString:-default} for a default)"],
   ];
   for (const [what, yaml, message] of cases) {
