@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { unreadableUpstream } from '../../core/upstream-errors.js';
 import { unsupported } from '../../generation/capabilities.js';
@@ -43,6 +44,11 @@ export function isAnthropicModel(upstreamModel: string): boolean {
   return /(?:^|[/.])anthropic\./.test(upstreamModel);
 }
 
+/** Amazon Nova, by the same rule: the other family that takes cache points and a tool result's status. */
+function isNovaModel(upstreamModel: string): boolean {
+  return /(?:^|[/.])amazon\.nova-/.test(upstreamModel);
+}
+
 /** Converse's image formats by media type. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -52,6 +58,20 @@ const CACHE_POINT: Json = { cachePoint: { type: 'default' } };
 interface Target {
   readonly model: CatalogueModel;
   readonly anthropic: boolean;
+  /** Prompt caching and a tool result's `status`: Claude and Nova only (AWS's model pages); other families go without. */
+  readonly caches: boolean;
+}
+
+const TOOL_USE_ID = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Converse takes tool-use ids of 64 letters, digits, `_` and `-` at most; another vendor's id may
+ * not be one. Rewritten the same way each time, so a call and its result still pair up; the digest
+ * keeps apart two ids that would clean up alike.
+ */
+function toolUseId(id: string): string {
+  if (TOOL_USE_ID.test(id)) return id;
+  return `${id.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 40)}_${createHash('sha256').update(id).digest('hex').slice(0, 16)}`;
 }
 
 function imageBlock(part: ImagePart, target: Target): Json {
@@ -67,9 +87,9 @@ function imageBlock(part: ImagePart, target: Target): Json {
 function toolResultBlock(part: ToolResultPart, target: Target): Json {
   return {
     toolResult: {
-      toolUseId: part.toolCallId,
+      toolUseId: toolUseId(part.toolCallId),
       content: part.content.filter((inner) => inner.type !== 'text' || inner.text !== '').map((inner) => (inner.type === 'text' ? { text: inner.text } : imageBlock(inner, target))),
-      ...(part.isError ? { status: 'error' } : {}),
+      ...(part.isError && target.caches ? { status: 'error' } : {}),
     },
   };
 }
@@ -82,16 +102,16 @@ function toolResultBlock(part: ToolResultPart, target: Target): Json {
 function blocksOf(part: ContentPart, role: 'user' | 'assistant', target: Target): Json[] {
   switch (part.type) {
     case 'text':
-      if (part.text === '') return part.cacheBreakpoint ? [CACHE_POINT] : [];
-      return part.cacheBreakpoint ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
+      if (part.text === '') return [];
+      return part.cacheBreakpoint === true && target.caches ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
     case 'image':
       return [imageBlock(part, target)];
     case 'tool_result': {
-      const marked = part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
+      const marked = target.caches && part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
       return marked ? [toolResultBlock(part, target), CACHE_POINT] : [toolResultBlock(part, target)];
     }
     case 'tool_call':
-      return role === 'assistant' ? [{ toolUse: { toolUseId: part.id, name: part.name, input: toolArguments(part.arguments) } }] : [];
+      return role === 'assistant' ? [{ toolUse: { toolUseId: toolUseId(part.id), name: part.name, input: toolArguments(part.arguments) } }] : [];
     case 'reasoning':
       if (role !== 'assistant' || !target.anthropic) return [];
       if (part.redactedData !== undefined) return [{ reasoningContent: { redactedContent: part.redactedData } }];
@@ -179,7 +199,8 @@ function toolConfig(r: GenerationRequest, target: Target, messages: readonly Jso
 /** The body of POST /model/{modelId}/converse and /converse-stream (no modelId in it). */
 export function converseRequest(request: GenerationRequest, model: CatalogueModel): Json {
   const r = request;
-  const target: Target = { model, anthropic: isAnthropicModel(model.upstreamModel) };
+  const anthropic = isAnthropicModel(model.upstreamModel);
+  const target: Target = { model, anthropic, caches: anthropic || isNovaModel(model.upstreamModel) };
   // Answers are read without the request: a call of this name is always the answer's, never the caller's.
   if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, CONVERSE_CAPABILITIES, 'tools', `a tool named '${JSON_MODE_TOOL}' (the name Sluice gives the tool that carries JSON answers)`);
   if (!target.anthropic) {
