@@ -44,10 +44,17 @@ export function isAnthropicModel(upstreamModel: string): boolean {
   return /(?:^|[/.])anthropic\./.test(upstreamModel);
 }
 
-/** Amazon Nova, by the same rule: the other family that takes cache points and a tool result's status. */
+/** Amazon Nova, by the same rule. */
 function isNovaModel(upstreamModel: string): boolean {
   return /(?:^|[/.])amazon\.nova-/.test(upstreamModel);
 }
+
+/**
+ * Claude takes all of Converse; so does Nova but for reasoning and top_k; the other families
+ * (Llama, Mistral, …) go without cache points, a tool result's status and a named tool choice
+ * (AWS's API reference: "only supported by Anthropic Claude and Amazon Nova models").
+ */
+type Family = 'anthropic' | 'nova' | 'other';
 
 /** Converse's image formats by media type. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
@@ -57,9 +64,7 @@ const CACHE_POINT: Json = { cachePoint: { type: 'default' } };
 /** Who a request is mapped for: refusals name the model, and Claude takes what other families do not. */
 interface Target {
   readonly model: CatalogueModel;
-  readonly anthropic: boolean;
-  /** Prompt caching and a tool result's `status`: Claude and Nova only (AWS's model pages); other families go without. */
-  readonly caches: boolean;
+  readonly family: Family;
 }
 
 const TOOL_USE_ID = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -89,7 +94,7 @@ function toolResultBlock(part: ToolResultPart, target: Target): Json {
     toolResult: {
       toolUseId: toolUseId(part.toolCallId),
       content: part.content.filter((inner) => inner.type !== 'text' || inner.text !== '').map((inner) => (inner.type === 'text' ? { text: inner.text } : imageBlock(inner, target))),
-      ...(part.isError && target.caches ? { status: 'error' } : {}),
+      ...(part.isError && target.family !== 'other' ? { status: 'error' } : {}),
     },
   };
 }
@@ -103,17 +108,17 @@ function blocksOf(part: ContentPart, role: 'user' | 'assistant', target: Target)
   switch (part.type) {
     case 'text':
       if (part.text === '') return [];
-      return part.cacheBreakpoint === true && target.caches ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
+      return part.cacheBreakpoint === true && target.family !== 'other' ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
     case 'image':
       return [imageBlock(part, target)];
     case 'tool_result': {
-      const marked = target.caches && part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
+      const marked = target.family !== 'other' && part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
       return marked ? [toolResultBlock(part, target), CACHE_POINT] : [toolResultBlock(part, target)];
     }
     case 'tool_call':
       return role === 'assistant' ? [{ toolUse: { toolUseId: toolUseId(part.id), name: part.name, input: toolArguments(part.arguments) } }] : [];
     case 'reasoning':
-      if (role !== 'assistant' || !target.anthropic) return [];
+      if (role !== 'assistant' || target.family !== 'anthropic') return [];
       if (part.redactedData !== undefined) return [{ reasoningContent: { redactedContent: part.redactedData } }];
       return part.signature === undefined || part.signature === '' ? [] : [{ reasoningContent: { reasoningText: { text: part.text, signature: part.signature } } }];
   }
@@ -188,30 +193,31 @@ function toolConfig(r: GenerationRequest, target: Target, messages: readonly Jso
     }
     return {};
   }
-  const tools = offer.tools.map((tool) => ({
+  const choice = offer.choice;
+  // A named tool is forced on the other families as `any` over that one tool, which comes to the same.
+  const narrowed = choice?.type === 'tool' && target.family === 'other' ? offer.tools.filter((tool) => tool.name === choice.name) : offer.tools;
+  const tools = narrowed.map((tool) => ({
     toolSpec: { name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), inputSchema: { json: tool.schema } },
   }));
-  const choice = offer.choice;
-  const toolChoice = choice?.type === 'tool' ? { tool: { name: choice.name } } : choice?.type === 'any' ? { any: {} } : undefined;
+  const toolChoice = choice?.type === 'tool' ? (target.family === 'other' ? { any: {} } : { tool: { name: choice.name } }) : choice?.type === 'any' ? { any: {} } : undefined;
   return { toolConfig: { tools, ...(toolChoice === undefined ? {} : { toolChoice }) } };
 }
 
 /** The body of POST /model/{modelId}/converse and /converse-stream (no modelId in it). */
 export function converseRequest(request: GenerationRequest, model: CatalogueModel): Json {
   const r = request;
-  const anthropic = isAnthropicModel(model.upstreamModel);
-  const target: Target = { model, anthropic, caches: anthropic || isNovaModel(model.upstreamModel) };
+  const target: Target = { model, family: isAnthropicModel(model.upstreamModel) ? 'anthropic' : isNovaModel(model.upstreamModel) ? 'nova' : 'other' };
   // Answers are read without the request: a call of this name is always the answer's, never the caller's.
   if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, CONVERSE_CAPABILITIES, 'tools', `a tool named '${JSON_MODE_TOOL}' (the name Sluice gives the tool that carries JSON answers)`);
-  if (!target.anthropic) {
+  if (target.family !== 'anthropic') {
     if (r.topK !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'top_k', "'top_k' (only Claude takes it through Converse)");
-    if (r.reasoning !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'reasoning_effort', 'reasoning (Sluice asks Claude models only for it through Converse)');
+    if (r.reasoning !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'reasoning_effort', 'reasoning (through Converse, Sluice asks Claude models only for it)');
   }
   const { system, messages } = conversation(r.messages, target);
   // Claude's thinking budget must stay below maxTokens, so it is always sent then; otherwise only
   // when the caller or the model's configuration set one (Bedrock's default suits each model).
   const maxTokens = r.reasoning !== undefined || r.maxOutputTokens !== undefined || model.maxOutputTokens !== undefined ? outputLimit(r, model) : undefined;
-  const sampling = target.anthropic ? claudeSampling(r, model, CONVERSE_CAPABILITIES) : { temperature: r.temperature, topP: r.topP, topK: undefined };
+  const sampling = target.family === 'anthropic' ? claudeSampling(r, model, CONVERSE_CAPABILITIES) : { temperature: r.temperature, topP: r.topP, topK: undefined };
   const inferenceConfig = {
     ...(maxTokens === undefined ? {} : { maxTokens }),
     ...(sampling.temperature === undefined ? {} : { temperature: sampling.temperature }),

@@ -430,6 +430,20 @@ describe('Bedrock Converse: requests', () => {
     assert.deepStrictEqual(converseRequest({ ...request, tools: SCENARIOS.tools.request.tools, toolChoice: { type: 'required' } }, modelOf()).toolConfig, converseRequest(ask({ tools: SCENARIOS.tools.request.tools, toolChoice: { type: 'required' } }), modelOf()).toolConfig);
   });
 
+  test("a named tool on a family without Converse's `tool` choice: `any` over that one tool", () => {
+    const tools = [...SCENARIOS.tools.request.tools, { ...SCENARIOS.tools.request.tools[0]!, name: 'get_time' }];
+    assert.deepStrictEqual(converseRequest(ask({ tools, toolChoice: { type: 'tool', name: 'get_time' } }), modelOf(NOVA)).toolConfig, {
+      tools: tools.map((tool) => ({ toolSpec: { name: tool.name, description: tool.description, inputSchema: { json: tool.parameters } } })),
+      toolChoice: { tool: { name: 'get_time' } },
+    });
+    assert.deepStrictEqual(converseRequest(ask({ tools, toolChoice: { type: 'tool', name: 'get_time' } }), modelOf(LLAMA)).toolConfig, {
+      tools: [{ toolSpec: { name: 'get_time', description: tools[1]!.description, inputSchema: { json: tools[1]!.parameters } } }],
+      toolChoice: { any: {} },
+    });
+    // JSON mode likewise.
+    assert.deepStrictEqual(converseRequest(SCENARIOS.jsonObject.request, modelOf(LLAMA)).toolConfig, { ...(fixture('requests/json-object.json').toolConfig as Json), toolChoice: { any: {} } });
+  });
+
   test('models of other families: no Claude-only fields', () => {
     const body = converseRequest(ask({ maxOutputTokens: 512, temperature: 0.7, stop: ['###'] }), modelOf(LLAMA));
     assert.deepStrictEqual(body, { messages: [{ role: 'user', content: [{ text: 'Hi' }] }], inferenceConfig: { maxTokens: 512, temperature: 0.7, stopSequences: ['###'] } });
