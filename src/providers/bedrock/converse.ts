@@ -234,16 +234,24 @@ export function converseRequest(request: GenerationRequest, model: CatalogueMode
     ...(Object.keys(inferenceConfig).length > 0 ? { inferenceConfig } : {}),
     ...toolConfig(r, target, messages),
     ...(Object.keys(additional).length > 0 ? { additionalModelRequestFields: additional } : {}),
+    // Converse says only that a stop sequence ended the text; Claude's own answer says which.
+    ...(target.family === 'anthropic' && r.stop.length > 0 ? { additionalModelResponseFieldPaths: ['/stop_sequence'] } : {}),
   };
 }
 
-/** Converse's stop reasons. A guardrail or the model's content filter ending the answer is a refusal. */
-function finishOf(stopReason: unknown): Finish {
+/**
+ * Converse's stop reasons, with the stop sequence from the model's own fields where asked for. A
+ * guardrail or the model's content filter ending the answer is a refusal.
+ */
+function finishOf(stopReason: unknown, modelFields: unknown): Finish {
   const raw = typeof stopReason === 'string' ? stopReason : undefined;
   switch (raw) {
     case 'end_turn':
-    case 'stop_sequence':
       return { reason: 'stop', raw };
+    case 'stop_sequence': {
+      const sequence = isObject(modelFields) ? modelFields.stop_sequence : undefined;
+      return typeof sequence === 'string' ? { reason: 'stop', raw, stopSequence: sequence } : { reason: 'stop', raw };
+    }
     case 'tool_use':
       return { reason: 'tool_calls', raw };
     case 'max_tokens':
@@ -295,7 +303,7 @@ export function converseResult(body: Json, providerId: string): GenerationResult
   return {
     id: '',
     created: Math.floor(Date.now() / 1000),
-    choices: [{ index: 0, content, finish: jsonModeFinish(finishOf(body.stopReason), callerToolCalls, jsonAnswers), logprobs: undefined }],
+    choices: [{ index: 0, content, finish: jsonModeFinish(finishOf(body.stopReason, body.additionalModelResponseFields), callerToolCalls, jsonAnswers), logprobs: undefined }],
     usage: isObject(body.usage) ? usageOf(body.usage) : null,
   };
 }
@@ -372,7 +380,7 @@ export async function* converseStreamParts(events: AsyncIterable<ConverseStreamE
       case 'messageStop':
         if (stopped) break;
         stopped = true;
-        yield { type: 'finish', choice: 0, finish: jsonModeFinish(finishOf(payload.stopReason), toolCalls.size, jsonAnswers.size) };
+        yield { type: 'finish', choice: 0, finish: jsonModeFinish(finishOf(payload.stopReason, payload.additionalModelResponseFields), toolCalls.size, jsonAnswers.size) };
         break;
       case 'metadata':
         if (isObject(payload.usage)) usage ??= usageOf(payload.usage);

@@ -144,6 +144,12 @@ describe('Bedrock Converse: whole answers', () => {
     assert.deepStrictEqual(answered.choices, [choice(0, [text('{"city":"Paris","country":"France"}')], END_TURN)]);
   });
 
+  test('a stop sequence: which one, from the model fields asked for', () => {
+    assert.deepStrictEqual(result('generate-stop-sequence').choices[0]!.finish, finish('stop', 'stop_sequence', '\n\n'));
+    // Only Claude is asked for them.
+    assert.equal(converseRequest(ask({ stop: ['END'] }), modelOf(NOVA)).additionalModelResponseFieldPaths, undefined);
+  });
+
   test('a guardrail that intervened is a content filter, its message the text', () => {
     assert.deepStrictEqual(result('generate-guardrail').choices, [choice(0, [text('Sorry, the model cannot answer this question.')], finish('content_filter', 'guardrail_intervened'))]);
   });
@@ -214,6 +220,13 @@ describe('Bedrock Converse: streams', () => {
       parts.finish(END_TURN),
       parts.usage(usage(46, 138)),
     ]);
+  });
+
+  test('a stop sequence named in messageStop', async () => {
+    const events = fixture<ConverseStreamEvent[]>('responses/stream-text.json').map((event) =>
+      event.eventType === 'messageStop' ? { ...event, payload: { ...event.payload, stopReason: 'stop_sequence', additionalModelResponseFields: { stop_sequence: '\n\n' } } } : event,
+    );
+    assert.deepStrictEqual((await streamed(events)).parts.at(-2), parts.finish(finish('stop', 'stop_sequence', '\n\n')));
   });
 
   test('redacted reasoning', async () => {
