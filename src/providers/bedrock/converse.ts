@@ -331,6 +331,8 @@ export async function* converseStreamParts(events: AsyncIterable<ConverseStreamE
   const jsonAnswers = new Map<number, boolean>();
   for await (const { eventType, payload } of events) {
     if (!started && eventType !== 'messageStart') throw unreadableUpstream(providerId, `a Converse stream that began with ${eventType} rather than messageStart`);
+    // Only usage may follow the finish.
+    if (stopped && eventType !== 'metadata') continue;
     const index = Number(payload.contentBlockIndex);
     switch (eventType) {
       case 'messageStart':

@@ -260,10 +260,10 @@ describe('Bedrock Converse: streams', () => {
     assert.equal(out.at(-1)?.type, 'finish');
   });
 
-  test('metadata before messageStop still comes after the finish, once', async () => {
+  test('metadata before messageStop still comes after the finish, once; no content after the finish', async () => {
     const events = fixture<ConverseStreamEvent[]>('responses/stream-text.json');
     const metadata = events.at(-1)!;
-    const { parts: out } = await streamed([...events.slice(0, -2), metadata, events.at(-2)!, metadata]);
+    const { parts: out } = await streamed([...events.slice(0, -2), metadata, events.at(-2)!, events[1]!, metadata]);
     assertStreamContract(out, 1, true);
     assert.deepStrictEqual(out.slice(-2), [parts.finish(END_TURN), parts.usage(usage(1209, 12, { cachedInput: 1188 }))]);
   });
