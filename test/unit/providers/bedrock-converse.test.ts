@@ -6,10 +6,13 @@
  * test/unit/fixtures/providers/bedrock/converse/README.md.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { HttpResponse, type HttpRequest } from '@smithy/protocol-http';
 import { modelFromConfig, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { modelSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
@@ -498,5 +501,69 @@ describe('Bedrock Converse: what it cannot take is refused, naming the parameter
     refused(ask({ responseFormat: { type: 'json_schema', name: 'list', schema: { type: 'array', items: { type: 'string' } }, strict: undefined, description: undefined } }), modelOf(), 'response_format', /top level is not an object/);
     refused(ask({ responseFormat: { type: 'json_object' }, reasoning: { effort: 'low' } }), modelOf(), 'response_format', /together with reasoning/);
     refused(ask({ tools: [{ ...SCENARIOS.tools.request.tools[0]!, name: 'json_answer' }] }), modelOf(), 'tools', /json_answer/);
+  });
+});
+
+/**
+ * AWS's own client (`@aws-sdk/client-bedrock-runtime`, generated from the service's model) as a
+ * second reader of the wire: what it sends for our request bodies, and what it reads from our
+ * recorded answers, must be those bodies exactly. A field name AWS does not have would be dropped.
+ */
+describe("Bedrock Converse: AWS's own client agrees", () => {
+  /** The body the SDK sends for `body`, and the answer it reads from `answer`. */
+  async function throughSdk(body: Json, answer: Json = fixture('responses/generate-text.json')): Promise<{ sent: Json; read: Json }> {
+    let sent: HttpRequest | undefined;
+    const client = new BedrockRuntimeClient({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' },
+      maxAttempts: 1,
+      requestHandler: {
+        handle: async (request: HttpRequest) => {
+          sent = request;
+          return { response: new HttpResponse({ statusCode: 200, headers: { 'content-type': 'application/json' }, body: Readable.from([Buffer.from(JSON.stringify(answer))]) }) };
+        },
+      },
+    });
+    // The SDK takes blobs as bytes and sends them base64-encoded, as the REST-JSON wire carries them.
+    const input = JSON.parse(JSON.stringify(body), (key, value: unknown) => ((key === 'bytes' || key === 'redactedContent') && typeof value === 'string' ? Buffer.from(value, 'base64') : value)) as Json;
+    const { $metadata: _metadata, ...read } = await client.send(new ConverseCommand({ modelId: CLAUDE, ...input } as unknown as ConverseCommandInput));
+    client.destroy();
+    assert.equal(sent?.path, `/model/${encodeURIComponent(CLAUDE)}/converse`);
+    const raw = sent.body as string | Uint8Array;
+    return {
+      sent: JSON.parse(typeof raw === 'string' ? raw : new TextDecoder().decode(raw)) as Json,
+      read: JSON.parse(JSON.stringify(read, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value))) as Json,
+    };
+  }
+
+  test('every recorded request, and the bodies of each feature, go out as built', async () => {
+    const tools = SCENARIOS.tools.request.tools;
+    const bodies: Json[] = [
+      ...readdirSync(join(FIXTURES, 'requests')).map((file) => fixture(`requests/${file}`)),
+      converseRequest(ask({ messages: [{ role: 'system', content: [{ type: 'text', text: 'Rules.', cacheBreakpoint: true }] }, { role: 'user', content: [{ type: 'text', text: 'Look:', cacheBreakpoint: true }, { type: 'image', source: { kind: 'inline', mediaType: 'image/webp', data: 'UklGRg==' } }] }] }), modelOf()),
+      converseRequest(ask({ maxOutputTokens: 300, temperature: 0.5, topP: 0.8, topK: 40, stop: ['END'], tools, toolChoice: { type: 'tool', name: 'get_weather' } }), modelOf()),
+      converseRequest(ask({ tools, toolChoice: { type: 'required' }, responseFormat: { type: 'json_schema', name: 'x', schema: { type: 'object' }, strict: undefined, description: undefined } }), modelOf()),
+      converseRequest(
+        ask({
+          messages: [
+            user('Q'),
+            { role: 'assistant', content: [{ type: 'reasoning', text: '', redactedData: REDACTED }, { type: 'reasoning', text: 'Think.', signature: SIGNATURE }, { type: 'tool_call', id: TOOL_IDS[0], name: 'get_weather', arguments: '{}' }] },
+            { role: 'tool', content: [{ type: 'tool_result', toolCallId: TOOL_IDS[0], name: 'get_weather', content: [{ type: 'text', text: 'no', cacheBreakpoint: true }], isError: true }] },
+          ],
+          tools,
+          reasoning: { effort: 'medium' },
+          maxOutputTokens: 16000,
+        }),
+        modelOf(),
+      ),
+    ];
+    for (const body of bodies) assert.deepStrictEqual((await throughSdk(body)).sent, body);
+  });
+
+  test('every recorded whole answer reads as recorded', async () => {
+    for (const file of readdirSync(join(FIXTURES, 'responses')).filter((name) => name.startsWith('generate-'))) {
+      const answer = fixture(`responses/${file}`);
+      assert.deepStrictEqual((await throughSdk(fixture('requests/text.json'), answer)).read, answer, file);
+    }
   });
 });
