@@ -20,6 +20,7 @@ import { modelSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
 import { generationRequest, type GenerationRequest, type GenerationResult, type Message, type StreamPart } from '../../../src/generation/model.js';
 import { converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from '../../../src/providers/bedrock/converse.js';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../../src/providers/translating-provider.js';
 import type { Json } from '../../../src/providers/upstream-client.js';
 import { answerOfChoice, answerOfParts, assertAnswer, assertStreamContract } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
@@ -311,10 +312,11 @@ describe('Bedrock Converse: requests', () => {
     assert.deepStrictEqual(body.additionalModelRequestFields, { top_k: 40 });
   });
 
-  test("the output limit: the caller's within the model's max_output_tokens, the model's when the caller sets none, else Bedrock's default", () => {
+  test("the output limit: the caller's within the model's max_output_tokens, the model's when the caller sets none, else Sluice's for Claude and Bedrock's for the others", () => {
     assert.deepStrictEqual(converseRequest(ask({ maxOutputTokens: 64000 }), modelOf(CLAUDE, { max_output_tokens: 8192 })).inferenceConfig, { maxTokens: 8192 });
-    assert.deepStrictEqual(converseRequest(ask(), modelOf(CLAUDE, { max_output_tokens: 8192 })).inferenceConfig, { maxTokens: 8192 });
-    assert.deepStrictEqual(converseRequest(ask(), modelOf()), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
+    assert.deepStrictEqual(converseRequest(ask(), modelOf(LLAMA, { max_output_tokens: 8192 })).inferenceConfig, { maxTokens: 8192 });
+    assert.deepStrictEqual(converseRequest(ask(), modelOf()), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }], inferenceConfig: { maxTokens: DEFAULT_MAX_OUTPUT_TOKENS } });
+    assert.deepStrictEqual(converseRequest(ask(), modelOf(LLAMA)), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
   });
 
   test("reasoning: Claude's thinking budget from the effort, below maxTokens; sampling held to thinking's rules", () => {
@@ -430,7 +432,7 @@ describe('Bedrock Converse: requests', () => {
 
   test("tool choice none: the tools are not declared; with tool calls in the conversation, where Converse needs them, it is refused", () => {
     const tools = SCENARIOS.tools.request.tools;
-    assert.deepStrictEqual(converseRequest(ask({ tools, toolChoice: { type: 'none' } }), modelOf()), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
+    assert.equal(converseRequest(ask({ tools, toolChoice: { type: 'none' } }), modelOf()).toolConfig, undefined);
     refused({ ...SCENARIOS.toolResult.request, toolChoice: { type: 'none' } }, modelOf(), 'tool_choice', /tool_choice 'none' in a conversation that holds tool calls/);
   });
 
