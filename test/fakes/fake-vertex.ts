@@ -231,7 +231,7 @@ export async function startFakeVertex(options: {
   const keyFile = join(mkdtempSync(join(tmpdir(), 'sluice-vertex-')), 'service-account.json');
   writeFileSync(keyFile, JSON.stringify(key, null, 2), { mode: 0o600 });
 
-  return Object.assign(Object.create(null) as object, {
+  const fake: FakeVertex = {
     get url() {
       return upstream.url;
     },
@@ -267,5 +267,6 @@ export async function startFakeVertex(options: {
       tokenServer.closeAllConnections();
       await Promise.all([upstream.close(), new Promise<void>((resolve) => tokenServer.close(() => resolve()))]);
     },
-  }) as FakeVertex;
+  };
+  return fake;
 }
