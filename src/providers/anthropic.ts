@@ -194,11 +194,11 @@ export class AnthropicProvider extends TranslatingProvider {
    * API names the model in the body and reads the API version from a header. A cloud overrides both.
    */
   protected messagesRequest(model: CatalogueModel, body: Json, _stream: boolean): { path: string; body: Json } {
-    return { path: '/messages', body: { model: model.upstreamModel, ...body } };
+    return { path: '/messages', body: { ...body, model: model.upstreamModel } };
   }
 
   protected countTokensRequest(model: CatalogueModel, body: Json): { path: string; body: Json } {
-    return { path: '/messages/count_tokens', body: { model: model.upstreamModel, ...body } };
+    return { path: '/messages/count_tokens', body: { ...body, model: model.upstreamModel } };
   }
 
   /** Whether a relayed body goes with the caller's `anthropic-version` (it was written for that version); a cloud sets its own in the body. */
