@@ -195,8 +195,9 @@ export class VertexProvider implements ProviderAdapter {
    * families (Imagen, Veo, Gemma, Chirp) speak other wires, so they are not listed.
    */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
-    const [google, anthropic] = await Promise.all([this.listPublisher('google', signal), this.listPublisher('anthropic', signal)]);
-    return [...google, ...anthropic];
+    // One after the other: a failure names the first page that failed, and the pages come in one order.
+    const google = await this.listPublisher('google', signal);
+    return [...google, ...(await this.listPublisher('anthropic', signal))];
   }
 
   private listPublisher(publisher: 'google' | 'anthropic', signal: AbortSignal): Promise<UpstreamModel[]> {

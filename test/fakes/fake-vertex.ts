@@ -80,6 +80,8 @@ export async function startFakeVertex(options: {
   tokenLifetimeS?: number;
   /** Publisher models listed per page (default 1000). */
   listPageMax?: number;
+  /** Issue this access token every time instead of a random one (for recorded-request snapshots). */
+  fixedToken?: string;
 }): Promise<FakeVertex> {
   const geminiModels = options.geminiModels ?? ['gemini-2.5-flash'];
   const claudeModels = options.claudeModels ?? ['claude-sonnet-4-5@20250929'];
@@ -131,7 +133,7 @@ export async function startFakeVertex(options: {
     if (claims.iss !== email) return grant('Invalid grant: account not found');
     if (claims.aud !== tokenUri) return grant('Invalid JWT: Failed audience check.');
     if (typeof claims.scope !== 'string' || !claims.scope.split(' ').includes(SCOPE)) return json(res, 400, { error: 'invalid_scope', error_description: 'Invalid OAuth scope or ID token audience provided.' });
-    const token = `ya29.fake-${randomBytes(24).toString('base64url')}`;
+    const token = options.fixedToken ?? `ya29.fake-${randomBytes(24).toString('base64url')}`;
     tokens.set(token, Date.now() + state.lifetime * 1000);
     issued.push(token);
     json(res, 200, { access_token: token, expires_in: state.lifetime, token_type: 'Bearer' });
