@@ -6,6 +6,7 @@ import { AnthropicVertex } from '@anthropic-ai/vertex-sdk';
 import { createOpenAI } from '@ai-sdk/openai';
 import { GoogleGenAI } from '@google/genai';
 import { generateText, streamText } from 'ai';
+import { importPKCS8, SignJWT } from 'jose';
 import OpenAI from 'openai';
 import { providerSchema, type ProviderConfig } from '../src/config/config-file.js';
 import { GoogleServiceAccountAuth } from '../src/providers/auth/google-service-account.js';
@@ -409,5 +410,77 @@ models:
       await gateway.stop();
       await fake.close();
     }
+  });
+});
+
+describe('the fake refuses what Google refuses', () => {
+  const assertion = async (claims: Record<string, unknown>, privateKey = vertex.key.private_key, kid = vertex.key.private_key_id) => {
+    const key = await importPKCS8(privateKey, 'RS256');
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ scope: 'https://www.googleapis.com/auth/cloud-platform', ...claims })
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid })
+      .setIssuer(vertex.key.client_email)
+      .setAudience(typeof claims.aud === 'string' ? claims.aud : vertex.tokenUri)
+      .setIssuedAt(typeof claims.iat === 'number' ? claims.iat : now)
+      .setExpirationTime(typeof claims.exp === 'number' ? claims.exp : now + 3600)
+      .sign(key);
+  };
+  const exchange = async (jwt: string, grantType = 'urn:ietf:params:oauth:grant-type:jwt-bearer') => {
+    const response = await fetch(vertex.tokenUri, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: grantType, assertion: jwt }) });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  test('the token endpoint: a good assertion gets a token; an expired, wrongly signed or misaddressed one is invalid_grant', async () => {
+    const good = await exchange(await assertion({}));
+    assert.equal(good.status, 200);
+    assert.equal(good.body.token_type, 'Bearer');
+    assert.ok(typeof good.body.access_token === 'string' && typeof good.body.expires_in === 'number');
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await exchange(await assertion({ iat: now - 7200, exp: now - 3600 }));
+    assert.deepEqual([expired.status, expired.body.error], [400, 'invalid_grant']);
+    assert.match(String(expired.body.error_description), /short-lived token/);
+    const tooLong = await exchange(await assertion({ iat: now, exp: now + 7200 }));
+    assert.deepEqual([tooLong.status, tooLong.body.error], [400, 'invalid_grant']);
+    const wronglySigned = await exchange(await assertion({}, vertex.wrongKey.private_key));
+    assert.deepEqual([wronglySigned.status, wronglySigned.body.error, wronglySigned.body.error_description], [400, 'invalid_grant', 'Invalid JWT Signature.']);
+    const unknownKey = await exchange(await assertion({}, vertex.key.private_key, 'not-a-key-id'));
+    assert.deepEqual([unknownKey.status, unknownKey.body.error], [400, 'invalid_grant']);
+    const otherAudience = await exchange(await assertion({ aud: 'https://oauth2.googleapis.com/token' }));
+    assert.deepEqual([otherAudience.status, otherAudience.body.error], [400, 'invalid_grant']);
+    const wrongGrant = await exchange(await assertion({}), 'client_credentials');
+    assert.deepEqual([wrongGrant.status, wrongGrant.body.error], [400, 'unsupported_grant_type']);
+  });
+
+  test('the model endpoints: no token, an unknown or expired token, another project; Claude without Vertex\'s version or with a model', async () => {
+    const call = async (path: string, body: unknown, token?: string) => {
+      const response = await fetch(`${vertex.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }, body: JSON.stringify(body) });
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    const gemini = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
+    assert.deepEqual(Object.values(await call(`${GOOGLE_PATH}/${GEMINI}:generateContent`, gemini)).map((v) => (typeof v === 'number' ? v : v.error.status)), [401, 'UNAUTHENTICATED']);
+    assert.equal((await call(`${GOOGLE_PATH}/${GEMINI}:generateContent`, gemini, 'ya29.made-up')).status, 401);
+    vertex.tokenLifetimeS = 1;
+    try {
+      const shortLived = String((await exchange(await assertion({}))).body.access_token);
+      assert.equal((await call(`${GOOGLE_PATH}/${GEMINI}:generateContent`, gemini, shortLived)).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const expired = await call(`${GOOGLE_PATH}/${GEMINI}:generateContent`, gemini, shortLived);
+      assert.deepEqual([expired.status, expired.body.error.status], [401, 'UNAUTHENTICATED']);
+    } finally {
+      vertex.tokenLifetimeS = 3599;
+    }
+    const token = String((await exchange(await assertion({}))).body.access_token);
+    const otherProject = await call(GOOGLE_PATH.replace(PROJECT, 'someone-else') + `/${GEMINI}:generateContent`, gemini, token);
+    assert.deepEqual([otherProject.status, otherProject.body.error.status], [403, 'PERMISSION_DENIED']);
+    const messages = { max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+    const noVersion = await call(`${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`, messages, token);
+    assert.deepEqual([noVersion.status, noVersion.body.error.type], [400, 'invalid_request_error']);
+    const firstPartyVersion = await call(`${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`, { ...messages, anthropic_version: '2023-06-01' }, token);
+    assert.equal(firstPartyVersion.status, 400);
+    const withModel = await call(`${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`, { ...messages, anthropic_version: 'vertex-2023-10-16', model: CLAUDE }, token);
+    assert.deepEqual([withModel.status, withModel.body.error.message], [400, 'model: Extra inputs are not permitted']);
+    assert.equal((await call(`${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`, { ...messages, anthropic_version: 'vertex-2023-10-16' }, token)).status, 200);
+    const tooMany = await call(`${GOOGLE_PATH}/gemini-embedding-001:predict`, { instances: [{ content: 'a' }, { content: 'b' }] }, token);
+    assert.equal(tooMany.status, 400);
   });
 });
