@@ -69,8 +69,8 @@ before(async () => {
     base_url: ${vertex.url}
     credentials_file: ${missing}
 models:
-  - { id: gemini-vx, provider: vertex-eu, upstream_model: ${GEMINI}, endpoints: [chat] }
-  - { id: claude-vx, provider: vertex-eu, upstream_model: '${CLAUDE}', endpoints: [chat] }
+  - { id: gemini-vx, provider: vertex-eu, upstream_model: ${GEMINI}, endpoints: [chat, completions, responses] }
+  - { id: claude-vx, provider: vertex-eu, upstream_model: '${CLAUDE}', endpoints: [chat, completions, responses] }
   - { id: embed-vx, provider: vertex-eu, upstream_model: text-embedding-005, endpoints: [embeddings] }
   - { id: gemini-embed-vx, provider: vertex-eu, upstream_model: gemini-embedding-001, endpoints: [embeddings] }
   - { id: gemini-wrong-key, provider: vertex-wrong-key, upstream_model: ${GEMINI}, endpoints: [chat] }
@@ -254,6 +254,30 @@ describe('Claude on Vertex AI', () => {
       assert.equal(lastRequest().body.anthropic_version, 'vertex-2023-10-16');
       assert.equal(lastRequest().path, `${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`);
     }
+  });
+});
+
+describe('every dialect on both publishers', () => {
+  for (const [model, path] of [
+    ['gemini-vx', `${GOOGLE_PATH}/${GEMINI}:generateContent`],
+    ['claude-vx', `${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`],
+  ] as const) {
+    test(`Responses and legacy completions on ${model}`, async () => {
+      const response = seen(await openai().responses.create({ model, input: 'Through Responses', store: false }));
+      assert.equal(response.output_text, '[Through Responses] The quick brown fox jumps over the lazy dog.');
+      assert.equal(lastRequest().path, path);
+      const completion = seen(await openai().completions.create({ model, prompt: 'Legacy', max_tokens: 50 }));
+      assert.equal(completion.choices[0]!.text, '[Legacy] The quick brown fox jumps over the lazy dog.');
+      assert.equal(lastRequest().path, path);
+    });
+  }
+  test('Anthropic Messages on Vertex Gemini and Gemini generateContent on Vertex Claude are translated', async () => {
+    const message = seen(await anthropic().messages.create({ model: 'gemini-vx', max_tokens: 100, messages: [{ role: 'user', content: 'Cross over' }] }));
+    assert.equal(message.content[0]!.type === 'text' ? message.content[0]!.text : '', '[Cross over] The quick brown fox jumps over the lazy dog.');
+    assert.equal(lastRequest().path, `${GOOGLE_PATH}/${GEMINI}:generateContent`);
+    const generated = seen(await genai().models.generateContent({ model: 'claude-vx', contents: 'And back' }));
+    assert.equal(generated.text, '[And back] The quick brown fox jumps over the lazy dog.');
+    assert.equal(lastRequest().path, `${ANTHROPIC_PATH}/${CLAUDE}:rawPredict`);
   });
 });
 
