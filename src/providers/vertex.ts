@@ -25,7 +25,7 @@ import { listAllPages, listField, optionalString, upstreamModel } from './model-
 import { UpstreamClient, type Json } from './upstream-client.js';
 
 /** The API version Claude on Vertex AI takes, in the body; never the caller's `anthropic-version`. */
-export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 /**
  * Inputs one `:predict` call takes (Vertex AI's text-embeddings limits): 250 texts for the
@@ -36,7 +36,7 @@ const TEXT_EMBEDDING_INPUTS = 250;
 const GEMINI_EMBEDDING_INPUTS = 1;
 
 /** Which publisher serves a model: Anthropic's models on Vertex are all named `claude-…`. */
-export function isClaudeOnVertex(model: CatalogueModel): boolean {
+function isClaudeOnVertex(model: CatalogueModel): boolean {
   return model.upstreamModel.startsWith('claude-');
 }
 

@@ -37,7 +37,6 @@ interface SigningKey {
   readonly email: string;
   readonly keyId: string;
   readonly tokenUri: string;
-  readonly privateKeyPem: string;
   readonly key: PrivateKey;
 }
 
@@ -83,7 +82,7 @@ export class GoogleServiceAccountAuth implements UpstreamAuth {
     return this.privateKeyPem === undefined ? this.token.secrets() : [...this.token.secrets(), this.privateKeyPem];
   }
 
-  /** A token now, for `sluice doctor` and tests: the same one requests use. */
+  /** The token requests carry now, for a client outside the request path (a test hands it to Google's own SDK). */
   async accessToken(): Promise<string> {
     return this.token.current();
   }
@@ -131,7 +130,7 @@ export class GoogleServiceAccountAuth implements UpstreamAuth {
       throw this.keyProblem(`${where}: field 'private_key' is not an RSA private key in PKCS #8 PEM`);
     }
     this.privateKeyPem = fields.private_key;
-    return { email: fields.client_email, keyId: fields.private_key_id, tokenUri: fields.token_uri, privateKeyPem: fields.private_key, key };
+    return { email: fields.client_email, keyId: fields.private_key_id, tokenUri: fields.token_uri, key };
   }
 
   /** One assertion signed and exchanged; Google's answer read for the token and its lifetime. */
@@ -161,7 +160,7 @@ export class GoogleServiceAccountAuth implements UpstreamAuth {
       const failure = upstreamTransportError(this.providerId, error);
       throw new GatewayError(failure.kind, `${failure.message.replace(/\.$/, '')} for a token (token_uri ${key.tokenUri}).`, { upstreamFailure: failure.upstreamFailure, cause: error });
     }
-    const secrets = [assertion, key.privateKeyPem];
+    const secrets = [assertion, ...this.secrets()];
     const answer = readTokenAnswer(text);
     if (status === 200 && answer.accessToken !== undefined) {
       return { token: answer.accessToken, lifetimeMs: (answer.expiresIn ?? ASSERTION_LIFETIME_S) * 1000 };
