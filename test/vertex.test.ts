@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import { providerSchema, type ProviderConfig } from '../src/config/config-file.js';
 import { GoogleServiceAccountAuth } from '../src/providers/auth/google-service-account.js';
 import { createProvider } from '../src/providers/registry.js';
+import { VertexProvider } from '../src/providers/vertex.js';
 import { startFakeVertex, type FakeVertex } from './fakes/fake-vertex.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 import { writeFileSync } from 'node:fs';
@@ -333,6 +334,20 @@ describe('credentials', () => {
       assert.equal(vertex.tokenRequests, tokenRequests);
     } finally {
       await adapter.close();
+    }
+  });
+});
+
+describe('the key from GOOGLE_APPLICATION_CREDENTIALS', () => {
+  test('a provider without credentials or credentials_file reads the file the environment names', async () => {
+    const { credentials_file: _file, ...config } = vertexConfig('from-env', vertex.keyFile);
+    const adapter = new VertexProvider(config, { GOOGLE_APPLICATION_CREDENTIALS: vertex.keyFile });
+    const without = new VertexProvider(config, {});
+    try {
+      assert.ok((await adapter.listModels(AbortSignal.timeout(5000))).length > 0);
+      await assert.rejects(without.listModels(AbortSignal.timeout(5000)), /set credentials or credentials_file, or GOOGLE_APPLICATION_CREDENTIALS/);
+    } finally {
+      await Promise.all([adapter.close(), without.close()]);
     }
   });
 });
