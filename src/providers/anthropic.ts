@@ -222,20 +222,37 @@ export function jsonModeFinish(finish: Finish, callerToolCalls: number, jsonAnsw
   return finish.reason === 'tool_calls' && callerToolCalls === 0 && jsonAnswers > 0 ? { reason: 'stop', raw: 'end_turn' } : finish;
 }
 
+/** Anthropic's own API: the key as `x-api-key`, the API version as `anthropic-version`. */
+function anthropicApiClient(config: ProviderConfig): UpstreamClient {
+  return new UpstreamClient(config, { ...(config.api_key === undefined ? {} : { 'x-api-key': config.api_key }), 'anthropic-version': config.anthropic_version });
+}
+
 /** Chat through Anthropic's Messages API. */
 export class AnthropicProvider extends TranslatingProvider {
   readonly kind = 'anthropic';
   /** Beta features the operator turned on for every call; a caller's are added to them. */
   private readonly configuredBeta: string | undefined;
 
-  constructor(config: ProviderConfig) {
-    const credentials = {
-      ...(config.api_key === undefined ? {} : { 'x-api-key': config.api_key }),
-      'anthropic-version': config.anthropic_version,
-    };
-    super(config.id, new UpstreamClient(config, credentials));
+  /** `client`: another home of Claude (Vertex AI) brings its own, with its own credentials. */
+  constructor(config: ProviderConfig, client: UpstreamClient = anthropicApiClient(config)) {
+    super(config.id, client);
     this.configuredBeta = config.headers?.['anthropic-beta'];
   }
+
+  /**
+   * Where a Messages call for `model` goes, and its body as the upstream takes it: Anthropic's own
+   * API names the model in the body and reads the API version from a header. A cloud overrides both.
+   */
+  protected messagesRequest(model: CatalogueModel, body: Json, _stream: boolean): { path: string; body: Json } {
+    return { path: '/messages', body: { ...body, model: model.upstreamModel } };
+  }
+
+  protected countTokensRequest(model: CatalogueModel, body: Json): { path: string; body: Json } {
+    return { path: '/messages/count_tokens', body: { ...body, model: model.upstreamModel } };
+  }
+
+  /** Whether a relayed body goes with the caller's `anthropic-version` (it was written for that version); a cloud sets its own in the body. */
+  protected readonly passesCallerVersion: boolean = true;
 
   capabilities(): Capabilities {
     return CAPABILITIES;
@@ -260,12 +277,15 @@ export class AnthropicProvider extends TranslatingProvider {
   }
 
   override async relay(call: RelayCall): Promise<RelayResponse> {
-    const body = { ...call.body, model: call.model.upstreamModel };
     const upstreamCall = { requestId: call.requestId, signal: call.signal, headers: this.relayHeaders(call.headers ?? {}), traceHeaders: call.traceHeaders };
-    if (call.operation === 'anthropic.count_tokens') return { stream: false, body: await this.client.postJson('/messages/count_tokens', body, upstreamCall) };
+    if (call.operation === 'anthropic.count_tokens') {
+      const counted = this.countTokensRequest(call.model, call.body);
+      return { stream: false, body: await this.client.postJson(counted.path, counted.body, upstreamCall) };
+    }
     if (call.operation !== 'anthropic.messages') throw new Error(`provider ${this.id} does not relay ${call.operation}`);
-    if (!call.stream) return { stream: false, body: await this.client.postJson('/messages', body, upstreamCall) };
-    const response = await this.client.post('/messages', body, upstreamCall);
+    const { path, body } = this.messagesRequest(call.model, call.body, call.stream);
+    if (!call.stream) return { stream: false, body: await this.client.postJson(path, body, upstreamCall) };
+    const response = await this.client.post(path, body, upstreamCall);
     return { stream: true, events: this.relayedEvents(response.body) };
   }
 
@@ -275,7 +295,7 @@ export class AnthropicProvider extends TranslatingProvider {
    */
   private relayHeaders(caller: Readonly<Record<string, string>>): Record<string, string> {
     const headers: Record<string, string> = {};
-    if (caller['anthropic-version'] !== undefined) headers['anthropic-version'] = caller['anthropic-version'];
+    if (this.passesCallerVersion && caller['anthropic-version'] !== undefined) headers['anthropic-version'] = caller['anthropic-version'];
     const betas = [this.configuredBeta, caller['anthropic-beta']].filter((beta): beta is string => beta !== undefined && beta !== '');
     if (betas.length > 0) headers['anthropic-beta'] = betas.join(',');
     return headers;
@@ -303,7 +323,6 @@ export class AnthropicProvider extends TranslatingProvider {
     const { system, turns } = conversation(r.messages);
     const maxTokens = outputLimit(r, call.model);
     return {
-      model: call.model.upstreamModel,
       max_tokens: maxTokens,
       ...(system.length > 0 ? { system } : {}),
       messages: turns,
@@ -329,7 +348,8 @@ export class AnthropicProvider extends TranslatingProvider {
   }
 
   async generate(call: GenerationCall): Promise<GenerationResult> {
-    const message = await this.client.postJson('/messages', this.body(call, false), call);
+    const { path, body } = this.messagesRequest(call.model, this.body(call, false), false);
+    const message = await this.client.postJson(path, body, call);
     if (!Array.isArray(message.content)) throw unreadableUpstream(this.id, 'a message without content');
     const jsonMode = usesJsonModeTool(call.request);
     const content: ContentPart[] = [];
@@ -356,7 +376,8 @@ export class AnthropicProvider extends TranslatingProvider {
   }
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    const response = await this.client.post('/messages', this.body(call, true), call);
+    const { path, body } = this.messagesRequest(call.model, this.body(call, true), true);
+    const response = await this.client.post(path, body, call);
     return this.parts(response.body, usesJsonModeTool(call.request));
   }
 

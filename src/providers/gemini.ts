@@ -121,7 +121,8 @@ function addPart(part: ContentPart, add: (part: Json) => void, sign: (signature:
   }
 }
 
-function upstreamId(model: CatalogueModel): string {
+/** The model's id on the upstream, without the `models/` a Gemini client may write before it. */
+export function upstreamId(model: CatalogueModel): string {
   return model.upstreamModel.replace(/^models\//, '');
 }
 
@@ -130,22 +131,31 @@ function newCallId(): string {
   return newGenerationId('call_');
 }
 
+/** Google's own Gemini API: the key as `x-goog-api-key`, a wrong one answered 400 API_KEY_INVALID. */
+function googleApiClient(config: ProviderConfig): UpstreamClient {
+  return new UpstreamClient(config, config.api_key === undefined ? {} : { 'x-goog-api-key': config.api_key }, (status, body) => status === 400 && body.includes('API_KEY_INVALID'));
+}
+
 /** Chat through Gemini's generateContent; `candidateCount` serves `n` up to 8 a call. */
 export class GeminiProvider extends TranslatingProvider {
   readonly kind = 'gemini';
   private readonly caps: Capabilities;
 
-  constructor(config: ProviderConfig) {
-    const client = new UpstreamClient(
-      config,
-      config.api_key === undefined ? {} : { 'x-goog-api-key': config.api_key },
-      (status, body) => status === 400 && body.includes('API_KEY_INVALID'),
-    );
+  /**
+   * `client` and `modelsPath` are what another home of Gemini's models changes: Vertex AI's client
+   * carries a service account's token, and its models live under
+   * `/v1/projects/{p}/locations/{l}/publishers/google` rather than at the base URL.
+   */
+  constructor(
+    config: ProviderConfig,
+    client: UpstreamClient = googleApiClient(config),
+    private readonly modelsPath = '',
+  ) {
     super(config.id, client);
     this.caps = config.max_embedding_inputs === undefined ? CAPABILITIES : { ...CAPABILITIES, maxEmbeddingInputs: Math.min(config.max_embedding_inputs, GEMINI_MAX_BATCH_REQUESTS) };
   }
 
-  capabilities(): Capabilities {
+  capabilities(_model?: CatalogueModel): Capabilities {
     return this.caps;
   }
 
@@ -191,11 +201,9 @@ export class GeminiProvider extends TranslatingProvider {
    * limit the catalogue sets for the model is a limit: a larger or missing maxOutputTokens is capped.
    */
   override async relay(call: RelayCall): Promise<RelayResponse> {
-    const upstreamName = `models/${upstreamId(call.model)}`;
+    const upstreamName = this.resourceName(call.model);
     if (call.operation === 'gemini.countTokens') {
-      const inner = call.body.generateContentRequest;
-      const body = isObject(inner) ? { ...call.body, generateContentRequest: { ...inner, model: upstreamName } } : call.body;
-      return { stream: false, body: await this.client.postJson(this.pathOf(call.model, 'countTokens'), body, call) };
+      return { stream: false, body: await this.client.postJson(this.pathOf(call.model, 'countTokens'), this.countTokensBody(call.body, upstreamName), call) };
     }
     if (call.operation !== 'gemini.generateContent') throw new Error(`provider ${this.id} does not relay ${call.operation}`);
     const body: Json = { ...call.body, ...(call.body.model === undefined ? {} : { model: upstreamName }) };
@@ -247,8 +255,19 @@ export class GeminiProvider extends TranslatingProvider {
     return { embeddings, usage: null };
   }
 
-  private pathOf(model: CatalogueModel, method: string): string {
-    return `/models/${upstreamId(model)}:${method}`;
+  /** A countTokens body as the upstream takes it: countTokens' generateContentRequest must name the model. */
+  protected countTokensBody(body: Readonly<Json>, upstreamName: string): Json {
+    const inner = body.generateContentRequest;
+    return isObject(inner) ? { ...body, generateContentRequest: { ...inner, model: upstreamName } } : body;
+  }
+
+  /** The model as a request body names it: `models/{m}`, or Vertex AI's full resource name. */
+  protected resourceName(model: CatalogueModel): string {
+    return `models/${upstreamId(model)}`;
+  }
+
+  protected pathOf(model: CatalogueModel, method: string): string {
+    return `${this.modelsPath}/models/${upstreamId(model)}:${method}`;
   }
 
   private body(call: GenerationCall): Json {

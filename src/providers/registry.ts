@@ -2,6 +2,7 @@ import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
+import { VertexProvider } from './vertex.js';
 import type { ProviderAdapter } from '../generation/provider.js';
 
 /** The one place that knows which adapter serves which kind of provider. */
@@ -13,9 +14,10 @@ export function createProvider(config: ProviderConfig): ProviderAdapter {
       return new AnthropicProvider(config);
     case 'gemini':
       return new GeminiProvider(config);
+    case 'vertex':
+      return new VertexProvider(config);
     case 'azure':
     case 'bedrock':
-    case 'vertex':
       throw new Error(`provider kind '${config.kind}' is being built`);
   }
 }

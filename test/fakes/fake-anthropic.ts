@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { endStream, json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
+import { endStream, json, startFakeServer, writeEvent, type FakeHandler, type FakeUpstream } from './fake-server.js';
 import { anthropicModelList, type ListedModel } from './model-lists.js';
 import { answer, decodeBase64, isPlainObject, planToolCalls, sniffImage, signatureFor, type Answer, type OfferedTool, type ToolMode } from './chat-model.js';
 
@@ -59,14 +59,21 @@ import { answer, decodeBase64, isPlainObject, planToolCalls, sniffImage, signatu
  *   "refusal". usage in message_start (input_tokens, cache_*, output_tokens 1) and cumulative in
  *   message_delta.
  */
-export async function startFakeAnthropic(options: {
+export function startFakeAnthropic(options: FakeAnthropicOptions): Promise<FakeUpstream> {
+  return startFakeServer('/v1', anthropicHandler(options));
+}
+
+export interface FakeAnthropicOptions {
   apiKey: string;
   models?: string[];
   consecutiveTurns?: 'merge' | 'reject';
   /** What `GET /v1/models` lists (default: `models`), at most `listPageMax` a page (default 1000); the test may change the array. */
   listed?: ListedModel[];
   listPageMax?: number;
-}): Promise<FakeUpstream> {
+}
+
+/** The Messages API's requests answered, for this fake and for another home of the same models (fake-vertex.ts). */
+export function anthropicHandler(options: FakeAnthropicOptions): FakeHandler {
   const models = new Set(options.models ?? ['claude-test']);
   const listed = options.listed ?? [...models].map((id) => ({ id }));
   const allowed = new Set([
@@ -77,7 +84,7 @@ export async function startFakeAnthropic(options: {
   /** Cached prefixes this fake has seen. */
   const cached = new Set<string>();
   let served = 0;
-  return startFakeServer('/v1', async (request, res, behaviour) => {
+  return async (request, res, behaviour) => {
     const { body, headers } = request;
     // The key as `x-api-key`, or (as the SDKs since API version 2026-10-21 send it) as a bearer token.
     if (headers['x-api-key'] !== options.apiKey && headers.authorization !== `Bearer ${options.apiKey}`) return error(res, 401, 'authentication_error', 'invalid x-api-key');
@@ -190,7 +197,7 @@ export async function startFakeAnthropic(options: {
       if (!(await writeEvent(res, `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`, behaviour))) return;
     }
     await endStream(res, '');
-  });
+  };
 }
 
 /** `POST /v1/messages/count_tokens`: the request's input tokens, without generating; max_tokens, stream and sampling fields are refused. */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { json, startFakeServer, writeEvent, type FakeUpstream } from './fake-server.js';
+import { json, startFakeServer, writeEvent, type FakeHandler, type FakeUpstream } from './fake-server.js';
 import { geminiModelList, type ListedModel } from './model-lists.js';
 import { fakeGeminiEmbed } from './fake-gemini-embed.js';
 import { fakeLogprob } from './generation.js';
@@ -89,16 +89,23 @@ const CACHE_TOKENS = 10;
  * - finishReason: STOP (also for function calls), MAX_TOKENS, SAFETY. candidateCount up to 8, each
  *   candidate the same answer.
  */
-export async function startFakeGemini(options: {
+export function startFakeGemini(options: FakeGeminiOptions): Promise<FakeUpstream> {
+  return startFakeServer('/v1beta', geminiHandler(options));
+}
+
+export interface FakeGeminiOptions {
   apiKey: string;
   models?: string[];
   /** What `GET /v1beta/models` lists (default: `models`), at most `listPageMax` a page (default 1000); the test may change the array. */
   listed?: ListedModel[];
   listPageMax?: number;
-}): Promise<FakeUpstream> {
+}
+
+/** The Gemini API's requests answered, for this fake and for another home of the same models (fake-vertex.ts). */
+export function geminiHandler(options: FakeGeminiOptions): FakeHandler {
   const models = new Set(options.models ?? ['gemini-test']);
   const listed = options.listed ?? [...models].map((id) => ({ id }));
-  return startFakeServer('/v1beta', async (request, res, behaviour) => {
+  return async (request, res, behaviour) => {
     const { body, headers } = request;
     if (headers['x-goog-api-key'] !== options.apiKey) {
       return json(res, 400, {
@@ -238,7 +245,7 @@ export async function startFakeGemini(options: {
       if (!(await writeEvent(res, `data: ${JSON.stringify(event)}\r\n\r\n`, behaviour))) return;
     }
     res.end();
-  });
+  };
 }
 
 type Step = { parts: Record<string, unknown>[]; tokens: number; thoughts: number; logprobs: string[] };

@@ -137,6 +137,13 @@ export interface ListModelsCase {
 
 export interface AdapterUnderTest {
   readonly kind: ProviderKind;
+  /** The folder of its fixtures under fixtures/providers (default: the kind; a cloud serving two vendors' wires has one per wire). */
+  readonly fixtures?: string;
+  /**
+   * Provider configuration in place of `api_key`, for upstreams whose credential is made rather than
+   * configured (a cloud's service account); `apiKey` is then what the credential header carries.
+   */
+  readonly provider?: () => Readonly<Record<string, unknown>>;
   /** The path the vendor's API lives under, as the provider's base_url names it (`/v1`, `/v1beta`). */
   readonly basePath: string;
   readonly apiKey: string;
@@ -162,7 +169,7 @@ const TRACE_HEADERS = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067
 const TRANSPORT_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding']);
 
 export function conformanceSuite(adapter: AdapterUnderTest): void {
-  const fixtures = join(FIXTURES, adapter.kind);
+  const fixtures = join(FIXTURES, adapter.fixtures ?? adapter.kind);
   const response = (name: string): RecordedResponse => readRecordedResponse(join(fixtures, 'responses', `${name}.http`));
   let upstream: ReplayUpstream;
   let provider: ProviderAdapter;
@@ -170,7 +177,8 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
 
   const newProvider = (more: { headers?: Record<string, string> } = {}): ProviderAdapter => {
     const base_url = `${upstream.url}${adapter.basePath}`;
-    const config: ProviderConfig = { ...providerSchema.parse({ id: `${adapter.kind}-replay`, kind: adapter.kind, base_url, api_key: adapter.apiKey, ...more }), base_url };
+    const credentials = adapter.provider === undefined ? { api_key: adapter.apiKey } : adapter.provider();
+    const config: ProviderConfig = { ...providerSchema.parse({ id: `${adapter.kind}-replay`, kind: adapter.kind, base_url, ...credentials, ...more }), base_url };
     return createProvider(config);
   };
   const catalogueModel = (overrides: ModelOverrides = {}): CatalogueModel =>

@@ -1,0 +1,198 @@
+import { readFileSync } from 'node:fs';
+import { importPKCS8, SignJWT } from 'jose';
+import { z } from 'zod';
+import { GatewayError } from '../../core/errors.js';
+import { redact, upstreamTransportError } from '../../core/upstream-errors.js';
+import type { UpstreamAuth } from '../upstream-client.js';
+import { RefreshingToken, type IssuedToken } from './refreshing-token.js';
+
+/** What Vertex AI's calls need: the whole of Google Cloud's API surface, as Google's own clients ask. */
+export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+/** Google refuses an assertion that claims to live longer than an hour. */
+const ASSERTION_LIFETIME_S = 3600;
+/** A token endpoint that has not answered in this long is treated as unreachable. */
+const TOKEN_TIMEOUT_MS = 30_000;
+/** A token answer is small; more than this is not one. */
+const MAX_TOKEN_ANSWER_CHARS = 64 * 1024;
+
+/** Where a provider's service-account key comes from, named as the operator set it. */
+export type KeySource =
+  | { readonly setting: 'credentials'; readonly json: string }
+  | { readonly setting: 'credentials_file' | 'GOOGLE_APPLICATION_CREDENTIALS'; readonly path: string };
+
+/** The fields of a service-account key file that the JWT-bearer flow uses; the rest (project_id, client_id…) is not needed. */
+const serviceAccountKey = z.object({
+  type: z.literal('service_account', { error: "is not a service-account key (its 'type' must be service_account)" }).optional(),
+  client_email: z.string().min(1),
+  private_key: z.string().includes('PRIVATE KEY'),
+  private_key_id: z.string().min(1),
+  // A private cloud or a test names its own; Google's own is https://oauth2.googleapis.com/token.
+  token_uri: z.url({ protocol: /^https?$/ }),
+});
+
+type PrivateKey = Awaited<ReturnType<typeof importPKCS8>>;
+
+interface SigningKey {
+  readonly email: string;
+  readonly keyId: string;
+  readonly tokenUri: string;
+  readonly key: PrivateKey;
+}
+
+/** Which setting holds the key, for messages: `credentials_file (/run/secrets/sa.json)`. */
+export function describeKeySource(source: KeySource): string {
+  return source.setting === 'credentials' ? 'credentials' : `${source.setting} (${source.path})`;
+}
+
+/** The key's source for a provider: its own setting, else GOOGLE_APPLICATION_CREDENTIALS; undefined when there is none. */
+export function keySourceOf(config: { readonly credentials?: string | undefined; readonly credentials_file?: string | undefined }, env: NodeJS.ProcessEnv): KeySource | undefined {
+  if (config.credentials !== undefined) return { setting: 'credentials', json: config.credentials };
+  if (config.credentials_file !== undefined) return { setting: 'credentials_file', path: config.credentials_file };
+  const fromEnv = env.GOOGLE_APPLICATION_CREDENTIALS;
+  return fromEnv === undefined || fromEnv === '' ? undefined : { setting: 'GOOGLE_APPLICATION_CREDENTIALS', path: fromEnv };
+}
+
+/**
+ * Bearer tokens for a Google service account, by the OAuth 2.0 JWT-bearer grant (RFC 7523) as
+ * Google documents it: an RS256 assertion signed with the key's private key, exchanged at the key
+ * file's own `token_uri` (google-auth-library posts to Google's fixed URL instead, which a private
+ * cloud or a test cannot use). The key is read and imported once per provider; the token is
+ * shared by all its requests and renewed by RefreshingToken relative to the lifetime Google gives.
+ * A key that cannot be read fails each call with a message naming the setting, never its content.
+ */
+export class GoogleServiceAccountAuth implements UpstreamAuth {
+  private readonly token: RefreshingToken;
+  private signingKey: Promise<SigningKey> | undefined;
+  private privateKeyPem: string | undefined;
+
+  constructor(
+    private readonly providerId: string,
+    private readonly source: KeySource | undefined,
+  ) {
+    this.token = new RefreshingToken(() => this.issue());
+  }
+
+  headersFor(): Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>> {
+    const token = this.token.current();
+    return typeof token === 'string' ? { authorization: `Bearer ${token}` } : token.then((made) => ({ authorization: `Bearer ${made}` }));
+  }
+
+  secrets(): readonly string[] {
+    return this.privateKeyPem === undefined ? this.token.secrets() : [...this.token.secrets(), this.privateKeyPem];
+  }
+
+  /** The token requests carry now, for a client outside the request path (a test hands it to Google's own SDK). */
+  async accessToken(): Promise<string> {
+    return this.token.current();
+  }
+
+  private keyProblem(problem: string): GatewayError {
+    return new GatewayError('upstream_auth_failed', `The upstream provider '${this.providerId}' has no usable service-account key: ${problem}. This is a gateway configuration problem; see /status.`, {
+      upstreamFailure: 401,
+    });
+  }
+
+  private key(): Promise<SigningKey> {
+    return (this.signingKey ??= this.loadKey());
+  }
+
+  private async loadKey(): Promise<SigningKey> {
+    const source = this.source;
+    if (source === undefined) throw this.keyProblem('set credentials or credentials_file, or GOOGLE_APPLICATION_CREDENTIALS in the environment');
+    const where = describeKeySource(source);
+    let text: string;
+    if (source.setting === 'credentials') text = source.json;
+    else {
+      try {
+        text = readFileSync(source.path, 'utf8');
+      } catch (error) {
+        throw this.keyProblem(`${where} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      }
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // The parser's message may quote the key; it is not repeated.
+      throw this.keyProblem(`${where} is not JSON (a service-account key file is)`);
+    }
+    const read = serviceAccountKey.safeParse(parsed);
+    if (!read.success) {
+      const issue = read.error.issues[0]!;
+      throw this.keyProblem(`${where}: field '${issue.path.join('.')}' ${issue.code === 'invalid_type' ? 'is missing or not a string' : 'is not valid'}`);
+    }
+    const fields = read.data;
+    let key: PrivateKey;
+    try {
+      key = await importPKCS8(fields.private_key, 'RS256');
+    } catch {
+      throw this.keyProblem(`${where}: field 'private_key' is not an RSA private key in PKCS #8 PEM`);
+    }
+    this.privateKeyPem = fields.private_key;
+    return { email: fields.client_email, keyId: fields.private_key_id, tokenUri: fields.token_uri, key };
+  }
+
+  /** One assertion signed and exchanged; Google's answer read for the token and its lifetime. */
+  private async issue(): Promise<IssuedToken> {
+    const key = await this.key();
+    const assertion = await new SignJWT({ scope: CLOUD_PLATFORM_SCOPE })
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: key.keyId })
+      .setIssuer(key.email)
+      .setSubject(key.email)
+      .setAudience(key.tokenUri)
+      .setIssuedAt()
+      .setExpirationTime(`${ASSERTION_LIFETIME_S}s`)
+      .sign(key.key);
+    let status: number;
+    let text: string;
+    try {
+      const response = await fetch(key.tokenUri, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: JWT_BEARER, assertion }).toString(),
+        signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
+        redirect: 'error',
+      });
+      status = response.status;
+      text = (await response.text()).slice(0, MAX_TOKEN_ANSWER_CHARS);
+    } catch (error) {
+      const failure = upstreamTransportError(this.providerId, error);
+      throw new GatewayError(failure.kind, `${failure.message.replace(/\.$/, '')} for a token (token_uri ${key.tokenUri}).`, { upstreamFailure: failure.upstreamFailure, cause: error });
+    }
+    const secrets = [assertion, ...this.secrets()];
+    const answer = readTokenAnswer(text);
+    if (status === 200 && answer.accessToken !== undefined) {
+      return { token: answer.accessToken, lifetimeMs: (answer.expiresIn ?? ASSERTION_LIFETIME_S) * 1000 };
+    }
+    const said = answer.error === undefined ? `HTTP ${status}` : redact(`${answer.error}${answer.description === undefined ? '' : `: ${answer.description}`}`, secrets);
+    if (status >= 500 || status === 429) {
+      throw new GatewayError('upstream_error', `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) failed (${said}).`, { upstreamFailure: status });
+    }
+    throw new GatewayError(
+      'upstream_auth_failed',
+      `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${describeKeySource(this.source!)}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
+      { upstreamFailure: 401 },
+    );
+  }
+}
+
+/** The fields of a token endpoint's JSON answer (RFC 6749 §5.1 and §5.2). */
+function readTokenAnswer(text: string): { accessToken?: string; expiresIn?: number; error?: string; description?: string } {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  if (typeof body !== 'object' || body === null) return {};
+  const fields = body as Record<string, unknown>;
+  const accessToken = typeof fields.access_token === 'string' && fields.access_token !== '' ? fields.access_token : undefined;
+  const expiresIn = typeof fields.expires_in === 'number' && fields.expires_in > 0 ? fields.expires_in : undefined;
+  return {
+    ...(accessToken === undefined ? {} : { accessToken }),
+    ...(expiresIn === undefined ? {} : { expiresIn }),
+    ...(typeof fields.error === 'string' ? { error: fields.error } : {}),
+    ...(typeof fields.error_description === 'string' ? { description: fields.error_description } : {}),
+  };
+}
