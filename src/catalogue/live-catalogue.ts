@@ -5,6 +5,7 @@ import { VersionedCache } from '../changes/versioned-cache.js';
 import { defaultBaseUrl, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { discoveredModels } from './discovered.js';
+import { readUpstreamModels } from './upstream-model.js';
 import { Catalogue, modelFromConfig, routingBlocksOf, withListPrices } from './catalogue.js';
 import { pricesInForce } from '../pricing/price-list.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
@@ -153,7 +154,8 @@ export class LiveCatalogue {
       this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
     });
     const prices = pricesInForce(storedPrices?.document, (error) => this.logger.warn({ err: error }, 'the imported price list is not valid; the shipped one prices the catalogue'));
-    const catalogue = withListPrices(new Catalogue([...operator, ...found], this.config.modelAliases), prices, (id) => kinds.get(id));
+    const reported = new Map(discovered.flatMap((list) => readUpstreamModels(list.models).flatMap((model) => (model.vendorModel === undefined ? [] : [[`${list.providerId}\u0000${model.id}`, model.vendorModel] as const]))));
+    const catalogue = withListPrices(new Catalogue([...operator, ...found], this.config.modelAliases), prices, (id) => kinds.get(id), (providerId, upstreamModel) => reported.get(`${providerId}\u0000${upstreamModel}`));
     this.logAliasProblems(catalogue.aliasProblems);
     return {
       catalogue,
