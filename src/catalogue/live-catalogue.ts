@@ -10,6 +10,7 @@ import { Catalogue, modelFromConfig, routingBlocksOf, withListPrices } from './c
 import { pricesInForce } from '../pricing/price-list.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
+import { joinSecrets, secretsSetIn, storedProviderProblems, type ProviderSecrets, type SecretField } from './provider-secrets.js';
 
 /** The providers in force, each with a stamp that changes when its configuration does. */
 export type ProviderVersions = readonly { readonly config: ProviderConfig; readonly stamp: string }[];
@@ -21,12 +22,8 @@ export interface ProviderEntry {
   readonly config: ProviderConfig;
   readonly hasApiKey: boolean;
   readonly headerNames: readonly string[];
-}
-
-/** The credential-bearing fields of a provider, sealed together in the store. */
-export interface ProviderSecrets {
-  api_key?: string;
-  headers?: Record<string, string>;
+  /** The credential fields it holds (never their values). */
+  readonly secretsSet: readonly SecretField[];
 }
 
 /** What the catalogue is made of at one version of the store. */
@@ -196,10 +193,11 @@ export function readStoredProvider(stored: StoredProvider, cipher: CredentialCip
       return { problem: 'credential cannot be decrypted (credential key changed?)' };
     }
   }
-  const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
+  const parsed = providerSchema.safeParse({ ...joinSecrets(stored.config, secrets), id: stored.id });
   const baseUrl = parsed.success ? (parsed.data.base_url ?? defaultBaseUrl(parsed.data)) : undefined;
-  if (!parsed.success || baseUrl === undefined) return { problem: 'entry no longer valid' };
-  return { config: { ...parsed.data, base_url: baseUrl } };
+  // A row the console could not have written (copied in, or from an older version) is refused as the console refuses it.
+  if (!parsed.success || baseUrl === undefined || Object.keys(storedProviderProblems(parsed.data)).length > 0) return { problem: 'entry no longer valid' };
+  return { config: { ...parsed.data, base_url: baseUrl, ownCredentialsOnly: true } };
 }
 
 function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntry {
@@ -209,6 +207,7 @@ function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntr
     config,
     hasApiKey: config.api_key !== undefined,
     headerNames: Object.keys(config.headers ?? {}),
+    secretsSet: secretsSetIn(config),
   };
 }
 
