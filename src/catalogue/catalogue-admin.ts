@@ -3,7 +3,7 @@ import { defaultBaseUrl, deploymentProblem, deploymentsOf, modelSchema, provider
 import type { CatalogueRepository } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 import { storedModelEntry, type LiveCatalogue } from './live-catalogue.js';
-import { joinSecrets, SECRET_FIELDS, SECRET_KINDS, splitSecrets, storedProviderProblems, type ProviderSecrets, type SecretField } from './provider-secrets.js';
+import { CREDENTIALS_FILE_REFUSED, joinSecrets, SECRET_FIELDS, SECRET_KINDS, splitSecrets, storedProviderProblems, type ProviderSecrets, type SecretField } from './provider-secrets.js';
 
 /** Field name → what is wrong with it; `_` for the entry as a whole. */
 export type FieldErrors = Record<string, string>;
@@ -30,6 +30,8 @@ export class CatalogueAdmin {
     if (this.live.configProviders().some((p) => p.id === id)) {
       return refused('id', mode === 'create' ? `The configuration file already declares a provider '${id}'.` : `Provider '${id}' comes from the configuration file; change it there.`);
     }
+    // Before anything else is judged: a console entry never names a file on the gateway's host.
+    if (raw.credentials_file !== undefined) return refused('credentials_file', CREDENTIALS_FILE_REFUSED);
     const stored = (await this.repository.providers()).find((p) => p.id === id);
     if (mode === 'update' && stored === undefined) return refused('_', `There is no console provider '${id}'.`);
     if (mode === 'create' && stored !== undefined) return refused('id', `A provider '${id}' already exists.`);

@@ -63,6 +63,8 @@ export function secretsSetIn(config: ProviderConfig): SecretField[] {
   return SECRET_FIELDS.filter((field) => secrets[field] !== undefined);
 }
 
+export const CREDENTIALS_FILE_REFUSED = "is for the configuration file only: paste the service-account key's JSON as credentials instead";
+
 /**
  * What a console (stored) provider may not be, beyond the configuration file's own rules: a console
  * admin is not an administrator of the gateway's host, so a console provider never names a file on
@@ -72,7 +74,7 @@ export function secretsSetIn(config: ProviderConfig): SecretField[] {
  */
 export function storedProviderProblems(provider: { readonly kind: ProviderKind } & Readonly<Record<string, unknown>>): Record<string, string> {
   const problems: Record<string, string> = {};
-  if (provider.credentials_file !== undefined) problems.credentials_file = "is for the configuration file only: paste the service-account key's JSON as credentials instead";
+  if (provider.credentials_file !== undefined) problems.credentials_file = CREDENTIALS_FILE_REFUSED;
   if (provider.kind === 'bedrock') {
     const own = 'a console provider carries its own AWS credentials (the gateway host\'s environment and profiles serve configuration-file providers only)';
     if (provider.access_key_id === undefined) problems.access_key_id = `is required: ${own}`;
