@@ -18,10 +18,11 @@ const KNOWN_CODES = [
   'AccessDeniedException',
   'ResourceNotFoundException',
   'ValidationException',
+  // The more specific first: a disabled API is answered PERMISSION_DENIED with SERVICE_DISABLED as its reason.
+  'SERVICE_DISABLED',
   'UNAUTHENTICATED',
   'PERMISSION_DENIED',
   'NOT_FOUND',
-  'SERVICE_DISABLED',
   'DeploymentNotFound',
   'invalid_client',
   'unauthorized_client',
@@ -77,7 +78,7 @@ function whereAdvice(provider: ProviderConfig, failure: GatewayError): string {
   }
 }
 
-const forModel = (modelId: string | undefined): string => (modelId === undefined ? 'the models on it' : `model '${modelId}'`);
+const forModel = (modelId: string | undefined): string => (modelId === undefined ? 'its models' : `model '${modelId}'`);
 
 function azureAdvice(provider: ProviderConfig, failure: GatewayError, p: string, modelId: string | undefined): string {
   const code = vendorCodeOf(failure);
