@@ -5,10 +5,11 @@ import { CredentialCipher } from '../catalogue/credential-cipher.js';
 import { withinCap } from '../catalogue/discovered.js';
 import { modelFromConfig } from '../catalogue/catalogue.js';
 import { readStoredProvider, storedModelEntry } from '../catalogue/live-catalogue.js';
-import { splitSecrets } from '../catalogue/provider-secrets.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import { secretValuesOf } from '../config/secret-values.js';
 import { ConfigError, deploymentsOf, loadConfigFile, modelSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import { toGatewayError } from '../core/errors.js';
+import { redact } from '../core/upstream-errors.js';
 import { maskUrl } from '../core/masked-url.js';
 import { generationRequest } from '../generation/model.js';
 import type { ProviderAdapter } from '../generation/provider.js';
@@ -247,11 +248,8 @@ async function callModels(adapter: ProviderAdapter, provider: ProviderConfig, mo
 
 /** Blanks the provider's own credentials out of a message: adapters redact theirs, and this is the second guard. */
 function secretHider(provider: ProviderConfig): (text: string) => string {
-  const { secrets } = splitSecrets(provider as unknown as Record<string, unknown>);
-  const values = Object.values(secrets)
-    .flatMap((value): string[] => (typeof value === 'string' ? [value] : Object.values(value)))
-    .filter((value) => value.length >= 4);
-  return (text) => values.reduce((out, value) => out.split(value).join('***'), text);
+  const secrets = secretValuesOf(provider);
+  return (text) => redact(text, secrets);
 }
 
 async function checkRedis(url: string): Promise<Check> {
