@@ -32,13 +32,14 @@ type KnownCode = (typeof KNOWN_CODES)[number];
 
 /** The vendor's code for a failure: the adapter's `code`, else the first known code in the upstream's (redacted) body or the message. */
 export function vendorCodeOf(failure: GatewayError): KnownCode | undefined {
-  const text = `${failure.code ?? ''} ${failure.upstreamBody ?? ''} ${failure.message}`;
+  // Bounded: an upstream body is already truncated, and the codes come early in it.
+  const text = `${failure.code ?? ''} ${failure.upstreamBody ?? ''} ${failure.message}`.slice(0, 4096);
   return KNOWN_CODES.find((code) => new RegExp(`\\b${code}\\b`).test(text));
 }
 
 /** Whether the failure is the provider's token flow failing to get a token (the issuer refused, or could not be reached). */
 function tokenUnavailable(code: KnownCode | undefined, failure: GatewayError): boolean {
-  return code === 'token_unavailable' || code === 'invalid_client' || code === 'unauthorized_client' || code === 'invalid_grant' || /\b(?:obtain|get|fetch)\b[^.]*\btoken\b|\btoken\b[^.]*\b(?:could not|cannot|refused|failed)\b/i.test(failure.message);
+  return code === 'token_unavailable' || code === 'invalid_client' || code === 'unauthorized_client' || code === 'invalid_grant' || /\b(?:obtain|get|fetch)\b[^.]{0,80}\btoken\b|\btoken\b[^.]{0,80}\b(?:could not|cannot|refused|failed)\b/i.test(failure.message.slice(0, 1000));
 }
 
 const statusOf = (failure: GatewayError): number | undefined => (typeof failure.upstreamFailure === 'number' ? failure.upstreamFailure : undefined);
