@@ -20,7 +20,6 @@ export interface ProviderEntry {
   readonly id: string;
   readonly origin: CatalogueOrigin;
   readonly config: ProviderConfig;
-  readonly hasApiKey: boolean;
   readonly headerNames: readonly string[];
   /** The credential fields it holds (never their values). */
   readonly secretsSet: readonly SecretField[];
@@ -205,7 +204,6 @@ function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntr
     id: config.id,
     origin,
     config,
-    hasApiKey: config.api_key !== undefined,
     headerNames: Object.keys(config.headers ?? {}),
     secretsSet: secretsSetIn(config),
   };

@@ -2,7 +2,7 @@
 // (with the errors only the form can name), the admin's errors mapped back to the form's fields,
 // and stored entries turned into form values for editing.
 import type { FieldErrors, SecretChanges } from '../../../catalogue/catalogue-admin.js';
-import { SECRET_FIELDS, type SecretField } from '../../../catalogue/provider-secrets.js';
+import { SECRET_FIELDS } from '../../../catalogue/provider-secrets.js';
 import { PRICE_UNITS, PROVIDER_DEFAULTS, type DeploymentConfig, type PriceUnit } from '../../../config/config-file.js';
 
 /** A form's values by field name: text as typed, or the ticked values of a group of checkboxes. */
@@ -129,17 +129,12 @@ function readCloudFields(form: URLSearchParams, raw: Record<string, unknown>): v
   if (Object.keys(entra).length > 0) raw.entra = entra;
 }
 
-/** The form's name of each credential the admin may name: `entra.client_secret` is `entra_client_secret`. */
-const SECRET_PATHS: Readonly<Record<string, SecretField>> = { 'entra.client_secret': 'entra_client_secret' };
-
 /**
  * The admin's errors of a provider under the form's names: `discover.interval_ms` is the form's
- * `discover_interval_ms`, `entra.tenant_id` its `entra_tenant_id`.
+ * `discover_interval_ms`, `entra.client_secret` its `entra_client_secret`.
  */
 export function providerFormErrors(errors: FieldErrors): FieldErrors {
-  return Object.fromEntries(
-    Object.entries(errors).map(([field, message]) => [SECRET_PATHS[field] ?? field.replace(/^(discover|entra)\./, '$1_'), message]),
-  );
+  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field.replace(/^(discover|entra)\./, '$1_'), message]));
 }
 
 const DEPLOYMENT_ATTRIBUTES = ['weight', 'priority', 'upstream_api'] as const;

@@ -205,7 +205,6 @@ function credentialsCell(p: ProviderEntry): Html {
 
 /** What the provider form says of the stored credentials, which it never shows. */
 export interface StoredSecrets {
-  readonly hasApiKey: boolean;
   readonly headerNames: readonly string[];
   /** Every credential field that holds a value. */
   readonly set: readonly SecretField[];
