@@ -30,7 +30,7 @@ export const SECRET_FIELDS = Object.keys(SECRET_KINDS) as SecretField[];
 type EntryWithSecrets = Record<string, unknown> & { entra?: Record<string, unknown> };
 
 /** A provider entry split into what the store keeps in plain (`config`) and what it seals (`secrets`). */
-export function splitSecrets<T extends EntryWithSecrets>(entry: T): { config: Record<string, unknown>; secrets: ProviderSecrets } {
+export function splitSecrets(entry: EntryWithSecrets): { config: Record<string, unknown>; secrets: ProviderSecrets } {
   const { api_key, headers, access_key_id, secret_access_key, session_token, credentials, entra, ...config } = entry;
   const secrets: ProviderSecrets = {};
   if (typeof api_key === 'string') secrets.api_key = api_key;
