@@ -136,6 +136,28 @@ describe('sluice init', () => {
     assert.doesNotMatch(readFileSync(config, 'utf8'), /- id: anthropic/);
   });
 
+  test('init --provider azure=URL, bedrock=REGION and vertex write entries that read their credentials from the environment', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'sluice.yaml');
+    const env = { AZURE_OPENAI_API_KEY: 'azure-key-never-printed', AWS_SECRET_ACCESS_KEY: 'aws-secret-never-printed', GOOGLE_CLOUD_PROJECT: 'env-project' };
+    const result = await cli(['init', '--provider', 'azure=https://my-resource.openai.azure.com', '--provider', 'bedrock=eu-west-1', '--provider', 'vertex', '--config', config], env);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /with my-resource \(azure\), bedrock \(bedrock\), vertex \(vertex\)\./);
+    for (const variable of ['AZURE_OPENAI_API_KEY', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_CLOUD_PROJECT']) assert.match(result.stdout, new RegExp(`export ${variable}=…`));
+    const text = readFileSync(config, 'utf8');
+    for (const secret of Object.values(env).slice(0, 2)) {
+      assert.ok(!text.includes(secret) && !result.stdout.includes(secret), 'no secret in the file or on the terminal');
+    }
+    assert.match(text, /- id: my-resource\n {4}kind: azure\n {4}base_url: https:\/\/my-resource\.openai\.azure\.com\n {4}api_key: \$\{AZURE_OPENAI_API_KEY\}/);
+    assert.match(text, /- id: bedrock\n {4}kind: bedrock\n {4}region: eu-west-1\n/);
+    assert.match(text, /- id: vertex\n {4}kind: vertex\n {4}project: \$\{GOOGLE_CLOUD_PROJECT\}\n {4}location: \$\{GOOGLE_CLOUD_LOCATION:-global\}/);
+    // The file loads as written, with only the variables it cannot do without.
+    const loaded = await cli(['keys', 'create', '--account', 'a', '--models', 'x', '--config', config, '--data', join(dir, 'data')], { AZURE_OPENAI_API_KEY: 'k', GOOGLE_CLOUD_PROJECT: 'env-project' });
+    assert.match(loaded.stderr, /has no model 'x'; it has bedrock-claude-sonnet, vertex-gemini-pro, vertex-claude-sonnet\./, 'the sample models are in the catalogue');
+    const unset = await cli(['keys', 'create', '--account', 'a', '--models', 'x', '--config', config, '--data', join(dir, 'data')], { AZURE_OPENAI_API_KEY: 'k', GOOGLE_CLOUD_PROJECT: '' });
+    assert.match(unset.stderr, /environment variable GOOGLE_CLOUD_PROJECT is not set/);
+  });
+
   test('a server on an IP address gets a readable id, several get distinct ones, and the file starts', async () => {
     const upstream = await startFakeOpenAI({ models: ['served-by-ip'] });
     try {
@@ -175,7 +197,10 @@ describe('sluice init', () => {
     const config = join(tempDir(), 'sluice.yaml');
     const cases: [string[], RegExp][] = [
       [[], /name at least one provider/],
-      [['--provider', 'azure'], /the kind must be one of openai, anthropic, gemini/],
+      [['--provider', 'mistral'], /the kind must be one of openai, anthropic, gemini, azure, bedrock, vertex/],
+      [['--provider', 'azure'], /give the resource's endpoint: --provider azure=https:\/\/RESOURCE\.openai\.azure\.com/],
+      [['--provider', 'bedrock=https://bedrock-runtime.us-east-1.amazonaws.com'], /is not an AWS region such as us-east-1/],
+      [['--provider', 'vertex=a/b/c'], /write vertex=PROJECT or vertex=PROJECT\/LOCATION/],
       [['--provider', 'openai=ftp://x'], /is not an http:\/\/ or https:\/\/ URL/],
       [['--provider', 'openai=http://user:pw@host/v1'], /put no credential in the URL/],
       [['--provider', 'openai=http://10.0.0.5:8000/v1', '--provider', 'openai=http://10.0.0.5:8000/v1'], /names the same server as --provider openai=http:\/\/10\.0\.0\.5:8000\/v1; give each server once/],

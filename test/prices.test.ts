@@ -269,7 +269,7 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
       ['missing.json', missing, /models\[0\] \(model: claude-sonnet-4-5\): gives no price: state at least one of input_per_mtok, output_per_mtok, .*per_request/],
       ['empty-unit.json', { as_of: '2099-01-01', models: [{ family: 'openai', model: 'image-maker', per_image: -1 }] }, /models\[0\] \(model: image-maker\): field 'per_image': /],
       ['negative.json', negative, /models\[0\] \(model: gpt-4o\): field 'output_per_mtok': /],
-      ['family.json', { as_of: '2099-01-01', models: [{ ...NEWER.models[1], family: 'mistral' }] }, /models\[0\] \(model: gpt-4o-mini\): field 'family': /],
+      ['family.json', { as_of: '2099-01-01', models: [{ ...NEWER.models[1], family: 'deepseek' }] }, /models\[0\] \(model: gpt-4o-mini\): field 'family': /],
       ['date.json', { ...NEWER, as_of: '2099-02-30' }, /field 'as_of': is not a calendar date/],
       ['twice.json', twice, /models\[1\] \(model: gpt-4o-mini\): field 'model': 'gpt-4o-mini' is listed twice for openai/],
       ['unknown.json', { ...NEWER, currency: 'EUR' }, /top level: unknown field\(s\) 'currency'/],

@@ -2,17 +2,15 @@ import type { z } from 'zod';
 import { defaultBaseUrl, deploymentProblem, deploymentsOf, modelSchema, providerSchema } from '../config/config-file.js';
 import type { CatalogueRepository } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
-import { storedModelEntry, type LiveCatalogue, type ProviderSecrets } from './live-catalogue.js';
+import { storedModelEntry, type LiveCatalogue } from './live-catalogue.js';
+import { CREDENTIALS_FILE_REFUSED, joinSecrets, SECRET_FIELDS, SECRET_KINDS, splitSecrets, storedProviderProblems, type ProviderSecrets, type SecretField } from './provider-secrets.js';
 
 /** Field name → what is wrong with it; `_` for the entry as a whole. */
 export type FieldErrors = Record<string, string>;
 export type AdminResult = { ok: true } | { ok: false; errors: FieldErrors };
 
-/** For a credential field on update: undefined keeps what is stored, null removes it. */
-export interface SecretChanges {
-  readonly apiKey?: string | null;
-  readonly headers?: Record<string, string> | null;
-}
+/** For each credential field on update: undefined keeps what is stored, null removes it. */
+export type SecretChanges = { readonly [Field in SecretField]?: ProviderSecrets[Field] | null };
 
 /**
  * Changes to the console's providers and models, validated with the configuration file's own
@@ -32,6 +30,8 @@ export class CatalogueAdmin {
     if (this.live.configProviders().some((p) => p.id === id)) {
       return refused('id', mode === 'create' ? `The configuration file already declares a provider '${id}'.` : `Provider '${id}' comes from the configuration file; change it there.`);
     }
+    // Before anything else is judged: a console entry never names a file on the gateway's host.
+    if (raw.credentials_file !== undefined) return refused('credentials_file', CREDENTIALS_FILE_REFUSED);
     const stored = (await this.repository.providers()).find((p) => p.id === id);
     if (mode === 'update' && stored === undefined) return refused('_', `There is no console provider '${id}'.`);
     if (mode === 'create' && stored !== undefined) return refused('id', `A provider '${id}' already exists.`);
@@ -44,21 +44,23 @@ export class CatalogueAdmin {
         current = {}; // unreadable (credential key changed): the admin re-enters it
       }
     }
-    const merged: ProviderSecrets = { ...current };
-    if (secrets.apiKey === null) delete merged.api_key;
-    else if (secrets.apiKey !== undefined) merged.api_key = secrets.apiKey;
-    if (secrets.headers === null) delete merged.headers;
-    else if (secrets.headers !== undefined) merged.headers = secrets.headers;
+    const kind = typeof raw.kind === 'string' ? raw.kind : '';
+    const merged: Record<string, unknown> = {};
+    for (const field of SECRET_FIELDS) {
+      const change = secrets[field];
+      // A stored credential of another kind (the kind was changed) is left behind; one typed now is judged.
+      if (change === undefined && current[field] !== undefined && (SECRET_KINDS[field] as readonly string[]).includes(kind)) merged[field] = current[field];
+      else if (change !== undefined && change !== null) merged[field] = change;
+    }
 
-    const parsed = providerSchema.safeParse({ ...raw, ...merged });
+    const parsed = providerSchema.safeParse(joinSecrets(raw, merged as ProviderSecrets));
     if (!parsed.success) return { ok: false, errors: fieldErrors(parsed.error) };
     if (parsed.data.base_url === undefined && defaultBaseUrl(parsed.data) === undefined) {
       return refused('base_url', `is required for kind '${parsed.data.kind}'`);
     }
-    const { api_key: apiKey, headers, ...config } = parsed.data;
-    const toSeal: ProviderSecrets = {};
-    if (apiKey !== undefined) toSeal.api_key = apiKey;
-    if (headers !== undefined && Object.keys(headers).length > 0) toSeal.headers = headers;
+    const problems = storedProviderProblems(parsed.data);
+    if (Object.keys(problems).length > 0) return { ok: false, errors: problems };
+    const { config, secrets: toSeal } = splitSecrets(parsed.data);
     const sealed = Object.keys(toSeal).length === 0 ? null : this.cipher.seal(JSON.stringify(toSeal), id);
     const written = await this.repository.putProvider({ id, config, secrets: sealed }, mode);
     if (!written) return refused('id', mode === 'create' ? `A provider '${id}' already exists.` : `There is no console provider '${id}'.`);

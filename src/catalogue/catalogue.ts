@@ -1,6 +1,7 @@
 import { deploymentsOf, hostedToolsOf, isModelName, isNamePattern, resolveRouting, type Endpoint, type HostedTools, type GatewayConfig, type ModelAlias, type ModelConfig, PRICE_UNITS, type PriceUnit, type PricingConfig, type ProviderKind, type RoutingBlock, type RoutingPolicy, type UpstreamApi } from '../config/config-file.js';
 import type { Pricing } from '../pricing/cost.js';
-import { FAMILY_OF_KIND, type PriceEntry, type PricesInForce, type PriceListOrigin } from '../pricing/price-list.js';
+import type { PriceEntry, PricesInForce, PriceListOrigin } from '../pricing/price-list.js';
+import { vendorModelOf } from '../pricing/vendor-model.js';
 import { Glob } from './glob.js';
 
 /**
@@ -101,17 +102,24 @@ export function pricingOf(written: PricingConfig | PriceEntry): Pricing {
 
 /**
  * The catalogue with list prices filled in: an entry without its own `pricing` gets the list's
- * price for its first deployment's upstream model, looked up in the family of that deployment's
- * provider kind (cost is per model, and the model's upstream fields are its first deployment's).
- * Models the list does not know stay unpriced.
+ * price for the vendor model its first deployment carries (cost is per model, and the model's
+ * upstream fields are its first deployment's): by the deployment's provider kind and upstream
+ * model, and for an Azure deployment the model its resource reports (`reportedModelOf`, from
+ * discovery). Models the list does not know stay unpriced.
  */
-export function withListPrices(catalogue: Catalogue, prices: PricesInForce, kindOf: (providerId: string) => ProviderKind | undefined): Catalogue {
+export function withListPrices(
+  catalogue: Catalogue,
+  prices: PricesInForce,
+  kindOf: (providerId: string) => ProviderKind | undefined,
+  reportedModelOf: (providerId: string, upstreamModel: string) => string | undefined = () => undefined,
+): Catalogue {
   const source: PricingSource = { kind: 'price_list', asOf: prices.list.asOf, origin: prices.origin };
   return new Catalogue(
     catalogue.models.map((model) => {
       if (model.pricing !== undefined) return model;
       const kind = kindOf(model.providerId);
-      const entry = kind === undefined ? undefined : prices.list.find(FAMILY_OF_KIND[kind], model.upstreamModel);
+      const vendorModel = kind === undefined ? undefined : vendorModelOf(kind, model.upstreamModel, reportedModelOf(model.providerId, model.upstreamModel));
+      const entry = vendorModel === undefined ? undefined : prices.list.findVendorModel(vendorModel);
       return entry === undefined ? model : repriced(model, pricingOf(entry), source);
     }),
     catalogue.modelAliases,

@@ -5,10 +5,12 @@ import { VersionedCache } from '../changes/versioned-cache.js';
 import { defaultBaseUrl, deploymentProblem, modelSchema, providerSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import type { CatalogueOrigin } from './catalogue.js';
 import { discoveredModels } from './discovered.js';
+import { readUpstreamModels } from './upstream-model.js';
 import { Catalogue, modelFromConfig, routingBlocksOf, withListPrices } from './catalogue.js';
 import { pricesInForce } from '../pricing/price-list.js';
 import type { CatalogueRepository, StoredModel, StoredProvider } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
+import { joinSecrets, secretsSetIn, storedProviderProblems, type ProviderSecrets, type SecretField } from './provider-secrets.js';
 
 /** The providers in force, each with a stamp that changes when its configuration does. */
 export type ProviderVersions = readonly { readonly config: ProviderConfig; readonly stamp: string }[];
@@ -18,14 +20,9 @@ export interface ProviderEntry {
   readonly id: string;
   readonly origin: CatalogueOrigin;
   readonly config: ProviderConfig;
-  readonly hasApiKey: boolean;
   readonly headerNames: readonly string[];
-}
-
-/** The credential-bearing fields of a provider, sealed together in the store. */
-export interface ProviderSecrets {
-  api_key?: string;
-  headers?: Record<string, string>;
+  /** The credential fields it holds (never their values). */
+  readonly secretsSet: readonly SecretField[];
 }
 
 /** What the catalogue is made of at one version of the store. */
@@ -153,7 +150,8 @@ export class LiveCatalogue {
       this.logger.warn({ provider: providerId, model: id }, `discovered model ${problem}; left out of the catalogue`);
     });
     const prices = pricesInForce(storedPrices?.document, (error) => this.logger.warn({ err: error }, 'the imported price list is not valid; the shipped one prices the catalogue'));
-    const catalogue = withListPrices(new Catalogue([...operator, ...found], this.config.modelAliases), prices, (id) => kinds.get(id));
+    const reported = new Map(discovered.flatMap((list) => readUpstreamModels(list.models).flatMap((model) => (model.vendorModel === undefined ? [] : [[`${list.providerId}\u0000${model.id}`, model.vendorModel] as const]))));
+    const catalogue = withListPrices(new Catalogue([...operator, ...found], this.config.modelAliases), prices, (id) => kinds.get(id), (providerId, upstreamModel) => reported.get(`${providerId}\u0000${upstreamModel}`));
     this.logAliasProblems(catalogue.aliasProblems);
     return {
       catalogue,
@@ -194,10 +192,11 @@ export function readStoredProvider(stored: StoredProvider, cipher: CredentialCip
       return { problem: 'credential cannot be decrypted (credential key changed?)' };
     }
   }
-  const parsed = providerSchema.safeParse({ ...stored.config, id: stored.id, ...secrets });
+  const parsed = providerSchema.safeParse({ ...joinSecrets(stored.config, secrets), id: stored.id });
   const baseUrl = parsed.success ? (parsed.data.base_url ?? defaultBaseUrl(parsed.data)) : undefined;
-  if (!parsed.success || baseUrl === undefined) return { problem: 'entry no longer valid' };
-  return { config: { ...parsed.data, base_url: baseUrl } };
+  // A row the console could not have written (copied in, or from an older version) is refused as the console refuses it.
+  if (!parsed.success || baseUrl === undefined || Object.keys(storedProviderProblems(parsed.data)).length > 0) return { problem: 'entry no longer valid' };
+  return { config: { ...parsed.data, base_url: baseUrl, ownCredentialsOnly: true } };
 }
 
 function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntry {
@@ -205,8 +204,8 @@ function entryFor(config: ProviderConfig, origin: CatalogueOrigin): ProviderEntr
     id: config.id,
     origin,
     config,
-    hasApiKey: config.api_key !== undefined,
     headerNames: Object.keys(config.headers ?? {}),
+    secretsSet: secretsSetIn(config),
   };
 }
 

@@ -21,6 +21,11 @@ export interface UpstreamModel {
    * undefined leaves it to the model's name and the provider's `discover.endpoints`.
    */
   readonly endpoints?: readonly Endpoint[];
+  /**
+   * The vendor's model it serves, where the upstream's name is the operator's own (an Azure
+   * deployment's `model`, `gpt-4o`): what the price list prices it by.
+   */
+  readonly vendorModel?: string;
 }
 
 const positive = z.number().int().positive();
@@ -36,6 +41,7 @@ const upstreamModelSchema = z.object({
   created: z.number().int().nonnegative().optional(),
   // An operation this version does not know (written by a newer one) leaves the model's endpoints to its name.
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).optional().catch(undefined),
+  vendorModel: z.string().min(1).max(200).optional().catch(undefined),
 });
 
 /** The entries of a stored list that still read as models; anything else is dropped. */

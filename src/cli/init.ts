@@ -8,7 +8,11 @@ export function addInitCommand(program: SluiceCommand): void {
   program
     .command('init')
     .description('write a commented configuration file for the providers named (credentials stay in environment variables)')
-    .addOption(new Option('--provider <kind[=base_url]>', 'openai=http://127.0.0.1:8000/v1 (a self-hosted OpenAI-compatible server), openai, anthropic or gemini; repeat for more').argParser((value: string, previous: string[] = []) => [...previous, value]))
+    .addOption(
+      new Option('--provider <kind[=base_url]>', 'openai=http://127.0.0.1:8000/v1 (a self-hosted OpenAI-compatible server), openai, anthropic, gemini, azure=https://RESOURCE.openai.azure.com, bedrock[=REGION] or vertex[=PROJECT[/LOCATION]]; repeat for more').argParser(
+        (value: string, previous: string[] = []) => [...previous, value],
+      ),
+    )
     .withConfigFlag()
     .option('--force', 'replace an existing file')
     .action(async (opts: { provider?: string[]; force?: boolean } & ConfigFlags) => {
@@ -26,7 +30,9 @@ export function addInitCommand(program: SluiceCommand): void {
       }
       console.log(`Wrote ${path} with ${providers.map((p) => `${p.id} (${p.kind})`).join(', ')}.`);
       console.log('Next:');
-      for (const p of providers) console.log(`  export ${p.keyVariable}=…${p.keyOptional ? '   (only if the server wants a key)' : ''}`);
+      for (const p of providers) {
+        for (const variable of p.variables) console.log(`  export ${variable.name}=…${variable.note === undefined ? '' : `   (${variable.note})`}${variable.optional && p.kind === 'openai' ? '   (only if the server wants a key)' : ''}`);
+      }
       const configFlag = opts.config === undefined ? '' : ` --config ${path}`;
       console.log(`  sluice doctor${configFlag}     checks the file, the store and each provider`);
       console.log(`  sluice serve${configFlag}      (a running gateway reads the file again by itself)`);

@@ -460,8 +460,12 @@ export interface ModelAlias {
   readonly target: string;
 }
 
-/** A provider entry with its base URL settled (explicit, or the kind's default). */
-export type ProviderConfig = z.output<typeof providerSchema> & { base_url: string };
+/**
+ * A provider entry with its base URL settled (explicit, or the kind's default). `ownCredentialsOnly`
+ * is set on providers registered in the console: their adapters use the credentials the entry holds
+ * and never the gateway host's (its environment, AWS profiles, GOOGLE_APPLICATION_CREDENTIALS).
+ */
+export type ProviderConfig = z.output<typeof providerSchema> & { base_url: string; readonly ownCredentialsOnly?: true };
 export type ModelConfig = z.output<typeof modelSchema>;
 export interface GatewayConfig {
   readonly source: string;

@@ -1,12 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CredentialCipher } from '../catalogue/credential-cipher.js';
 import { withinCap } from '../catalogue/discovered.js';
+import { modelFromConfig } from '../catalogue/catalogue.js';
 import { readStoredProvider, storedModelEntry } from '../catalogue/live-catalogue.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import { secretValuesOf } from '../config/secret-values.js';
 import { ConfigError, deploymentsOf, loadConfigFile, modelSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
 import { toGatewayError } from '../core/errors.js';
+import { redact } from '../core/upstream-errors.js';
 import { maskUrl } from '../core/masked-url.js';
+import { generationRequest } from '../generation/model.js';
+import type { ProviderAdapter } from '../generation/provider.js';
 import { createProvider } from '../providers/registry.js';
+import { adviceFor } from './advice.js';
 import { describeLocation, openStore, SQLITE_FILE, storeLocation } from '../store/open-store.js';
 import type { SqlStore } from '../store/sql-store.js';
 import type { CatalogueRepository } from '../store/store.js';
@@ -165,39 +173,83 @@ async function storedCatalogue(catalogue: CatalogueRepository, options: DoctorOp
   return { providers, models };
 }
 
-const FIXES: Readonly<Record<string, (p: ProviderConfig) => string>> = {
-  upstream_auth_failed: (p) => `check the api_key of provider '${p.id}' (and its headers)`,
-  upstream_unreachable: (p) => `check base_url ${p.base_url}, and that the server runs and is reachable from here`,
-  upstream_timeout: (p) => `check that ${p.base_url} answers (a firewall dropping packets looks like this)`,
-};
+/** Kinds whose model list does not prove that a model can be called (Bedrock's per-model access, Vertex's Model Garden): each model entry gets a one-token call. */
+const CALLED_KINDS: ReadonlySet<ProviderConfig['kind']> = new Set(['bedrock', 'vertex']);
+/** At most this many one-token calls per provider: the doctor is a check, not a load. */
+const MAX_CALLS = 5;
 
-/** One model listing: reachable, credential accepted; then each model entry the upstream does not list. */
+/**
+ * One model listing: reachable, credential accepted; then each model entry the upstream does not
+ * list. On Bedrock and Vertex, where a listing needs a permission of its own and says nothing of a
+ * model's access, also a one-token call to each model entry of the provider (at most MAX_CALLS).
+ */
 async function checkProvider(provider: ProviderConfig, models: readonly ModelConfig[]): Promise<Check[]> {
   const name = `provider ${provider.id}`;
-  const adapter = createProvider(provider);
+  const hide = secretHider(provider);
+  let adapter: ProviderAdapter;
   try {
-    const listed = await adapter.listModels(AbortSignal.timeout(CHECK_TIMEOUT_MS));
+    adapter = createProvider(provider);
+  } catch (error) {
+    return [check(name, 'fail', `${provider.kind} at ${maskUrl(provider.base_url)}: cannot be set up: ${hide(messageOf(error))}`, `correct the entry of provider '${provider.id}'`)];
+  }
+  const mine = models.filter((model) => deploymentsOf(model).some((deployment) => deployment.provider === provider.id));
+  try {
+    let listed: readonly UpstreamModel[];
+    try {
+      listed = await adapter.listModels(AbortSignal.timeout(CHECK_TIMEOUT_MS));
+    } catch (error) {
+      const failure = toGatewayError(error);
+      const calls = CALLED_KINDS.has(provider.kind) && failure.kind === 'upstream_auth_failed' ? await callModels(adapter, provider, mine, hide) : [];
+      if (calls.length > 0 && calls.every((c) => c.status === 'ok')) {
+        // Calls work: only the listing's own permission is missing.
+        return [check(name, 'warn', `${provider.kind} at ${maskUrl(provider.base_url)}: the model list was refused (${hide(failure.message)}), but calls succeed`, `discovery and this check need the listing permission too: ${adviceFor(provider, failure)}`), ...calls];
+      }
+      return [check(name, 'fail', hide(failure.message), adviceFor(provider, failure)), ...calls];
+    }
     const ids = new Set(listed.map((model) => model.id));
-    const checks = [check(name, 'ok', `${provider.kind} at ${provider.base_url}: reachable, credential accepted, ${listed.length} model(s) listed`)];
+    const checks = [check(name, 'ok', `${provider.kind} at ${maskUrl(provider.base_url)}: reachable, credential accepted, ${listed.length} model(s) listed`)];
     const capped = provider.discover === undefined ? 0 : withinCap(listed, provider.discover).dropped;
     if (capped > 0) {
       checks.push(check(`discovery ${provider.id}`, 'warn', `the upstream lists ${capped} model(s) beyond discover.max_models (${provider.discover!.max_models}); discovery leaves them out`, `narrow discover.include / exclude, or raise discover.max_models of provider '${provider.id}'`));
     }
-    for (const model of models) {
+    for (const model of mine) {
       for (const deployment of deploymentsOf(model)) {
         const upstream = deployment.upstream_model ?? model.id;
         if (deployment.provider !== provider.id || ids.has(upstream.replace(/^models\//, ''))) continue;
         checks.push(check(`model ${model.id}`, 'warn', `provider '${provider.id}' does not list upstream model '${upstream}'`, `correct upstream_model, or deploy '${upstream}' on the upstream`));
       }
     }
+    if (CALLED_KINDS.has(provider.kind)) checks.push(...(await callModels(adapter, provider, mine, hide)));
     return checks;
-  } catch (error) {
-    const failure = toGatewayError(error);
-    const fix = FIXES[failure.kind]?.(provider) ?? `check base_url ${provider.base_url} (its model list should be at ${provider.base_url.replace(/\/+$/, '')}/models)`;
-    return [check(name, 'fail', failure.message, fix)];
   } finally {
     await adapter.close().catch(() => undefined);
   }
+}
+
+/** A one-token call to each generation model of the provider (up to MAX_CALLS): the model's access, region or location, as a request would meet them. */
+async function callModels(adapter: ProviderAdapter, provider: ProviderConfig, models: readonly ModelConfig[], hide: (text: string) => string): Promise<Check[]> {
+  const generating = models.map((entry) => modelFromConfig(entry)).filter((model) => model.endpoints.has('chat') || model.endpoints.has('completions') || model.endpoints.has('responses'));
+  const checks: Check[] = [];
+  for (const model of generating.slice(0, MAX_CALLS)) {
+    const deployment = model.deployments.find((d) => d.providerId === provider.id)!;
+    const name = `model ${model.id}`;
+    try {
+      const request = generationRequest({ model: model.id, messages: [{ role: 'user', content: [{ type: 'text', text: 'ping' }] }], maxOutputTokens: 1 });
+      await adapter.generate({ request, model: deployment.model, requestId: `doctor-${randomUUID()}`, signal: AbortSignal.timeout(CHECK_TIMEOUT_MS), choices: 1 });
+      checks.push(check(name, 'ok', `a one-token call to '${deployment.upstreamModel}' on provider '${provider.id}' succeeded`));
+    } catch (error) {
+      const failure = toGatewayError(error);
+      checks.push(check(name, 'fail', `a one-token call to '${deployment.upstreamModel}' on provider '${provider.id}' failed: ${hide(failure.message)}`, adviceFor(provider, failure, model.id)));
+    }
+  }
+  if (generating.length > MAX_CALLS) checks.push(check(`provider ${provider.id}`, 'warn', `${generating.length - MAX_CALLS} more model(s) not called`, `the doctor calls ${MAX_CALLS} models per provider; run a request to each of the others`));
+  return checks;
+}
+
+/** Blanks the provider's own credentials out of a message: adapters redact theirs, and this is the second guard. */
+function secretHider(provider: ProviderConfig): (text: string) => string {
+  const secrets = secretValuesOf(provider);
+  return (text) => redact(text, secrets);
 }
 
 async function checkRedis(url: string): Promise<Check> {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { checkPricing, describeIssue, PRICING_FIELDS, type ProviderKind } from '../config/config-file.js';
+import { checkPricing, describeIssue, PRICING_FIELDS } from '../config/config-file.js';
+import type { VendorModel } from './vendor-model.js';
 import { UserError } from '../core/user-error.js';
 
 /**
@@ -8,11 +9,8 @@ import { UserError } from '../core/user-error.js';
  * (`sluice prices import`), in the same JSON format. A list prices a hosted model by the name its
  * vendor knows it by; the catalogue fills the price of an entry that has none of its own.
  */
-export const PRICE_FAMILIES = ['openai', 'anthropic', 'google'] as const;
+export const PRICE_FAMILIES = ['openai', 'anthropic', 'google', 'amazon', 'meta', 'mistral', 'cohere'] as const;
 export type PriceFamily = (typeof PRICE_FAMILIES)[number];
-
-/** Whose list prices a provider's upstream models: a `gemini` provider serves Google's. */
-export const FAMILY_OF_KIND: Readonly<Record<ProviderKind, PriceFamily>> = { openai: 'openai', anthropic: 'anthropic', gemini: 'google', azure: 'openai', bedrock: 'anthropic', vertex: 'google' };
 
 export type PriceListOrigin = 'shipped' | 'imported';
 
@@ -81,6 +79,15 @@ export class PriceList {
   find(family: PriceFamily, upstreamModel: string): PriceEntry | undefined {
     const name = upstreamModel.replace(/^models\//, '');
     return this.byName.get(keyOf(family, name)) ?? this.byName.get(keyOf(family, name.replace(VERSION_SUFFIX, '')));
+  }
+
+  /** The entry for the first of a vendor model's names the list knows (each as `find` matches it). */
+  findVendorModel(vendorModel: VendorModel): PriceEntry | undefined {
+    for (const name of vendorModel.names) {
+      const entry = this.find(vendorModel.family, name);
+      if (entry !== undefined) return entry;
+    }
+    return undefined;
   }
 }
 

@@ -27,8 +27,8 @@ export interface Database {
   /** Providers and models registered in the console: the configuration-file fields as JSON. */
   console_providers: {
     id: string;
-    config: string; // JSON, without api_key and headers
-    secrets: string | null; // AES-256-GCM sealed JSON {api_key?, headers?}
+    config: string; // JSON, without its credentials
+    secrets: string | null; // AES-256-GCM sealed JSON of its credentials {api_key?, headers?, entra_client_secret?, access_key_id?, …}
     created_at: number;
     updated_at: number;
   };

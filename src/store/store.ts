@@ -182,9 +182,9 @@ export interface LoginThrottleRepository {
 /** A provider or model registered in the console, as stored: the configuration-file fields as JSON. */
 export interface StoredProvider {
   readonly id: string;
-  /** The provider's fields except api_key and headers. */
+  /** The provider's fields except its credentials (see catalogue/provider-secrets.ts). */
   readonly config: Readonly<Record<string, unknown>>;
-  /** Sealed (encrypted) JSON of api_key and headers, or null when there are none. */
+  /** Sealed (encrypted) JSON of its credentials (api_key, headers, the clouds' keys and secrets), or null when there are none. */
   readonly secrets: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;

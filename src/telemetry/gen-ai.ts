@@ -50,10 +50,20 @@ export function clientOperationName(providerKind: string, upstreamApi: string, r
   return 'chat';
 }
 
-/** An adapter's kind as the conventions name the provider; an OpenAI-compatible server speaks OpenAI's API. */
+/**
+ * An adapter's kind as the conventions name the provider (`gen_ai.provider.name`): the clouds by
+ * their well-known values; an OpenAI-compatible server speaks OpenAI's API, so it is `openai`.
+ */
+const PROVIDER_NAMES: Readonly<Record<string, string>> = {
+  gemini: 'gcp.gemini',
+  azure: 'azure.ai.openai',
+  bedrock: 'aws.bedrock',
+  vertex: 'gcp.vertex_ai',
+};
+
 export function providerName(kind: string | null): string {
-  if (kind === 'gemini') return 'gcp.gemini';
-  return kind ?? '_OTHER';
+  if (kind === null) return '_OTHER';
+  return PROVIDER_NAMES[kind] ?? kind;
 }
 
 const servers = new Map<string, { readonly address: string; readonly port: number }>();

@@ -42,6 +42,21 @@ export const CONSOLE_JS = String.raw`// Progressive enhancement only: every page
     });
   });
 
+  // The provider form: only the chosen kind's fields are shown, and the others' are not sent.
+  document.querySelectorAll('select[data-kind-select]').forEach(function (select) {
+    var form = select.form;
+    if (!form) return;
+    var show = function () {
+      form.querySelectorAll('[data-kinds]').forEach(function (block) {
+        var on = block.getAttribute('data-kinds').split(' ').indexOf(select.value) !== -1;
+        block.hidden = !on;
+        block.querySelectorAll('input, textarea, select').forEach(function (input) { input.disabled = !on; });
+      });
+    };
+    select.addEventListener('change', show);
+    show();
+  });
+
   // Live refresh: <main data-refresh="SECONDS"> reloads its content while the tab is visible.
   var main = document.querySelector('main[data-refresh]');
   if (main && window.fetch && window.DOMParser) {

@@ -99,6 +99,7 @@ ul.plain { list-style: none; margin: 0; padding: 0; }
 .btn-small { font-size: .82rem; padding: .2rem .55rem; }
 .row { display: flex; gap: .75rem; align-items: center; flex-wrap: wrap; }
 .stack > * + * { margin-top: 1rem; }
+[hidden] { display: none !important; }
 .field { display: flex; flex-direction: column; gap: .3rem; border: 0; padding: 0; margin-left: 0; margin-right: 0; min-width: 0; }
 fieldset.field { border: 1px solid var(--border); border-radius: var(--radius); padding: .75rem 1rem; }
 legend { font-weight: 600; padding: 0 .25rem; }

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clientOperationName, serverOperationName } from '../../../src/telemetry/gen-ai.js';
+import { clientOperationName, providerName, serverOperationName } from '../../../src/telemetry/gen-ai.js';
 
 describe('the operation a caller asked for', () => {
   test('generation keeps the conventions’ names', () => {
@@ -49,5 +49,18 @@ describe('the operation an attempt asked of its upstream', () => {
     assert.equal(clientOperationName('openai', 'completions', null), 'text_completion');
     assert.equal(clientOperationName('openai', 'chat', null), 'chat');
     assert.equal(clientOperationName('anthropic', 'completions', null), 'chat');
+  });
+});
+
+describe('the provider an attempt went to', () => {
+  test('each kind by the conventions’ well-known value: the clouds by their own, an OpenAI-compatible server as openai', () => {
+    assert.deepEqual(
+      ['openai', 'anthropic', 'gemini', 'azure', 'bedrock', 'vertex'].map(providerName),
+      ['openai', 'anthropic', 'gcp.gemini', 'azure.ai.openai', 'aws.bedrock', 'gcp.vertex_ai'],
+    );
+  });
+
+  test('no provider (a request that never reached one) is _OTHER', () => {
+    assert.equal(providerName(null), '_OTHER');
   });
 });

@@ -61,7 +61,7 @@ describe('sluice init: a provider id from its base URL', () => {
 
   test('the key variable follows the id, and the file loads with every id as written', () => {
     const providers = parseInitProviders(['openai=http://10.0.0.5:8000/v1', 'openai=http://10.0.0.9:9000/v1', 'anthropic']);
-    assert.deepEqual(providers.map((p) => [p.id, p.keyVariable, p.keyOptional]), [
+    assert.deepEqual(providers.map((p) => [p.id, p.variables[0]!.name, p.variables[0]!.optional]), [
       ['vllm', 'VLLM_API_KEY', true],
       ['openai-10-0-0-9', 'OPENAI_10_0_0_9_API_KEY', true],
       ['anthropic', 'ANTHROPIC_API_KEY', false],
@@ -80,5 +80,69 @@ describe('sluice init: a provider id from its base URL', () => {
     assert.deepEqual(providerIdCandidates('openai', new URL('http://box.internal/v1')), ['box', 'openai-box-internal']);
     assert.deepEqual(distinctIds([['a', 'a-1'], ['a', 'a-2'], ['b']]), ['a-1', 'a-2', 'b']);
     assert.deepEqual(distinctIds([['a'], ['a']]), [undefined, undefined]);
+  });
+});
+
+describe('sluice init: the cloud kinds', () => {
+  const env = { AZURE_OPENAI_API_KEY: 'k', GOOGLE_CLOUD_PROJECT: 'env-project' };
+
+  test('azure takes its resource endpoint; bedrock a region; vertex a project and a location, each optional', () => {
+    const providers = parseInitProviders(['azure=https://my-resource.openai.azure.com', 'bedrock=eu-west-1', 'vertex=my-project/europe-west4']);
+    assert.deepEqual(providers.map((p) => [p.id, p.kind, p.baseUrl, p.region, p.project, p.location]), [
+      ['my-resource', 'azure', 'https://my-resource.openai.azure.com', undefined, undefined, undefined],
+      ['bedrock', 'bedrock', undefined, 'eu-west-1', undefined, undefined],
+      ['vertex', 'vertex', undefined, undefined, 'my-project', 'europe-west4'],
+    ]);
+    assert.deepEqual(parseInitProviders(['bedrock', 'vertex']).map((p) => [p.id, p.region, p.project]), [['bedrock', undefined, undefined], ['vertex', undefined, undefined]]);
+    assert.deepEqual(parseInitProviders(['bedrock=us-east-1', 'bedrock=eu-west-1']).map((p) => p.id), ['bedrock-us-east-1', 'bedrock-eu-west-1'], 'two regions, two ids');
+  });
+
+  test('what does not fit the kind is refused, saying what does', () => {
+    assert.throws(() => parseInitProviders(['azure']), /give the resource's endpoint: --provider azure=https:\/\/RESOURCE\.openai\.azure\.com/);
+    assert.throws(() => parseInitProviders(['bedrock=https://bedrock-runtime.us-east-1.amazonaws.com']), /is not an AWS region such as us-east-1/);
+    assert.throws(() => parseInitProviders(['vertex=My Project']), /write vertex=PROJECT or vertex=PROJECT\/LOCATION/);
+    assert.throws(() => parseInitProviders(['vertex=my-project/europe-west4/x']), /write vertex=PROJECT or vertex=PROJECT\/LOCATION/);
+    assert.throws(() => parseInitProviders(['bedrock', 'bedrock']), /names the same server/);
+  });
+
+  test('the file reads every credential from the environment, the AWS ones with :- so the SDK chain applies, and parses', () => {
+    const providers = parseInitProviders(['azure=https://my-resource.openai.azure.com', 'bedrock', 'vertex']);
+    const text = renderInitConfig(providers);
+    checkInitConfig(text, providers);
+    assert.match(text, /api_key: \$\{AZURE_OPENAI_API_KEY\}/);
+    assert.match(text, /# entra: \{ tenant_id: \$\{AZURE_TENANT_ID\}, client_id: \$\{AZURE_CLIENT_ID\}, client_secret: \$\{AZURE_CLIENT_SECRET\} \}/);
+    for (const line of ['region: ${AWS_REGION:-us-east-1}', 'access_key_id: ${AWS_ACCESS_KEY_ID:-}', 'secret_access_key: ${AWS_SECRET_ACCESS_KEY:-}', 'session_token: ${AWS_SESSION_TOKEN:-}', 'project: ${GOOGLE_CLOUD_PROJECT}', 'location: ${GOOGLE_CLOUD_LOCATION:-global}']) {
+      assert.ok(text.includes(`    ${line}`), line);
+    }
+    assert.match(text, /# credentials_file: .*unset: GOOGLE_APPLICATION_CREDENTIALS/);
+    assert.doesNotMatch(text, /^\s+credentials_file:/m, 'credentials_file is left unset');
+
+    const config = parseConfig(text, 'sluice.yaml', env);
+    const byId = new Map(config.providers.map((p) => [p.id, p]));
+    assert.equal(byId.get('my-resource')!.api_key, 'k');
+    const bedrock = byId.get('bedrock')!;
+    assert.deepEqual([bedrock.region, bedrock.access_key_id, bedrock.secret_access_key, bedrock.session_token, bedrock.base_url], ['us-east-1', undefined, undefined, undefined, 'https://bedrock-runtime.us-east-1.amazonaws.com'], 'unset AWS variables leave the SDK chain to find credentials');
+    const vertex = byId.get('vertex')!;
+    assert.deepEqual([vertex.project, vertex.location, vertex.credentials_file, vertex.base_url], ['env-project', 'global', undefined, 'https://aiplatform.googleapis.com']);
+    assert.deepEqual(config.models.map((m) => [m.id, m.provider, m.upstream_model]), [
+      ['bedrock-claude-sonnet', 'bedrock', 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'],
+      ['vertex-gemini-pro', 'vertex', 'gemini-2.5-pro'],
+      ['vertex-claude-sonnet', 'vertex', 'claude-sonnet-4-5@20250929'],
+    ]);
+
+    const set = parseConfig(text, 'sluice.yaml', { ...env, AWS_REGION: 'eu-central-1', AWS_ACCESS_KEY_ID: 'AKIA1', AWS_SECRET_ACCESS_KEY: 's', GOOGLE_CLOUD_LOCATION: 'europe-west4' });
+    const bedrockSet = set.providers.find((p) => p.id === 'bedrock')!;
+    assert.deepEqual([bedrockSet.region, bedrockSet.access_key_id, bedrockSet.secret_access_key], ['eu-central-1', 'AKIA1', 's']);
+    assert.equal(set.providers.find((p) => p.id === 'vertex')!.base_url, 'https://europe-west4-aiplatform.googleapis.com');
+  });
+
+  test('a region or project given is written out, and the sample profile follows the region’s geography', () => {
+    const providers = parseInitProviders(['bedrock=eu-west-1', 'vertex=my-project/europe-west4']);
+    const text = renderInitConfig(providers);
+    checkInitConfig(text, providers);
+    const config = parseConfig(text, 'sluice.yaml', {});
+    assert.deepEqual(config.providers.map((p) => [p.id, p.region ?? p.project, p.location]), [['bedrock', 'eu-west-1', undefined], ['vertex', 'my-project', 'europe-west4']]);
+    assert.equal(config.models[0]!.upstream_model, 'eu.anthropic.claude-sonnet-4-5-20250929-v1:0');
+    assert.deepEqual(providers[1]!.variables.map((v) => v.name), ['GOOGLE_APPLICATION_CREDENTIALS'], 'a project given needs no GOOGLE_CLOUD_PROJECT');
   });
 });

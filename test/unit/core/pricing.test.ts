@@ -10,6 +10,7 @@ import { modelSchema, parseConfig, type ProviderKind } from '../../../src/config
 import { addUsage, usageOf, type Usage } from '../../../src/generation/model.js';
 import { parsePriceList, PriceListError, pricesInForce, shippedPriceList } from '../../../src/pricing/price-list.js';
 import { billingUnitsOf, costUsd, pricedFor } from '../../../src/pricing/cost.js';
+import { vendorModelOf } from '../../../src/pricing/vendor-model.js';
 
 function priced(pricing: Record<string, number> | undefined): CatalogueModel {
   return modelFromConfig(modelSchema.parse({ id: 'm', provider: 'p', ...(pricing === undefined ? {} : { pricing }) }));
@@ -231,7 +232,7 @@ describe('loading a price list', () => {
     ['not JSON', '{"as_of": ', 'prices.json: not valid JSON (Unexpected end of JSON input)'],
     ['not a calendar date', doc({ as_of: '2026-02-30' }), "prices.json: field 'as_of': is not a calendar date"],
     ['a negative price', doc({ models: [entry({ input_per_mtok: -1 })] }), "prices.json: models[0] (model: x): field 'input_per_mtok': Too small: expected number to be >=0"],
-    ['an unknown family', doc({ models: [entry({ family: 'meta' })] }), 'prices.json: models[0] (model: x): field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"'],
+    ['an unknown family', doc({ models: [entry({ family: 'deepseek' })] }), 'prices.json: models[0] (model: x): field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"|"amazon"|"meta"|"mistral"|"cohere"'],
     [
       'an entry with no price at all',
       doc({ models: [{ family: 'openai', model: 'x' }] }),
@@ -295,12 +296,111 @@ describe('the list in force', () => {
     const inForce = pricesInForce('{"as_of": "2999-01-01", "models": [{}]}', (error) => reported.push(error));
     assert.equal(inForce.origin, 'shipped');
     assert.equal(reported.length, 1);
-    assert.equal(reported[0]!.message, 'the imported price list: models[0]: field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"');
+    assert.equal(reported[0]!.message, 'the imported price list: models[0]: field \'family\': Invalid option: expected one of "openai"|"anthropic"|"google"|"amazon"|"meta"|"mistral"|"cohere"');
   });
 
   test('an imported list whose date does not exist is reported too, rather than failing whoever prices the catalogue', () => {
     const reported: PriceListError[] = [];
     assert.equal(pricesInForce(dated('2999-13-01'), (error) => reported.push(error)).origin, 'shipped');
     assert.equal(reported[0]?.message, "the imported price list: field 'as_of': is not a calendar date");
+  });
+});
+
+describe('the vendor model a cloud deployment carries', () => {
+  test('a Bedrock model id, inference profile or ARN names its vendor and model; the version and revision are dropped in turn', () => {
+    const claude = { family: 'anthropic', names: ['claude-sonnet-4-5-20250929-v1', 'claude-sonnet-4-5-20250929'] };
+    for (const id of [
+      'anthropic.claude-sonnet-4-5-20250929-v1:0',
+      'us.anthropic.claude-sonnet-4-5-20250929-v1:0',
+      'eu.anthropic.claude-sonnet-4-5-20250929-v1:0',
+      'apac.anthropic.claude-sonnet-4-5-20250929-v1:0',
+      'global.anthropic.claude-sonnet-4-5-20250929-v1:0',
+      'arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0',
+      'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0',
+    ]) {
+      assert.deepEqual(vendorModelOf('bedrock', id), claude, id);
+    }
+    assert.deepEqual(vendorModelOf('bedrock', 'amazon.nova-pro-v1:0'), { family: 'amazon', names: ['nova-pro-v1', 'nova-pro'] });
+    assert.deepEqual(vendorModelOf('bedrock', 'meta.llama3-3-70b-instruct-v1:0'), { family: 'meta', names: ['llama3-3-70b-instruct-v1', 'llama3-3-70b-instruct'] });
+    assert.deepEqual(vendorModelOf('bedrock', 'mistral.mistral-large-2407-v1:0'), { family: 'mistral', names: ['mistral-large-2407-v1', 'mistral-large-2407'] });
+    assert.deepEqual(vendorModelOf('bedrock', 'cohere.embed-english-v3'), { family: 'cohere', names: ['embed-english-v3', 'embed-english'] });
+    assert.deepEqual(vendorModelOf('bedrock', 'cohere.embed-v4:0'), { family: 'cohere', names: ['embed-v4', 'embed'] });
+    assert.deepEqual(vendorModelOf('bedrock', 'amazon.titan-embed-text-v2:0'), { family: 'amazon', names: ['titan-embed-text-v2', 'titan-embed-text'] });
+    assert.deepEqual(vendorModelOf('bedrock', 'anthropic.claude-3-sonnet-20240229-v1:0:200k'), { family: 'anthropic', names: ['claude-3-sonnet-20240229-v1', 'claude-3-sonnet-20240229'] }, 'a context-window variant');
+  });
+
+  test('a Bedrock model no list can know is unpriced: another vendor, an application profile, a provisioned model', () => {
+    assert.equal(vendorModelOf('bedrock', 'ai21.jamba-1-5-large-v1:0'), undefined);
+    assert.equal(vendorModelOf('bedrock', 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6'), undefined);
+    assert.equal(vendorModelOf('bedrock', 'arn:aws:bedrock:us-east-1:123456789012:provisioned-model/abcdef123456'), undefined);
+  });
+
+  test('a Vertex publisher model: claude- is Anthropic’s without its @snapshot, gemini- and the embedding models Google’s', () => {
+    assert.deepEqual(vendorModelOf('vertex', 'claude-sonnet-4-5@20250929'), { family: 'anthropic', names: ['claude-sonnet-4-5'] });
+    assert.deepEqual(vendorModelOf('vertex', 'publishers/anthropic/models/claude-opus-4-1@20250805'), { family: 'anthropic', names: ['claude-opus-4-1'] });
+    assert.deepEqual(vendorModelOf('vertex', 'gemini-2.5-pro'), { family: 'google', names: ['gemini-2.5-pro'] });
+    assert.deepEqual(vendorModelOf('vertex', 'gemini-embedding-001'), { family: 'google', names: ['gemini-embedding-001'] });
+    assert.deepEqual(vendorModelOf('vertex', 'text-embedding-005'), { family: 'google', names: ['text-embedding-005'] });
+    assert.equal(vendorModelOf('vertex', 'llama-3.3-70b-instruct-maas'), undefined, 'a partner model is not priced by name');
+  });
+
+  test('an Azure deployment is priced only by the model its resource reports, never by its own name', () => {
+    assert.equal(vendorModelOf('azure', 'gpt-4o'), undefined, 'a deployment called gpt-4o may serve anything');
+    assert.deepEqual(vendorModelOf('azure', 'my-gpt4o-deployment', 'gpt-4o'), { family: 'openai', names: ['gpt-4o'] });
+  });
+
+  test('the direct vendors keep their own names', () => {
+    assert.deepEqual(vendorModelOf('openai', 'gpt-4o'), { family: 'openai', names: ['gpt-4o'] });
+    assert.deepEqual(vendorModelOf('anthropic', 'claude-sonnet-4-5'), { family: 'anthropic', names: ['claude-sonnet-4-5'] });
+    assert.deepEqual(vendorModelOf('gemini', 'models/gemini-2.5-pro'), { family: 'google', names: ['gemini-2.5-pro'] });
+  });
+});
+
+describe('cloud models priced by the shipped list', () => {
+  const config = parseConfig(
+    `
+providers:
+  - { id: az, kind: azure, base_url: 'https://res.openai.azure.com', api_key: k }
+  - { id: br, kind: bedrock, region: us-east-1 }
+  - { id: vx, kind: vertex, project: p, location: global }
+models:
+  - { id: azure-named, provider: az, upstream_model: my-gpt4o-deployment }
+  - { id: azure-unreported, provider: az, upstream_model: gpt-4o }
+  - { id: bedrock-claude, provider: br, upstream_model: us.anthropic.claude-sonnet-4-5-20250929-v1:0 }
+  - { id: bedrock-arn, provider: br, upstream_model: 'arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-haiku-4-5-20251001-v1:0' }
+  - { id: nova, provider: br, upstream_model: amazon.nova-pro-v1:0 }
+  - { id: titan, provider: br, upstream_model: amazon.titan-embed-text-v2:0 }
+  - { id: llama, provider: br, upstream_model: meta.llama3-70b-instruct-v1:0 }
+  - { id: mistral, provider: br, upstream_model: mistral.mistral-large-2402-v1:0 }
+  - { id: cohere, provider: br, upstream_model: cohere.embed-v4:0 }
+  - { id: vertex-claude, provider: vx, upstream_model: claude-sonnet-4-5@20250929 }
+  - { id: vertex-gemini, provider: vx, upstream_model: gemini-2.5-pro }
+`,
+    'clouds.yaml',
+  );
+  const kinds = new Map<string, ProviderKind>(config.providers.map((provider) => [provider.id, provider.kind]));
+  const reported = new Map([['az\u0000my-gpt4o-deployment', 'gpt-4o']]);
+  const catalogue = withListPrices(Catalogue.fromConfig(config), { list: shippedPriceList(), origin: 'shipped' }, (id) => kinds.get(id), (provider, upstream) => reported.get(`${provider}\u0000${upstream}`));
+  const input = (id: string) => catalogue.get(id)!.pricing?.inputPerMtok;
+
+  test('Bedrock and Vertex Claude at Anthropic’s prices, Vertex Gemini at Google’s', () => {
+    assert.deepEqual(catalogue.get('bedrock-claude')!.pricing, { inputPerMtok: 3, outputPerMtok: 15, cachedInputPerMtok: 0.3, cacheWritePerMtok: 3.75 });
+    assert.equal(input('bedrock-arn'), 1, 'Claude Haiku 4.5 through an inference profile ARN');
+    assert.deepEqual(catalogue.get('vertex-claude')!.pricing, catalogue.get('bedrock-claude')!.pricing);
+    assert.equal(input('vertex-gemini'), 1.25);
+    assert.equal(catalogue.get('vertex-gemini')!.pricing!.outputPerMtok, 10);
+  });
+
+  test('Amazon, Meta, Mistral and Cohere models at Bedrock’s prices', () => {
+    assert.deepEqual(catalogue.get('nova')!.pricing, { inputPerMtok: 0.8, outputPerMtok: 3.2, cachedInputPerMtok: 0.2, cacheWritePerMtok: 0.8 });
+    assert.equal(input('titan'), 0.02);
+    assert.equal(input('llama'), 2.65);
+    assert.equal(input('mistral'), 4);
+    assert.equal(input('cohere'), 0.12);
+  });
+
+  test('an Azure deployment by the model its resource reports; unreported, it stays unpriced whatever its name', () => {
+    assert.equal(input('azure-named'), 2.5);
+    assert.equal(catalogue.get('azure-unreported')!.pricing, undefined);
   });
 });

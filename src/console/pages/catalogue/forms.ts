@@ -2,6 +2,7 @@
 // (with the errors only the form can name), the admin's errors mapped back to the form's fields,
 // and stored entries turned into form values for editing.
 import type { FieldErrors, SecretChanges } from '../../../catalogue/catalogue-admin.js';
+import { SECRET_FIELDS } from '../../../catalogue/provider-secrets.js';
 import { PRICE_UNITS, PROVIDER_DEFAULTS, type DeploymentConfig, type PriceUnit } from '../../../config/config-file.js';
 
 /** A form's values by field name: text as typed, or the ticked values of a group of checkboxes. */
@@ -39,7 +40,7 @@ function text(form: URLSearchParams, name: string): string | undefined {
 export function formValues(form: URLSearchParams): FormValues {
   const values: FormValues = {};
   for (const key of new Set(form.keys())) {
-    if (key === 'csrf' || key === 'api_key' || key === 'headers') continue; // credentials are never echoed back
+    if (key === 'csrf' || (SECRET_FIELDS as readonly string[]).includes(key)) continue; // credentials are never echoed back
     const all = form.getAll(key);
     values[key] = key === 'endpoints' ? all : (all[0] ?? '');
   }
@@ -77,10 +78,15 @@ export function readProviderForm(form: URLSearchParams): { raw: Record<string, u
     if (maxModels !== undefined) discover.max_models = maxModels;
     raw.discover = discover;
   }
-  const secrets: { apiKey?: string | null; headers?: Record<string, string> | null } = {};
-  const apiKey = form.get('api_key') ?? '';
-  if (form.get('clear_api_key') === '1') secrets.apiKey = null;
-  else if (apiKey.trim() !== '') secrets.apiKey = apiKey.trim();
+  readCloudFields(form, raw);
+  const secrets: { -readonly [Field in keyof SecretChanges]: SecretChanges[Field] } = {};
+  for (const field of SECRET_FIELDS) {
+    if (field === 'headers') continue;
+    // A pasted key keeps its own line breaks; a one-line credential loses stray whitespace.
+    const value = field === 'credentials' ? (form.get(field) ?? '') : (form.get(field) ?? '').trim();
+    if (form.get(`clear_${field}`) === '1') secrets[field] = null;
+    else if (value.trim() !== '') secrets[field] = value;
+  }
   const headerText = (form.get('headers') ?? '').trim();
   if (form.get('clear_headers') === '1') secrets.headers = null;
   else if (headerText !== '') {
@@ -105,9 +111,30 @@ export function readProviderForm(form: URLSearchParams): { raw: Record<string, u
   return { raw, secrets, errors };
 }
 
-/** The admin's errors of a provider under the form's names: `discover.interval_ms` is the form's `discover_interval_ms`. */
+/** The cloud kinds' plain fields, each only when given (a field of another kind is refused by name, not dropped). */
+const CLOUD_TEXT_FIELDS = ['api_version', 'region', 'project', 'location', 'credentials_file'] as const;
+const ENTRA_FIELDS = ['tenant_id', 'client_id', 'authority_url'] as const;
+
+function readCloudFields(form: URLSearchParams, raw: Record<string, unknown>): void {
+  // credentials_file is no field of the form: one posted anyway is passed on, for the admin to refuse by name.
+  for (const name of CLOUD_TEXT_FIELDS) {
+    const value = text(form, name);
+    if (value !== undefined) raw[name] = value;
+  }
+  const entra: Record<string, string> = {};
+  for (const name of ENTRA_FIELDS) {
+    const value = text(form, `entra_${name}`);
+    if (value !== undefined) entra[name] = value;
+  }
+  if (Object.keys(entra).length > 0) raw.entra = entra;
+}
+
+/**
+ * The admin's errors of a provider under the form's names: `discover.interval_ms` is the form's
+ * `discover_interval_ms`, `entra.client_secret` its `entra_client_secret`.
+ */
 export function providerFormErrors(errors: FieldErrors): FieldErrors {
-  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field.replace(/^discover\./, 'discover_'), message]));
+  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field.replace(/^(discover|entra)\./, '$1_'), message]));
 }
 
 const DEPLOYMENT_ATTRIBUTES = ['weight', 'priority', 'upstream_api'] as const;
@@ -234,6 +261,8 @@ export function valuesOf(stored: Record<string, unknown>): FormValues {
       if (discover.exclude !== undefined) values.discover_exclude = discover.exclude.join(', ');
       if (discover.id_prefix !== undefined) values.discover_id_prefix = discover.id_prefix;
       if (discover.max_models !== undefined) values.discover_max_models = String(discover.max_models);
+    } else if (key === 'entra' && value && typeof value === 'object') {
+      for (const [name, part] of Object.entries(value as Record<string, unknown>)) if (typeof part === 'string' && name !== 'client_secret') values[`entra_${name}`] = part;
     } else if (key === 'probe' && value && typeof value === 'object') {
       const probe = value as { model: string; interval_ms: number };
       values.probe_model = probe.model;

@@ -87,7 +87,7 @@ export function catalogueRoutes(deps: ConsoleDeps): Handler {
     const existing = mode === 'update' ? await stored(kind, id) : undefined;
     if (mode === 'update' && existing === undefined) throw notConsole(kind, id);
     const provider = kind === 'providers' && mode === 'update' ? deps.catalogue.providers().find((p) => p.id === id) : undefined;
-    const secrets = { hasApiKey: provider?.hasApiKey ?? false, headerNames: provider?.headerNames ?? [] };
+    const secrets = { headerNames: provider?.headerNames ?? [], set: provider?.secretsSet ?? [] };
 
     if (ctx.req.method === 'GET') {
       const values = existing ? valuesOf(existing) : kind === 'providers' ? { kind: 'openai' } : { endpoints: [...GENERATION_ENDPOINTS], provider: new URLSearchParams(ctx.query).get('provider') ?? '' };

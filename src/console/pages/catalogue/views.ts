@@ -3,6 +3,7 @@
 import type { FieldErrors } from '../../../catalogue/catalogue-admin.js';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import type { ProviderEntry } from '../../../catalogue/live-catalogue.js';
+import { SECRET_KINDS, type SecretField } from '../../../catalogue/provider-secrets.js';
 import { exclusion } from '../../../catalogue/discovered.js';
 import { DISCOVER_DEFAULTS, ENDPOINTS, PRICE_UNITS, PROVIDER_KINDS, UPSTREAM_APIS, type DiscoverConfig, type PriceUnit } from '../../../config/config-file.js';
 import type { ImportOutcome } from '../../../discovery/model-import.js';
@@ -126,10 +127,10 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 <section aria-labelledby="providers-heading">
   <div class="section-head"><h2 id="providers-heading">Providers</h2><a class="btn btn-small" href="/app/catalogue/providers/new">Add provider</a></div>
   <div class="table-scroll" role="region" aria-label="Providers" tabindex="0"><table class="data">
-    <thead><tr><th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">API key</th><th scope="col">Probe</th><th scope="col">Discovery</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
+    <thead><tr><th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Base URL</th><th scope="col">Credentials</th><th scope="col">Probe</th><th scope="col">Discovery</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
     <tbody>${providers.length === 0 ? html`<tr><td colspan="8" class="empty">No providers yet.</td></tr>` : providers.map(
       (p) => html`<tr data-provider="${p.id}"><th scope="row"><code>${p.id}</code></th><td>${p.config.kind}</td><td><code>${maskUrl(p.config.base_url)}</code></td>
-      <td>${p.hasApiKey ? 'set' : html`<span class="muted">none</span>`}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}</td>
+      <td>${credentialsCell(p)}</td>
       <td>${p.config.probe ? `${p.config.probe.model} every ${p.config.probe.interval_ms / 1000} s` : html`<span class="muted">off</span>`}</td>
       <td>${discoveryCell(p.config.discover, listOf.get(p.id), now)}</td>
       <td>${origin(p.origin)}</td>
@@ -183,10 +184,69 @@ ${outcome.skipped.length === 0 ? html`<p class="muted">None.</p>` : html`<ul cla
   });
 }
 
+/** Each credential as the console names it (never its value). */
+const SECRET_LABELS: Readonly<Record<SecretField, string>> = {
+  api_key: 'API key',
+  headers: 'Extra headers',
+  entra_client_secret: 'Entra client secret',
+  access_key_id: 'AWS access key id',
+  secret_access_key: 'AWS secret access key',
+  session_token: 'AWS session token',
+  credentials: 'service-account key',
+};
+
+const capitalised = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** Which credentials a provider holds, by name: "API key set", or none; header names (no values). */
+function credentialsCell(p: ProviderEntry): Html {
+  const named = p.secretsSet.filter((field) => field !== 'headers');
+  return html`${named.length === 0 ? html`<span class="muted">none</span>` : named.map((field, i) => html`${i > 0 ? html`<br>` : ''}${capitalised(SECRET_LABELS[field])} set`)}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}`;
+}
+
 /** What the provider form says of the stored credentials, which it never shows. */
 export interface StoredSecrets {
-  readonly hasApiKey: boolean;
   readonly headerNames: readonly string[];
+  /** Every credential field that holds a value. */
+  readonly set: readonly SecretField[];
+}
+
+const KIND_NOTES: Readonly<Record<(typeof PROVIDER_KINDS)[number], string>> = {
+  openai: ' (any OpenAI-compatible server: vLLM, llama.cpp, Ollama, …)',
+  anthropic: '',
+  gemini: ' (Google AI Studio)',
+  azure: ' (Azure OpenAI)',
+  bedrock: ' (Amazon Bedrock)',
+  vertex: ' (Google Vertex AI)',
+};
+
+/** The kinds a block of the provider form is for, as its `data-kinds` (the script shows only the chosen kind's). */
+const kindsOf = (field: SecretField): string => SECRET_KINDS[field].join(' ');
+
+/**
+ * A credential input: empty whatever is stored (a stored value is never sent back), "set" with a
+ * checkbox to remove it when there is one. A textarea for a pasted key file.
+ */
+function secretField(name: Exclude<SecretField, 'headers'>, mode: EntryMode, errors: FieldErrors, secrets: StoredSecrets, hint: string | Html, textarea = false): Html {
+  const id = `f-${name}`;
+  const isSet = mode === 'update' && secrets.set.includes(name);
+  const state = mode === 'update' ? (isSet ? `${name === 'api_key' ? 'A key' : 'A value'} is set: leave blank to keep it.` : 'None is set.') : '';
+  return html`<div class="field" data-kinds="${kindsOf(name)}">
+    <label for="${id}">${capitalised(SECRET_LABELS[name])} <span class="muted">(optional)</span></label>
+    ${textarea
+      ? html`<textarea id="${id}" name="${name}" rows="4" spellcheck="false" autocomplete="off" aria-describedby="${id}-hint"></textarea>`
+      : html`<input id="${id}" name="${name}" type="password" autocomplete="new-password" aria-describedby="${id}-hint" value="">`}
+    <p class="hint" id="${id}-hint">Stored encrypted and never shown again. ${hint} ${state}</p>
+    ${isSet ? html`<label class="check"><input type="checkbox" name="clear_${name}" value="1"> Remove the stored ${SECRET_LABELS[name]}</label>` : ''}
+    ${errors[name] ? html`<p class="field-error">${errors[name]}</p>` : ''}
+  </div>`;
+}
+
+/** The fields of one cloud kind, in a group the script shows only while that kind is chosen (all are shown without it). */
+function kindGroup(kind: string, legend: string, body: Html): Html {
+  return html`<fieldset class="field" data-kinds="${kind}">
+    <legend>${legend} <span class="muted">(kind <code>${kind}</code> only; other kinds refuse these fields)</span></legend>
+    ${body}
+  </fieldset>`;
 }
 
 export function providerForm(session: Session, mode: EntryMode, values: FormValues, errors: FieldErrors, secrets: StoredSecrets): Html {
@@ -204,18 +264,28 @@ ${errorSummary(errors)}
   ${field('id', 'Id', values, errors, { required: true, readonly: mode === 'update', hint: 'Letters, digits and ._:/@+-; models refer to it.' })}
   <div class="field">
     <label for="f-kind">Kind</label>
-    <select id="f-kind" name="kind">${PROVIDER_KINDS.map((k) => html`<option value="${k}"${values.kind === k ? html` selected` : ''}>${k}${k === 'openai' ? ' (any OpenAI-compatible server: vLLM, llama.cpp, Ollama, …)' : ''}</option>`)}</select>
+    <select id="f-kind" name="kind" data-kind-select>${PROVIDER_KINDS.map((k) => html`<option value="${k}"${values.kind === k ? html` selected` : ''}>${k}${KIND_NOTES[k]}</option>`)}</select>
     ${errors.kind ? html`<p class="field-error">${errors.kind}</p>` : ''}
   </div>
-  ${field('base_url', 'Base URL', values, errors, { type: 'url', placeholder: 'http://10.0.0.5:8000/v1' })}
-  <div class="field">
-    <label for="f-api_key">API key <span class="muted">(optional)</span></label>
-    <input id="f-api_key" name="api_key" type="password" autocomplete="new-password" aria-describedby="f-api_key-hint" value="">
-    <p class="hint" id="f-api_key-hint">Stored encrypted and never shown again. ${mode === 'update' ? (secrets.hasApiKey ? 'A key is set: leave blank to keep it.' : 'No key is set.') : ''}</p>
-    ${mode === 'update' && secrets.hasApiKey ? html`<label class="check"><input type="checkbox" name="clear_api_key" value="1"> Remove the stored API key</label>` : ''}
-    ${errors.api_key ? html`<p class="field-error">${errors.api_key}</p>` : ''}
-  </div>
-  <div class="field">
+  ${field('base_url', 'Base URL', values, errors, { type: 'url', placeholder: 'http://10.0.0.5:8000/v1', hint: 'Required for openai and azure (the resource endpoint, https://RESOURCE.openai.azure.com); the others default to their vendor’s, in the region or location below.' })}
+  ${secretField('api_key', mode, errors, secrets, 'On Azure, the resource’s key (or use Entra ID below instead).')}
+  ${kindGroup('azure', 'Azure OpenAI', html`
+    ${field('api_version', 'API version', values, errors, { placeholder: '2024-10-21', hint: 'Empty: the v1 API (/openai/v1/…).' })}
+    <p class="hint">Instead of an API key, Microsoft Entra ID client credentials (all of tenant, client id and client secret):</p>
+    ${field('entra_tenant_id', 'Entra tenant id', values, errors)}
+    ${field('entra_client_id', 'Entra client id', values, errors)}
+    ${secretField('entra_client_secret', mode, errors, secrets, 'The app registration’s client secret.')}
+    ${field('entra_authority_url', 'Entra authority URL', values, errors, { type: 'url', placeholder: 'https://login.microsoftonline.com', hint: 'A sovereign or private cloud’s own; default the public cloud’s.' })}`)}
+  ${kindGroup('bedrock', 'Amazon Bedrock', html`
+    ${field('region', 'AWS region', values, errors, { placeholder: 'us-east-1' })}
+    ${secretField('access_key_id', mode, errors, secrets, 'Required: a console provider never uses the gateway host’s AWS environment or profiles.')}
+    ${secretField('secret_access_key', mode, errors, secrets, 'Required, with the access key id.')}
+    ${secretField('session_token', mode, errors, secrets, 'Only for temporary credentials.')}`)}
+  ${kindGroup('vertex', 'Google Vertex AI', html`
+    ${field('project', 'Google Cloud project', values, errors, { placeholder: 'my-project' })}
+    ${field('location', 'Location', values, errors, { placeholder: 'europe-west4 or global' })}
+    ${secretField('credentials', mode, errors, secrets, 'Required: paste the service-account key file’s JSON. A console provider never reads a file on the gateway’s host or GOOGLE_APPLICATION_CREDENTIALS.', true)}`)}
+  <div class="field" data-kinds="${kindsOf('headers')}">
     <label for="f-headers">Extra headers <span class="muted">(optional, one <code>Name: value</code> per line)</span></label>
     <textarea id="f-headers" name="headers" rows="2" aria-describedby="f-headers-hint" autocomplete="off"></textarea>
     <p class="hint" id="f-headers-hint">Stored encrypted with the key. ${mode === 'update' ? (secrets.headerNames.length > 0 ? `Set now: ${secrets.headerNames.join(', ')}. Leave blank to keep them.` : 'None set.') : ''}</p>
