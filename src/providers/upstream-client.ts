@@ -1,6 +1,7 @@
 import { createParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
 import { defaultBaseUrl, type ProviderConfig } from '../config/config-file.js';
+import { secretValuesOf } from '../config/secret-values.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
 import { maskBaseUrl, maskUrl } from '../core/masked-url.js';
@@ -73,9 +74,9 @@ export class UpstreamClient {
   /** Credentials made per request; undefined when fixed headers (in `headers`) serve. */
   private readonly auth: UpstreamAuth | undefined;
   /**
-   * Never passed on to callers or logs, even inside an upstream's own message: the api_key (which
-   * every adapter's credential header carries) and each extra header's value, as any of them may
-   * be a credential (an organisation token, a gateway key).
+   * Never passed on to callers or logs, even inside an upstream's own message: every credential of
+   * the provider's entry (api_key, the cloud kinds' secrets) and each extra header's value, as any
+   * of them may be a credential (an organisation token, a gateway key).
    */
   private readonly configuredSecrets: string[];
   private readonly maxResponseBytes: number;
@@ -111,7 +112,7 @@ export class UpstreamClient {
     const fixed = isUpstreamAuth(credentials) ? {} : credentials;
     this.auth = isUpstreamAuth(credentials) ? credentials : undefined;
     this.headers = { 'content-type': 'application/json', ...config.headers, ...fixed };
-    this.configuredSecrets = [...(config.api_key === undefined ? [] : [config.api_key]), ...Object.values(config.headers ?? {})];
+    this.configuredSecrets = secretValuesOf(config);
     this.maxResponseBytes = config.max_response_bytes;
   }
 

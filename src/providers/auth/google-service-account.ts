@@ -45,9 +45,17 @@ export function describeKeySource(source: KeySource): string {
   return source.setting === 'credentials' ? 'credentials' : `${source.setting} (${source.path})`;
 }
 
-/** The key's source for a provider: its own setting, else GOOGLE_APPLICATION_CREDENTIALS; undefined when there is none. */
-export function keySourceOf(config: { readonly credentials?: string | undefined; readonly credentials_file?: string | undefined }, env: NodeJS.ProcessEnv): KeySource | undefined {
+/**
+ * The key's source for a provider: its own setting, else GOOGLE_APPLICATION_CREDENTIALS; undefined
+ * when there is none. A provider entered in the console has only its pasted key: a console admin
+ * must not make the gateway use a file or the environment of its host.
+ */
+export function keySourceOf(
+  config: { readonly credentials?: string | undefined; readonly credentials_file?: string | undefined; readonly ownCredentialsOnly?: true },
+  env: NodeJS.ProcessEnv,
+): KeySource | undefined {
   if (config.credentials !== undefined) return { setting: 'credentials', json: config.credentials };
+  if (config.ownCredentialsOnly === true) return undefined;
   if (config.credentials_file !== undefined) return { setting: 'credentials_file', path: config.credentials_file };
   const fromEnv = env.GOOGLE_APPLICATION_CREDENTIALS;
   return fromEnv === undefined || fromEnv === '' ? undefined : { setting: 'GOOGLE_APPLICATION_CREDENTIALS', path: fromEnv };
