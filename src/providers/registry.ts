@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
+import { BedrockProvider } from './bedrock/bedrock.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
 import type { ProviderAdapter } from '../generation/provider.js';
@@ -13,8 +14,9 @@ export function createProvider(config: ProviderConfig): ProviderAdapter {
       return new AnthropicProvider(config);
     case 'gemini':
       return new GeminiProvider(config);
-    case 'azure':
     case 'bedrock':
+      return new BedrockProvider(config);
+    case 'azure':
     case 'vertex':
       throw new Error(`provider kind '${config.kind}' is being built`);
   }
