@@ -1,7 +1,7 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { unsupported } from '../generation/capabilities.js';
-import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TextPart } from '../generation/model.js';
+import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, JsonSchema, Message, ReasoningEffort, StreamPart, TextPart } from '../generation/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, outputLimit } from './translating-provider.js';
 import { UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
@@ -30,6 +30,31 @@ const CAPABILITIES: Capabilities = {
 /** Extended-thinking budgets for OpenAI's effort levels; Anthropic wants at least 1024. */
 const THINKING_BUDGET = { minimal: 1024, low: 2048, medium: 8192, high: 24576 } as const;
 const MIN_THINKING_BUDGET = 1024;
+
+/**
+ * Claude's extended-thinking budget for a request's effort, which must stay below max_tokens; the
+ * same rule wherever Claude is reached (the Messages API, Bedrock's Converse). `caps` names the upstream in a refusal.
+ */
+export function thinkingBudget(effort: ReasoningEffort, model: CatalogueModel, caps: Capabilities, maxTokens: number): number {
+  const budget = Math.min(THINKING_BUDGET[effort], maxTokens - 1);
+  if (budget < MIN_THINKING_BUDGET) {
+    throw unsupported(model, caps, 'reasoning_effort', `reasoning with at most ${maxTokens} output tokens (extended thinking needs more than ${MIN_THINKING_BUDGET})`);
+  }
+  return budget;
+}
+
+/**
+ * Extended thinking samples at temperature 1 with top_p of at least 0.95 and no top_k, and
+ * Anthropic refuses anything else. A temperature or top_p the caller chose against that is refused
+ * here by name; top_k is left out (the caller's answer says which of the three go upstream), since
+ * clients send it by default (the Gemini CLI's 64) and thinking has no use for it.
+ */
+export function claudeSampling(r: GenerationRequest, model: CatalogueModel, caps: Capabilities): { temperature: number | undefined; topP: number | undefined; topK: number | undefined } {
+  if (r.reasoning === undefined) return { temperature: r.temperature, topP: r.topP, topK: r.topK };
+  if (r.temperature !== undefined && r.temperature !== 1) throw unsupported(model, caps, 'temperature', 'a temperature other than 1 with reasoning (extended thinking samples at 1)');
+  if (r.topP !== undefined && r.topP < 0.95) throw unsupported(model, caps, 'top_p', 'a top_p below 0.95 with reasoning (extended thinking)');
+  return { temperature: r.temperature, topP: r.topP, topK: undefined };
+}
 
 function finishOf(stopReason: unknown, stopSequence?: unknown): Finish {
   const raw = typeof stopReason === 'string' ? stopReason : undefined;
@@ -131,44 +156,69 @@ function conversation(messages: readonly Message[]): { system: Json[]; turns: { 
  */
 export const JSON_MODE_TOOL = 'json_answer';
 
+/** Whether the tool choice lets the model answer in text rather than call a tool of the caller's. */
+export function answerMayBeText(r: GenerationRequest): boolean {
+  return r.toolChoice === undefined || r.toolChoice.type === 'auto' || r.toolChoice.type === 'none';
+}
+
 /** Whether the request's answer comes through JSON_MODE_TOOL. */
 export function usesJsonModeTool(r: GenerationRequest): boolean {
-  return r.responseFormat?.type === 'json_object' && (r.toolChoice === undefined || r.toolChoice.type === 'auto' || r.toolChoice.type === 'none');
+  return r.responseFormat?.type === 'json_object' && answerMayBeText(r);
+}
+
+/** The tool whose input is the answer: its schema, and what it tells the model. */
+export interface AnswerTool {
+  readonly schema: JsonSchema;
+  readonly description: string;
+}
+
+/** JSON mode's answer: any JSON object. */
+export const JSON_OBJECT_ANSWER: AnswerTool = { schema: { type: 'object' }, description: 'Give your answer: the JSON object asked for, as this tool\'s input.' };
+
+/**
+ * The tools a request offers Claude and how it may use them, whatever the wire (the Messages API
+ * here, Bedrock's Converse there). `choice` undefined leaves the upstream's default: auto, calls in parallel allowed.
+ */
+export interface ToolOffer {
+  readonly tools: readonly { readonly name: string; readonly description: string | undefined; readonly schema: JsonSchema }[];
+  readonly choice: { readonly type: 'auto' | 'any' | 'none' } | { readonly type: 'tool'; readonly name: string } | undefined;
+  readonly parallel: boolean;
 }
 
 /**
- * `tools` and `tool_choice` for a request, JSON mode's tool included. A forced tool cannot go
- * with extended thinking, and the tool's name must not be one of the caller's: each is a 400.
+ * The offer for a request, `answer` (JSON_MODE_TOOL) included when given. A forced tool cannot go
+ * with extended thinking, and the tool's name must not be one of the caller's: each is a 400
+ * naming `caps`' upstream. Undefined when there are no tools at all.
  */
-export function toolFields(r: GenerationRequest, model: CatalogueModel): Json {
-  const jsonMode = usesJsonModeTool(r);
-  if (r.tools.length === 0 && !jsonMode) return {};
-  const tools: Json[] = r.tools.map((tool) => ({ name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), input_schema: tool.parameters }));
-  const noParallel = r.parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
+export function toolOffer(r: GenerationRequest, model: CatalogueModel, caps: Capabilities, answer: AnswerTool | undefined): ToolOffer | undefined {
+  if (r.tools.length === 0 && answer === undefined) return undefined;
+  const tools = r.tools.map((tool) => ({ name: tool.name, description: tool.description, schema: tool.parameters }));
   const choice = r.toolChoice ?? { type: 'auto' };
-  if (jsonMode) {
-    if (r.reasoning !== undefined) throw unsupported(model, CAPABILITIES, 'response_format', 'JSON output without a schema together with reasoning (JSON mode forces a tool call, which extended thinking does not allow)');
-    if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, CAPABILITIES, 'tools', `JSON output without a schema beside a tool named '${JSON_MODE_TOOL}' (the name JSON mode uses)`);
+  if (answer !== undefined) {
+    if (r.reasoning !== undefined) throw unsupported(model, caps, 'response_format', 'JSON output through a tool together with reasoning (the answer is a forced tool call, which extended thinking does not allow)');
+    if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, caps, 'tools', `JSON output beside a tool named '${JSON_MODE_TOOL}' (the name the answer's tool uses)`);
     // First, so that it leads the tools the model reads.
-    tools.unshift({ name: JSON_MODE_TOOL, description: 'Give your answer: the JSON object asked for, as this tool\'s input.', input_schema: { type: 'object' } });
+    tools.unshift({ name: JSON_MODE_TOOL, description: answer.description, schema: answer.schema });
     // With tools of the caller's it may use, the model calls one of them or answers; otherwise it answers.
     const callerToolsAllowed = r.tools.length > 0 && choice.type === 'auto';
-    return { tools, tool_choice: callerToolsAllowed ? { type: 'any', ...noParallel } : { type: 'tool', name: JSON_MODE_TOOL, disable_parallel_tool_use: true } };
+    return callerToolsAllowed ? { tools, choice: { type: 'any' }, parallel: r.parallelToolCalls !== false } : { tools, choice: { type: 'tool', name: JSON_MODE_TOOL }, parallel: false };
   }
+  const parallel = r.parallelToolCalls !== false;
   // The tools stay declared under `none`: a conversation holding tool_use blocks needs them.
-  const toolChoice =
-    choice.type === 'none'
-      ? { type: 'none' }
-      : choice.type === 'auto'
-        ? { type: 'auto', ...noParallel }
-        : choice.type === 'required'
-          ? { type: 'any', ...noParallel }
-          : { type: 'tool', name: choice.name, ...noParallel };
-  return { tools, ...(choice.type === 'auto' && r.parallelToolCalls !== false ? {} : { tool_choice: toolChoice }) };
+  return { tools, choice: choice.type === 'auto' && parallel ? undefined : choice.type === 'required' ? { type: 'any' } : choice, parallel };
+}
+
+/** `tools` and `tool_choice` for a request on the Messages API, JSON mode's tool included. */
+export function toolFields(r: GenerationRequest, model: CatalogueModel): Json {
+  const offer = toolOffer(r, model, CAPABILITIES, usesJsonModeTool(r) ? JSON_OBJECT_ANSWER : undefined);
+  if (offer === undefined) return {};
+  const tools = offer.tools.map((tool) => ({ name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), input_schema: tool.schema }));
+  if (offer.choice === undefined) return { tools };
+  return { tools, tool_choice: { ...offer.choice, ...(offer.parallel || offer.choice.type === 'none' ? {} : { disable_parallel_tool_use: true }) } };
 }
 
 /** A finish that says "tool_use" when the only tool called was JSON mode's is the end of an answer. */
-function jsonModeFinish(finish: Finish, callerToolCalls: number, jsonAnswers: number): Finish {
+export function jsonModeFinish(finish: Finish, callerToolCalls: number, jsonAnswers: number): Finish {
   return finish.reason === 'tool_calls' && callerToolCalls === 0 && jsonAnswers > 0 ? { reason: 'stop', raw: 'end_turn' } : finish;
 }
 
@@ -280,27 +330,15 @@ export class AnthropicProvider extends TranslatingProvider {
     };
   }
 
-  /**
-   * Extended thinking samples at temperature 1 with top_p of at least 0.95 and no top_k, and
-   * Anthropic refuses anything else. A temperature or top_p the caller chose against that is refused
-   * here by name; top_k is left out, since clients send it by default (the Gemini CLI's 64) and
-   * thinking has no use for it.
-   */
   private sampling(r: GenerationRequest, model: CatalogueModel): Json {
-    if (r.reasoning === undefined) return { temperature: r.temperature, top_p: r.topP, top_k: r.topK };
-    if (r.temperature !== undefined && r.temperature !== 1) throw unsupported(model, CAPABILITIES, 'temperature', 'a temperature other than 1 with reasoning (extended thinking samples at 1)');
-    if (r.topP !== undefined && r.topP < 0.95) throw unsupported(model, CAPABILITIES, 'top_p', 'a top_p below 0.95 with reasoning (extended thinking)');
-    return { temperature: r.temperature, top_p: r.topP };
+    const { temperature, topP, topK } = claudeSampling(r, model, CAPABILITIES);
+    return { temperature, top_p: topP, top_k: topK };
   }
 
-  /** OpenAI's effort levels as an extended-thinking budget, which must stay below max_tokens. */
+  /** OpenAI's effort levels as an extended-thinking budget. */
   private thinking(r: GenerationRequest, model: CatalogueModel, maxTokens: number): Json {
     if (r.reasoning === undefined) return {};
-    const budget = Math.min(THINKING_BUDGET[r.reasoning.effort], maxTokens - 1);
-    if (budget < MIN_THINKING_BUDGET) {
-      throw unsupported(model, CAPABILITIES, 'reasoning_effort', `reasoning with at most ${maxTokens} output tokens (extended thinking needs more than ${MIN_THINKING_BUDGET})`);
-    }
-    return { thinking: { type: 'enabled', budget_tokens: budget } };
+    return { thinking: { type: 'enabled', budget_tokens: thinkingBudget(r.reasoning.effort, model, CAPABILITIES, maxTokens) } };
   }
 
   async generate(call: GenerationCall): Promise<GenerationResult> {
