@@ -11,7 +11,7 @@ import { listAllPages, listField, optionalString, upstreamModel } from '../model
 import { TranslatingProvider } from '../translating-provider.js';
 import { UpstreamClient, type Json, type ResponseBody } from '../upstream-client.js';
 import { streamException, withAuthAdvice } from './aws-errors.js';
-import { CONVERSE_CAPABILITIES, converseRequest, converseResult, converseStreamParts, type ConverseStreamEvent } from './converse.js';
+import { CONVERSE_CAPABILITIES, converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from './converse.js';
 import { COHERE_MAX_TEXTS, cohereBody, cohereResult, embeddingFamily, titanBody, titanResult } from './embeddings.js';
 import { eventStreamMessages, headerString } from './event-stream.js';
 import { AwsIdentity, RequestSigner } from './request-signer.js';
@@ -21,16 +21,6 @@ export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
 const TITAN_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: 1 };
 const COHERE_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: COHERE_MAX_TEXTS };
-
-/**
- * Whether an upstream model is Anthropic's Claude: a model id (`anthropic.…`), a cross-region
- * inference profile (`us.` / `eu.` / `apac.` / `global.` … `anthropic.…`), or an ARN naming one.
- * An application inference profile's ARN names no model, and is reached through Converse.
- */
-export function isClaude(upstream: string): boolean {
-  const id = upstream.startsWith('arn:') ? upstream.slice(upstream.lastIndexOf('/') + 1) : upstream;
-  return /^(?:[a-z]{2,6}(?:-[a-z]+)?\.)?anthropic\./.test(id);
-}
 
 /** A runtime path naming the model percent-encoded, as the AWS SDK sends it (`:` as `%3A`, an ARN's `/` as `%2F`). */
 export function modelPath(upstream: string, action: string): string {
@@ -92,7 +82,7 @@ export class BedrockProvider extends TranslatingProvider {
 
   /** An Anthropic-dialect caller on a Claude model keeps its own body: thinking signatures, cache control and betas. */
   override relays(operation: WireOperation, model: CatalogueModel): boolean {
-    return operation === 'anthropic.messages' && isClaude(model.upstreamModel);
+    return operation === 'anthropic.messages' && isAnthropicModel(model.upstreamModel);
   }
 
   /**
