@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { Hash } from '@smithy/hash-node';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -222,6 +222,11 @@ async function verifySignature(request: RecordedRequest, keys: ReadonlyMap<strin
     if (value === undefined) throw new AwsError('InvalidSignatureException', 403, `The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.`);
     headers[name] = Array.isArray(value) ? value.join(',') : value;
   }
+  // A payload hash the client sent is what the canonical request holds: it must be the body's.
+  const claimed = request.headers['x-amz-content-sha256'];
+  if (claimed !== undefined && claimed !== createHash('sha256').update(request.rawBody ?? Buffer.alloc(0)).digest('hex')) {
+    throw new AwsError('InvalidSignatureException', 403, 'The provided x-amz-content-sha256 header does not match what was computed.');
+  }
   const mark = request.path.indexOf('?');
   const query: Record<string, string | string[]> = {};
   if (mark >= 0) {
@@ -230,7 +235,7 @@ async function verifySignature(request: RecordedRequest, keys: ReadonlyMap<strin
       query[name] = present === undefined ? value : Array.isArray(present) ? [...present, value] : [present, value];
     }
   }
-  const signer = new SignatureV4({ service: 'bedrock', region, credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey }, sha256: Hash.bind(null, 'sha256'), uriEscapePath: true });
+  const signer = new SignatureV4({ service: 'bedrock', region, credentials: { accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey }, sha256: Hash.bind(null, 'sha256'), uriEscapePath: true, applyChecksum: false });
   const expected = await signer.sign(
     { method: request.method, protocol: 'http:', hostname: String(request.headers.host), path: mark < 0 ? request.path : request.path.slice(0, mark), query, headers, body: request.rawBody ?? '' },
     { signingDate: new Date(signedAt), signableHeaders: new Set(signedHeaders) },

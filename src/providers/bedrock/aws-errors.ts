@@ -32,12 +32,13 @@ export function streamException(client: UpstreamClient, exceptionType: string | 
  * come as 403: the error then says what to check, with AWS's own words (which carry no secret).
  */
 export function withAuthAdvice(error: unknown, providerId: string, region: string | undefined): unknown {
-  if (!(error instanceof GatewayError) || error.kind !== 'upstream_auth_failed' || typeof error.upstreamFailure !== 'number') return error;
+  // Only AWS's own refusals (which carry its body); the gateway's "no credentials found" already names the settings.
+  if (!(error instanceof GatewayError) || error.kind !== 'upstream_auth_failed' || error.upstreamBody === undefined) return error;
   const aws = awsMessage(error.upstreamBody);
   return new GatewayError(
     'upstream_auth_failed',
     `The upstream provider '${providerId}' refused the gateway's AWS credentials (HTTP ${error.upstreamFailure}${aws === undefined ? '' : `: ${aws}`}). Check its region (${region ?? 'unset'}), its access key and secret (and session token, which expires), the gateway's clock, and that model access is granted to this identity in the Bedrock console for that region.`,
-    { upstreamFailure: error.upstreamFailure, ...(error.upstreamBody === undefined ? {} : { upstreamBody: error.upstreamBody }), cause: error },
+    { upstreamFailure: error.upstreamFailure, upstreamBody: error.upstreamBody, cause: error },
   );
 }
 

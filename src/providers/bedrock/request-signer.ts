@@ -62,7 +62,8 @@ export class RequestSigner implements UpstreamAuth {
     region: string,
     origin: string,
   ) {
-    this.signer = new SignatureV4({ service: SERVICE, region, credentials: () => identity.get(), sha256: Sha256, uriEscapePath: true });
+    // No x-amz-content-sha256 header: only S3 wants the payload's hash sent; SigV4 signs it all the same.
+    this.signer = new SignatureV4({ service: SERVICE, region, credentials: () => identity.get(), sha256: Sha256, uriEscapePath: true, applyChecksum: false });
     const url = new URL(origin);
     this.protocol = url.protocol;
     this.hostname = url.hostname;
@@ -82,10 +83,10 @@ export class RequestSigner implements UpstreamAuth {
       headers: { ...request.headers, host: this.host },
       body: typeof request.body === 'string' || request.body === undefined ? request.body : Buffer.concat(request.body),
     });
-    const headers: Record<string, string> = { authorization: signed.headers.authorization!, 'x-amz-date': signed.headers['x-amz-date']! };
-    const token = signed.headers['x-amz-security-token'];
-    if (token !== undefined) headers['x-amz-security-token'] = token;
-    return headers;
+    // What the signer added: authorization, x-amz-date, and x-amz-security-token with temporary credentials.
+    const added: Record<string, string> = {};
+    for (const [name, value] of Object.entries(signed.headers)) if (name !== 'host' && request.headers[name] === undefined) added[name] = value;
+    return added;
   }
 
   secrets(): readonly string[] {
