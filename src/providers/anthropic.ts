@@ -46,8 +46,8 @@ export function thinkingBudget(effort: ReasoningEffort, model: CatalogueModel, c
 /**
  * Extended thinking samples at temperature 1 with top_p of at least 0.95 and no top_k, and
  * Anthropic refuses anything else. A temperature or top_p the caller chose against that is refused
- * here by name; top_k is left out (the caller's answer says which of the three go upstream), since
- * clients send it by default (the Gemini CLI's 64) and thinking has no use for it.
+ * here by name; top_k is left out (undefined in the answer), since clients send it by default (the
+ * Gemini CLI's 64) and thinking has no use for it. Shared with Claude's other homes (Bedrock's Converse).
  */
 export function claudeSampling(r: GenerationRequest, model: CatalogueModel, caps: Capabilities): { temperature: number | undefined; topP: number | undefined; topK: number | undefined } {
   if (r.reasoning === undefined) return { temperature: r.temperature, topP: r.topP, topK: r.topK };

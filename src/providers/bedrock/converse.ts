@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { unreadableUpstream } from '../../core/upstream-errors.js';
 import { unsupported } from '../../generation/capabilities.js';
@@ -43,6 +44,18 @@ export function isAnthropicModel(upstreamModel: string): boolean {
   return /(?:^|[/.])anthropic\./.test(upstreamModel);
 }
 
+/** Amazon Nova, by the same rule. */
+function isNovaModel(upstreamModel: string): boolean {
+  return /(?:^|[/.])amazon\.nova-/.test(upstreamModel);
+}
+
+/**
+ * Claude takes all of Converse; so does Nova but for reasoning and top_k; the other families
+ * (Llama, Mistral, …) go without cache points, a tool result's status and a named tool choice
+ * (AWS's API reference: "only supported by Anthropic Claude and Amazon Nova models").
+ */
+type Family = 'anthropic' | 'nova' | 'other';
+
 /** Converse's image formats by media type. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -51,7 +64,19 @@ const CACHE_POINT: Json = { cachePoint: { type: 'default' } };
 /** Who a request is mapped for: refusals name the model, and Claude takes what other families do not. */
 interface Target {
   readonly model: CatalogueModel;
-  readonly anthropic: boolean;
+  readonly family: Family;
+}
+
+const TOOL_USE_ID = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Converse takes tool-use ids of 64 letters, digits, `_` and `-` at most; another vendor's id may
+ * not be one. Rewritten the same way each time, so a call and its result still pair up; the digest
+ * keeps apart two ids that would clean up alike.
+ */
+function toolUseId(id: string): string {
+  if (TOOL_USE_ID.test(id)) return id;
+  return `${id.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 40)}_${createHash('sha256').update(id).digest('hex').slice(0, 16)}`;
 }
 
 function imageBlock(part: ImagePart, target: Target): Json {
@@ -67,9 +92,9 @@ function imageBlock(part: ImagePart, target: Target): Json {
 function toolResultBlock(part: ToolResultPart, target: Target): Json {
   return {
     toolResult: {
-      toolUseId: part.toolCallId,
+      toolUseId: toolUseId(part.toolCallId),
       content: part.content.filter((inner) => inner.type !== 'text' || inner.text !== '').map((inner) => (inner.type === 'text' ? { text: inner.text } : imageBlock(inner, target))),
-      ...(part.isError ? { status: 'error' } : {}),
+      ...(part.isError && target.family !== 'other' ? { status: 'error' } : {}),
     },
   };
 }
@@ -82,18 +107,18 @@ function toolResultBlock(part: ToolResultPart, target: Target): Json {
 function blocksOf(part: ContentPart, role: 'user' | 'assistant', target: Target): Json[] {
   switch (part.type) {
     case 'text':
-      if (part.text === '') return part.cacheBreakpoint ? [CACHE_POINT] : [];
-      return part.cacheBreakpoint ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
+      if (part.text === '') return [];
+      return part.cacheBreakpoint === true && target.family !== 'other' ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
     case 'image':
       return [imageBlock(part, target)];
     case 'tool_result': {
-      const marked = part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
+      const marked = target.family !== 'other' && part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
       return marked ? [toolResultBlock(part, target), CACHE_POINT] : [toolResultBlock(part, target)];
     }
     case 'tool_call':
-      return role === 'assistant' ? [{ toolUse: { toolUseId: part.id, name: part.name, input: toolArguments(part.arguments) } }] : [];
+      return role === 'assistant' ? [{ toolUse: { toolUseId: toolUseId(part.id), name: part.name, input: toolArguments(part.arguments) } }] : [];
     case 'reasoning':
-      if (role !== 'assistant' || !target.anthropic) return [];
+      if (role !== 'assistant' || target.family !== 'anthropic') return [];
       if (part.redactedData !== undefined) return [{ reasoningContent: { redactedContent: part.redactedData } }];
       return part.signature === undefined || part.signature === '' ? [] : [{ reasoningContent: { reasoningText: { text: part.text, signature: part.signature } } }];
   }
@@ -168,29 +193,31 @@ function toolConfig(r: GenerationRequest, target: Target, messages: readonly Jso
     }
     return {};
   }
-  const tools = offer.tools.map((tool) => ({
+  const choice = offer.choice;
+  // A named tool is forced on the other families as `any` over that one tool, which comes to the same.
+  const narrowed = choice?.type === 'tool' && target.family === 'other' ? offer.tools.filter((tool) => tool.name === choice.name) : offer.tools;
+  const tools = narrowed.map((tool) => ({
     toolSpec: { name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), inputSchema: { json: tool.schema } },
   }));
-  const choice = offer.choice;
-  const toolChoice = choice?.type === 'tool' ? { tool: { name: choice.name } } : choice?.type === 'any' ? { any: {} } : undefined;
+  const toolChoice = choice?.type === 'tool' ? (target.family === 'other' ? { any: {} } : { tool: { name: choice.name } }) : choice?.type === 'any' ? { any: {} } : undefined;
   return { toolConfig: { tools, ...(toolChoice === undefined ? {} : { toolChoice }) } };
 }
 
 /** The body of POST /model/{modelId}/converse and /converse-stream (no modelId in it). */
 export function converseRequest(request: GenerationRequest, model: CatalogueModel): Json {
   const r = request;
-  const target: Target = { model, anthropic: isAnthropicModel(model.upstreamModel) };
+  const target: Target = { model, family: isAnthropicModel(model.upstreamModel) ? 'anthropic' : isNovaModel(model.upstreamModel) ? 'nova' : 'other' };
   // Answers are read without the request: a call of this name is always the answer's, never the caller's.
   if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, CONVERSE_CAPABILITIES, 'tools', `a tool named '${JSON_MODE_TOOL}' (the name Sluice gives the tool that carries JSON answers)`);
-  if (!target.anthropic) {
+  if (target.family !== 'anthropic') {
     if (r.topK !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'top_k', "'top_k' (only Claude takes it through Converse)");
-    if (r.reasoning !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'reasoning_effort', 'reasoning (Sluice asks Claude models only for it through Converse)');
+    if (r.reasoning !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'reasoning_effort', 'reasoning (through Converse, Sluice asks Claude models only for it)');
   }
   const { system, messages } = conversation(r.messages, target);
   // Claude's thinking budget must stay below maxTokens, so it is always sent then; otherwise only
   // when the caller or the model's configuration set one (Bedrock's default suits each model).
   const maxTokens = r.reasoning !== undefined || r.maxOutputTokens !== undefined || model.maxOutputTokens !== undefined ? outputLimit(r, model) : undefined;
-  const sampling = target.anthropic ? claudeSampling(r, model, CONVERSE_CAPABILITIES) : { temperature: r.temperature, topP: r.topP, topK: undefined };
+  const sampling = target.family === 'anthropic' ? claudeSampling(r, model, CONVERSE_CAPABILITIES) : { temperature: r.temperature, topP: r.topP, topK: undefined };
   const inferenceConfig = {
     ...(maxTokens === undefined ? {} : { maxTokens }),
     ...(sampling.temperature === undefined ? {} : { temperature: sampling.temperature }),
@@ -207,16 +234,24 @@ export function converseRequest(request: GenerationRequest, model: CatalogueMode
     ...(Object.keys(inferenceConfig).length > 0 ? { inferenceConfig } : {}),
     ...toolConfig(r, target, messages),
     ...(Object.keys(additional).length > 0 ? { additionalModelRequestFields: additional } : {}),
+    // Converse says only that a stop sequence ended the text; Claude's own answer says which.
+    ...(target.family === 'anthropic' && r.stop.length > 0 ? { additionalModelResponseFieldPaths: ['/stop_sequence'] } : {}),
   };
 }
 
-/** Converse's stop reasons. A guardrail or the model's content filter ending the answer is a refusal. */
-function finishOf(stopReason: unknown): Finish {
+/**
+ * Converse's stop reasons, with the stop sequence from the model's own fields where asked for. A
+ * guardrail or the model's content filter ending the answer is a refusal.
+ */
+function finishOf(stopReason: unknown, modelFields: unknown): Finish {
   const raw = typeof stopReason === 'string' ? stopReason : undefined;
   switch (raw) {
     case 'end_turn':
-    case 'stop_sequence':
       return { reason: 'stop', raw };
+    case 'stop_sequence': {
+      const sequence = isObject(modelFields) ? modelFields.stop_sequence : undefined;
+      return typeof sequence === 'string' ? { reason: 'stop', raw, stopSequence: sequence } : { reason: 'stop', raw };
+    }
     case 'tool_use':
       return { reason: 'tool_calls', raw };
     case 'max_tokens':
@@ -268,7 +303,7 @@ export function converseResult(body: Json, providerId: string): GenerationResult
   return {
     id: '',
     created: Math.floor(Date.now() / 1000),
-    choices: [{ index: 0, content, finish: jsonModeFinish(finishOf(body.stopReason), callerToolCalls, jsonAnswers), logprobs: undefined }],
+    choices: [{ index: 0, content, finish: jsonModeFinish(finishOf(body.stopReason, body.additionalModelResponseFields), callerToolCalls, jsonAnswers), logprobs: undefined }],
     usage: isObject(body.usage) ? usageOf(body.usage) : null,
   };
 }
@@ -296,6 +331,8 @@ export async function* converseStreamParts(events: AsyncIterable<ConverseStreamE
   const jsonAnswers = new Map<number, boolean>();
   for await (const { eventType, payload } of events) {
     if (!started && eventType !== 'messageStart') throw unreadableUpstream(providerId, `a Converse stream that began with ${eventType} rather than messageStart`);
+    // Only usage may follow the finish.
+    if (stopped && eventType !== 'metadata') continue;
     const index = Number(payload.contentBlockIndex);
     switch (eventType) {
       case 'messageStart':
@@ -345,7 +382,7 @@ export async function* converseStreamParts(events: AsyncIterable<ConverseStreamE
       case 'messageStop':
         if (stopped) break;
         stopped = true;
-        yield { type: 'finish', choice: 0, finish: jsonModeFinish(finishOf(payload.stopReason), toolCalls.size, jsonAnswers.size) };
+        yield { type: 'finish', choice: 0, finish: jsonModeFinish(finishOf(payload.stopReason, payload.additionalModelResponseFields), toolCalls.size, jsonAnswers.size) };
         break;
       case 'metadata':
         if (isObject(payload.usage)) usage ??= usageOf(payload.usage);

@@ -454,7 +454,7 @@ function normalised<T>(actual: T, expected: unknown, window: TimeWindow): T {
  * the choice's `finish`; a stream that ended cleanly finishes every choice once and ends with at most
  * one `usage`.
  */
-function assertStreamContract(parts: readonly StreamPart[], choices: number, endedCleanly: boolean): void {
+export function assertStreamContract(parts: readonly StreamPart[], choices: number, endedCleanly: boolean): void {
   assert.equal(parts[0]?.type, 'start', 'start comes first');
   assert.equal(parts.filter((p) => p.type === 'start').length, 1, 'one start');
   const finished = new Set<number>();
@@ -500,7 +500,7 @@ interface Answer {
   readonly usage: Usage | null;
 }
 
-function answerOfChoice(choice: GeneratedChoice, usage: Usage | null): Answer {
+export function answerOfChoice(choice: GeneratedChoice, usage: Usage | null): Answer {
   let text = '';
   const toolCalls: { id: string; name: string; arguments: string }[] = [];
   for (const part of choice.content) {
@@ -511,7 +511,7 @@ function answerOfChoice(choice: GeneratedChoice, usage: Usage | null): Answer {
 }
 
 /** Choice 0 of a stream put back together: its text joined, each tool call's argument fragments joined. */
-function answerOfParts(parts: readonly StreamPart[]): Answer {
+export function answerOfParts(parts: readonly StreamPart[]): Answer {
   let text = '';
   const toolCalls: { id: string; name: string; arguments: string }[] = [];
   let finish: FinishReason | undefined;
@@ -528,7 +528,7 @@ function answerOfParts(parts: readonly StreamPart[]): Answer {
 }
 
 /** What a shared scenario's answer must be, whichever vendor's wire it came through. */
-function assertAnswer(answer: Answer, expected: ScenarioAnswer): void {
+export function assertAnswer(answer: Answer, expected: ScenarioAnswer): void {
   if (expected.text !== undefined) assert.equal(answer.text, expected.text, 'the scenario answer text');
   if (expected.json !== undefined) assert.deepStrictEqual(JSON.parse(answer.text), expected.json, 'the scenario answer JSON');
   assert.deepStrictEqual(
