@@ -116,7 +116,7 @@ export function exceptionFrame(exceptionType: string, message: string): Uint8Arr
   });
 }
 
-class AwsError extends Error {
+export class AwsError extends Error {
   constructor(
     readonly type: string,
     readonly status: number,
@@ -186,7 +186,7 @@ function isAnthropic(modelId: string): boolean {
 const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/,]+)\/(\d{8})\/([^/,]+)\/([^/,]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 
 /** SigV4 checked from the raw request, as AWS checks it (see the header comment). */
-async function verifySignature(request: RecordedRequest, keys: ReadonlyMap<string, AwsKey>, region: string): Promise<void> {
+export async function verifySignature(request: RecordedRequest, keys: ReadonlyMap<string, AwsKey>, region: string): Promise<void> {
   const authorization = request.headers.authorization;
   if (authorization === undefined) throw new AwsError('MissingAuthenticationTokenException', 403, 'Missing Authentication Token');
   const parts = AUTHORIZATION.exec(authorization);

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/errors.js';
+import { ModelListingError } from '../model-listing.js';
 import type { UpstreamClient } from '../upstream-client.js';
 import { isObject } from '../../wire/json.js';
 
@@ -35,11 +36,13 @@ export function withAuthAdvice(error: unknown, providerId: string, region: strin
   // Only AWS's own refusals (which carry its body); the gateway's "no credentials found" already names the settings.
   if (!(error instanceof GatewayError) || error.kind !== 'upstream_auth_failed' || error.upstreamBody === undefined) return error;
   const aws = awsMessage(error.upstreamBody);
-  return new GatewayError(
+  const advised = new GatewayError(
     'upstream_auth_failed',
     `The upstream provider '${providerId}' refused the gateway's AWS credentials (HTTP ${error.upstreamFailure}${aws === undefined ? '' : `: ${aws}`}). Check its region (${region ?? 'unset'}), its access key and secret (and session token, which expires), the gateway's clock, and that model access is granted to this identity in the Bedrock console for that region.`,
     { upstreamFailure: error.upstreamFailure, upstreamBody: error.upstreamBody, cause: error },
   );
+  // A model listing's failure keeps the address of the page it asked for.
+  return error instanceof ModelListingError ? new ModelListingError(advised, error.url) : advised;
 }
 
 /** AWS's `{"message": …}` (or `Message`) from an error body already redacted for the log (and cut there past 1,000 characters). */

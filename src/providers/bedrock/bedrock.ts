@@ -199,9 +199,7 @@ function foundationModel(item: Json): UpstreamModel[] {
   if (lifecycle !== undefined && lifecycle !== 'ACTIVE' && lifecycle !== 'LEGACY') return [];
   const embeds = outputs.includes('EMBEDDING') && embeddingFamily(id) !== undefined;
   if (!outputs.includes('TEXT') && !embeds) return [];
-  const name = optionalString(item.modelName);
-  const vendor = optionalString(item.providerName);
-  return [upstreamModel({ id, displayName: name === undefined ? undefined : vendor === undefined ? name : `${vendor} ${name}`, ownedBy: vendor?.toLowerCase(), description: undefined, contextWindow: undefined, maxOutputTokens: undefined, created: undefined, endpoints: embeds ? ['embeddings'] : undefined })];
+  return [upstreamModel({ id, displayName: optionalString(item.modelName), ownedBy: optionalString(item.providerName)?.toLowerCase(), description: undefined, contextWindow: undefined, maxOutputTokens: undefined, created: undefined, endpoints: embeds ? ['embeddings'] : undefined })];
 }
 
 /** An active inference profile: a system-defined one by its id (`us.anthropic.…`), an application one by its ARN (what the runtime takes). */
