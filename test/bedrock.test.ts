@@ -31,6 +31,7 @@ const FIELD_KEY = { accessKeyId: 'ASIAFIELDSKEY0000001', secretAccessKey: 'field
 const ENV_KEY = { accessKeyId: 'AKIAENVIRONMENTKEY01', secretAccessKey: 'env-secret-access-key-0123456789abcdefgh' };
 /** A profile in a shared credentials file. */
 const PROFILE_KEY = { accessKeyId: 'AKIAPROFILEKEY000001', secretAccessKey: 'profile-secret-access-key-0123456789abcd', sessionToken: 'profile-session-token-IQoJb3JpZ2luEXAMPLE' };
+const METRICS_TOKEN = 'metrics-token-for-the-bedrock-test';
 const SECRETS = [FIELD_KEY.secretAccessKey, FIELD_KEY.sessionToken, ENV_KEY.secretAccessKey, PROFILE_KEY.secretAccessKey, PROFILE_KEY.sessionToken];
 
 let bedrock: FakeBedrock;
@@ -67,7 +68,7 @@ before(async () => {
   ]);
   throttled.behaviour = { fail: bedrockFailure('ThrottlingException', 429, 'Too many requests, please wait before trying again.') };
   sluice = await startSluice({
-    env: { AWS_ACCESS_KEY_ID: ENV_KEY.accessKeyId, AWS_SECRET_ACCESS_KEY: ENV_KEY.secretAccessKey, SLUICE_LOG_LEVEL: 'info' },
+    env: { AWS_ACCESS_KEY_ID: ENV_KEY.accessKeyId, AWS_SECRET_ACCESS_KEY: ENV_KEY.secretAccessKey, SLUICE_LOG_LEVEL: 'info', SLUICE_METRICS_TOKEN: METRICS_TOKEN },
     config: `
 providers:
   - id: bedrock
@@ -418,10 +419,13 @@ async function postRaw(path: string, body: unknown, headers: Record<string, stri
 }
 
 describe('no secret leaves the gateway', () => {
-  test('no secret key, session token or signature in the logs or the answers', async () => {
+  test('no secret key, session token or signature in the logs, the answers or the metrics', async () => {
     const signatures = [...bedrock.requests, ...throttled.requests, ...listing.requests].map((r) => /Signature=([0-9a-f]{64})/.exec(String(r.headers.authorization))?.[1]).filter((s): s is string => s !== undefined);
     const logs = sluice.stdout() + sluice.stderr();
     assert.ok(logs.length > 0, 'the gateway logged');
+    const metrics = await (await fetch(`${sluice.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    assert.match(metrics, /provider="bedrock"/, 'the metrics name the provider');
+    answers.push(metrics);
     for (const secret of [...SECRETS, ...signatures]) {
       assert.ok(!logs.includes(secret), `the logs hold ${secret.slice(0, 8)}…`);
       for (const answer of answers) assert.ok(!answer.includes(secret), `an answer holds ${secret.slice(0, 8)}…`);
