@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { providerSchema, type ProviderConfig } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
@@ -257,8 +259,21 @@ describe('SigV4 signing, checked by the fake Bedrock’s own verification', () =
     const tampered = String(signed.headers.authorization).replace(/.$/, (c) => (c === '0' ? '1' : '0'));
     assert.equal(await refusal({ ...signed, headers: { ...signed.headers, authorization: tampered } }), 'InvalidSignatureException');
     await verifySignature(signed, keys, 'us-east-1');
+    const { 'x-amz-security-token': _token, ...withoutToken } = signed.headers;
+    assert.equal(await refusal({ ...signed, headers: withoutToken }), 'UnrecognizedClientException');
     const wrong = new Map([[ACCESS_KEY, { ...key, secretAccessKey: 'not-the-secret' }]]);
     assert.equal(await verifySignature(signed, wrong, 'us-east-1').then(() => 'accepted', (e: AwsError) => e.type), 'InvalidSignatureException');
+  });
+
+  test('a signature more than five minutes old is expired, however well made', async () => {
+    const old = new SignatureV4({ service: 'bedrock', region: 'us-east-1', credentials: key, sha256: Hash.bind(null, 'sha256'), uriEscapePath: true, applyChecksum: false });
+    const path = modelPath(CLAUDE, 'converse');
+    const body = '{"messages":[]}';
+    const at = (ms: number) => old.sign({ method: 'POST', protocol: 'https:', hostname: 'bedrock-runtime.us-east-1.amazonaws.com', path, headers: { 'content-type': 'application/json', host: 'bedrock-runtime.us-east-1.amazonaws.com' }, body }, { signingDate: new Date(Date.now() - ms) });
+    const request = async (ms: number) => received('POST', path, (await at(ms)).headers, body);
+    await verifySignature(await request(4 * 60_000), keys, 'us-east-1');
+    const error = await verifySignature(await request(6 * 60_000), keys, 'us-east-1').then(() => undefined, (e: unknown) => e);
+    assert.ok(error instanceof AwsError && error.type === 'InvalidSignatureException' && /^Signature expired: \d{8}T\d{6}Z is now earlier than/.test(error.message), String(error));
   });
 });
 
