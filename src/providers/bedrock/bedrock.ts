@@ -53,8 +53,8 @@ export class BedrockProvider extends TranslatingProvider {
   /** Beta features the operator turned on for every relayed Claude call; a caller's are added to them. */
   private readonly configuredBeta: string | undefined;
 
-  constructor(config: ProviderConfig, env: NodeJS.ProcessEnv = process.env) {
-    const identity = new AwsIdentity(config, env);
+  constructor(config: ProviderConfig) {
+    const identity = new AwsIdentity(config);
     const region = config.region ?? '';
     const runtime = new UpstreamClient(config, new RequestSigner(identity, region, new URL(config.base_url).origin));
     super(config.id, runtime);

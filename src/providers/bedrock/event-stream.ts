@@ -11,30 +11,38 @@ const MIN_FRAME_BYTES = 16;
 
 /**
  * The messages of AWS's binary event stream (`application/vnd.amazon.eventstream`), as they
- * arrive: each frame is held whole until its declared length came in, then decoded by smithy's
- * codec, which checks the prelude's and the message's CRC32. A bad CRC, a length smaller than a
- * frame can be or larger than `maxFrameBytes` (what a whole answer may be: max_response_bytes), or
- * a body that ends inside a frame is an unreadable upstream; leaving the loop cuts the body.
+ * arrive: each frame is held until its declared length came in, then decoded by smithy's codec,
+ * which checks the prelude's and the message's CRC32. A bad CRC, a length smaller than a frame can
+ * be or larger than `maxFrameBytes` (what a whole answer may be: max_response_bytes), or a body that
+ * ends inside a frame is an unreadable upstream; leaving the loop cuts the body. The chunks of a
+ * frame are joined once, when it is whole, so a frame split into many reads costs linear time.
  */
 export async function* eventStreamMessages(body: AsyncIterable<Buffer>, providerId: string, maxFrameBytes: number): AsyncGenerator<Message> {
-  let pending: Buffer = Buffer.alloc(0);
+  let chunks: Buffer[] = [];
+  let buffered = 0;
   for await (const chunk of body) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    while (pending.length >= PRELUDE_BYTES) {
-      const length = pending.readUInt32BE(0);
+    chunks.push(chunk);
+    buffered += chunk.length;
+    while (buffered >= PRELUDE_BYTES) {
+      // The first chunk is at least 4 bytes long, or becomes so (once: the joined chunk is then all of them).
+      if (chunks[0]!.length < 4) chunks = [Buffer.concat(chunks, buffered)];
+      const length = chunks[0]!.readUInt32BE(0);
       if (length < MIN_FRAME_BYTES || length > maxFrameBytes) throw unreadableUpstream(providerId, `an event-stream frame of ${length} bytes (frames are ${MIN_FRAME_BYTES} bytes to the gateway's limit of ${maxFrameBytes}, max_response_bytes)`);
-      if (pending.length < length) break;
+      if (buffered < length) break;
+      const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, buffered);
+      const rest = all.subarray(length);
+      chunks = rest.length === 0 ? [] : [rest];
+      buffered = rest.length;
       let message: Message;
       try {
-        message = codec.decode(pending.subarray(0, length));
+        message = codec.decode(all.subarray(0, length));
       } catch {
         throw unreadableUpstream(providerId, 'an event-stream frame that fails its checksum');
       }
-      pending = pending.subarray(length);
       yield message;
     }
   }
-  if (pending.length > 0) throw unreadableUpstream(providerId, 'an event stream that ends inside a frame');
+  if (buffered > 0) throw unreadableUpstream(providerId, 'an event stream that ends inside a frame');
 }
 
 /** A string header's value, or undefined. */
