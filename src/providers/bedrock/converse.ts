@@ -153,8 +153,9 @@ function conversation(messages: readonly Message[], target: Target): { system: J
   return {
     system,
     messages: turns.map((turn) => {
-      const groups = turn.role === 'user' ? turn.groups.sort((a, b) => Number(b[0]!.toolResult !== undefined) - Number(a[0]!.toolResult !== undefined)) : turn.groups;
-      return { role: turn.role, content: groups.flat() };
+      if (turn.role === 'assistant') return { role: turn.role, content: turn.groups.flat() };
+      const isResult = (group: Json[]) => group[0]!.toolResult !== undefined;
+      return { role: turn.role, content: [...turn.groups.filter(isResult), ...turn.groups.filter((group) => !isResult(group))].flat() };
     }),
   };
 }
@@ -214,9 +215,9 @@ export function converseRequest(request: GenerationRequest, model: CatalogueMode
     if (r.reasoning !== undefined) throw unsupported(model, CONVERSE_CAPABILITIES, 'reasoning_effort', 'reasoning (through Converse, Sluice asks Claude models only for it)');
   }
   const { system, messages } = conversation(r.messages, target);
-  // Claude's thinking budget must stay below maxTokens, so it is always sent then; otherwise only
-  // when the caller or the model's configuration set one (Bedrock's default suits each model).
-  const maxTokens = r.reasoning !== undefined || r.maxOutputTokens !== undefined || model.maxOutputTokens !== undefined ? outputLimit(r, model) : undefined;
+  // Claude gets the limit it gets on Anthropic's own API (its thinking budget must stay below it);
+  // another family only the one the caller or the model's configuration set (Bedrock's default suits each).
+  const maxTokens = target.family === 'anthropic' || r.maxOutputTokens !== undefined || model.maxOutputTokens !== undefined ? outputLimit(r, model) : undefined;
   const sampling = target.family === 'anthropic' ? claudeSampling(r, model, CONVERSE_CAPABILITIES) : { temperature: r.temperature, topP: r.topP, topK: undefined };
   const inferenceConfig = {
     ...(maxTokens === undefined ? {} : { maxTokens }),

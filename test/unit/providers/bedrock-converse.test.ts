@@ -11,13 +11,16 @@ import { Readable } from 'node:stream';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { HttpResponse, type HttpRequest } from '@smithy/protocol-http';
 import { modelFromConfig, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { modelSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
 import { generationRequest, type GenerationRequest, type GenerationResult, type Message, type StreamPart } from '../../../src/generation/model.js';
 import { converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from '../../../src/providers/bedrock/converse.js';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../../src/providers/translating-provider.js';
 import type { Json } from '../../../src/providers/upstream-client.js';
 import { answerOfChoice, answerOfParts, assertAnswer, assertStreamContract } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
@@ -309,10 +312,11 @@ describe('Bedrock Converse: requests', () => {
     assert.deepStrictEqual(body.additionalModelRequestFields, { top_k: 40 });
   });
 
-  test("the output limit: the caller's within the model's max_output_tokens, the model's when the caller sets none, else Bedrock's default", () => {
+  test("the output limit: the caller's within the model's max_output_tokens, the model's when the caller sets none, else Sluice's for Claude and Bedrock's for the others", () => {
     assert.deepStrictEqual(converseRequest(ask({ maxOutputTokens: 64000 }), modelOf(CLAUDE, { max_output_tokens: 8192 })).inferenceConfig, { maxTokens: 8192 });
-    assert.deepStrictEqual(converseRequest(ask(), modelOf(CLAUDE, { max_output_tokens: 8192 })).inferenceConfig, { maxTokens: 8192 });
-    assert.deepStrictEqual(converseRequest(ask(), modelOf()), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
+    assert.deepStrictEqual(converseRequest(ask(), modelOf(LLAMA, { max_output_tokens: 8192 })).inferenceConfig, { maxTokens: 8192 });
+    assert.deepStrictEqual(converseRequest(ask(), modelOf()), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }], inferenceConfig: { maxTokens: DEFAULT_MAX_OUTPUT_TOKENS } });
+    assert.deepStrictEqual(converseRequest(ask(), modelOf(LLAMA)), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
   });
 
   test("reasoning: Claude's thinking budget from the effort, below maxTokens; sampling held to thinking's rules", () => {
@@ -428,7 +432,7 @@ describe('Bedrock Converse: requests', () => {
 
   test("tool choice none: the tools are not declared; with tool calls in the conversation, where Converse needs them, it is refused", () => {
     const tools = SCENARIOS.tools.request.tools;
-    assert.deepStrictEqual(converseRequest(ask({ tools, toolChoice: { type: 'none' } }), modelOf()), { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
+    assert.equal(converseRequest(ask({ tools, toolChoice: { type: 'none' } }), modelOf()).toolConfig, undefined);
     refused({ ...SCENARIOS.toolResult.request, toolChoice: { type: 'none' } }, modelOf(), 'tool_choice', /tool_choice 'none' in a conversation that holds tool calls/);
   });
 
@@ -510,8 +514,8 @@ describe('Bedrock Converse: what it cannot take is refused, naming the parameter
  * recorded answers, must be those bodies exactly. A field name AWS does not have would be dropped.
  */
 describe("Bedrock Converse: AWS's own client agrees", () => {
-  /** The body the SDK sends for `body`, and the answer it reads from `answer`. */
-  async function throughSdk(body: Json, answer: Json = fixture('responses/generate-text.json')): Promise<{ sent: Json; read: Json }> {
+  /** A client whose every request is answered with `body`, the last request kept. */
+  function clientAnswering(contentType: string, body: Buffer[]): { client: BedrockRuntimeClient; sent: () => HttpRequest | undefined } {
     let sent: HttpRequest | undefined;
     const client = new BedrockRuntimeClient({
       region: 'us-east-1',
@@ -520,20 +524,27 @@ describe("Bedrock Converse: AWS's own client agrees", () => {
       requestHandler: {
         handle: async (request: HttpRequest) => {
           sent = request;
-          return { response: new HttpResponse({ statusCode: 200, headers: { 'content-type': 'application/json' }, body: Readable.from([Buffer.from(JSON.stringify(answer))]) }) };
+          return { response: new HttpResponse({ statusCode: 200, headers: { 'content-type': contentType }, body: Readable.from(body) }) };
         },
       },
     });
+    return { client, sent: () => sent };
+  }
+
+  /** Blobs as base64, the way the JSON wire and the fixtures carry them. */
+  const asWire = (value: unknown): Json => JSON.parse(JSON.stringify(value, (_key, inner: unknown) => (inner instanceof Uint8Array ? Buffer.from(inner).toString('base64') : inner))) as Json;
+
+  /** The body the SDK sends for `body`, and the answer it reads from `answer`. */
+  async function throughSdk(body: Json, answer: Json = fixture('responses/generate-text.json')): Promise<{ sent: Json; read: Json }> {
+    const { client, sent: sentRequest } = clientAnswering('application/json', [Buffer.from(JSON.stringify(answer))]);
     // The SDK takes blobs as bytes and sends them base64-encoded, as the REST-JSON wire carries them.
     const input = JSON.parse(JSON.stringify(body), (key, value: unknown) => ((key === 'bytes' || key === 'redactedContent') && typeof value === 'string' ? Buffer.from(value, 'base64') : value)) as Json;
     const { $metadata: _metadata, ...read } = await client.send(new ConverseCommand({ modelId: CLAUDE, ...input } as unknown as ConverseCommandInput));
     client.destroy();
+    const sent = sentRequest();
     assert.equal(sent?.path, `/model/${encodeURIComponent(CLAUDE)}/converse`);
     const raw = sent.body as string | Uint8Array;
-    return {
-      sent: JSON.parse(typeof raw === 'string' ? raw : new TextDecoder().decode(raw)) as Json,
-      read: JSON.parse(JSON.stringify(read, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value))) as Json,
-    };
+    return { sent: JSON.parse(typeof raw === 'string' ? raw : new TextDecoder().decode(raw)) as Json, read: asWire(read) };
   }
 
   test('every recorded request, and the bodies of each feature, go out as built', async () => {
@@ -564,6 +575,31 @@ describe("Bedrock Converse: AWS's own client agrees", () => {
     for (const file of readdirSync(join(FIXTURES, 'responses')).filter((name) => name.startsWith('generate-'))) {
       const answer = fixture(`responses/${file}`);
       assert.deepStrictEqual((await throughSdk(fixture('requests/text.json'), answer)).read, answer, file);
+    }
+  });
+
+  test('every recorded stream, framed as AWS frames it, reads as recorded (the padding aside)', async () => {
+    const codec = new EventStreamCodec(toUtf8, fromUtf8);
+    for (const file of readdirSync(join(FIXTURES, 'responses')).filter((name) => name.startsWith('stream-'))) {
+      const events = fixture<ConverseStreamEvent[]>(`responses/${file}`);
+      const frames = events.map(({ eventType, payload }) =>
+        Buffer.from(
+          codec.encode({
+            headers: { ':event-type': { type: 'string', value: eventType }, ':message-type': { type: 'string', value: 'event' }, ':content-type': { type: 'string', value: 'application/json' } },
+            body: fromUtf8(JSON.stringify(payload)),
+          }),
+        ),
+      );
+      const { client } = clientAnswering('application/vnd.amazon.eventstream', frames);
+      const answer = await client.send(new ConverseStreamCommand({ modelId: CLAUDE, messages: [{ role: 'user', content: [{ text: 'Hi' }] }] }));
+      const read: Json[] = [];
+      for await (const event of answer.stream ?? []) read.push(asWire(event));
+      client.destroy();
+      const expected = events.map(({ eventType, payload }) => {
+        const { p: _padding, ...fields } = payload;
+        return { [eventType]: fields };
+      });
+      assert.deepStrictEqual(read, expected, file);
     }
   });
 });
