@@ -291,6 +291,12 @@ describe('Anthropic callers on Claude: relayed through InvokeModel', () => {
     assert.equal(bedrock.requests.at(-1)!.body.stream, undefined);
   });
 
+  test('count_tokens on a Bedrock Claude model is Sluice’s own count: nothing goes to Bedrock', async () => {
+    const counted = await anthropic().messages.countTokens({ model: 'claude-bedrock', messages: [{ role: 'user', content: 'count these words please' }] });
+    assert.ok(counted.input_tokens > 0);
+    assert.equal(bedrock.requests.length, 0);
+  });
+
   test('tools with thinking over two turns: the signature goes back; cache tokens reach the ledger and the price', async () => {
     const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'You are a weather assistant with a long and stable system prompt.', cache_control: { type: 'ephemeral' } }];
     const asked: Anthropic.MessageParam = { role: 'user', content: 'What is the weather in Paris?' };
