@@ -476,6 +476,29 @@ models:
     for (const secret of [PROFILE_KEY.secretAccessKey, PROFILE_KEY.sessionToken]) assert.ok(!logs.includes(secret));
   });
 
+  test('temporary credentials rotated in the profile file: refused once, then read again', async () => {
+    const own = (await createKey(profiled.dataDir, 'rotation')).key;
+    const client = new OpenAI({ apiKey: own, baseURL: `${profiled.url}/v1`, maxRetries: 0 });
+    const rotated = { accessKeyId: 'ASIAROTATEDKEY000001', secretAccessKey: 'rotated-secret-access-key-0123456789abcd', sessionToken: 'rotated-session-token-IQoJEXAMPLE' };
+    // AWS expires the old session; the credentials refresher writes the new one into the file.
+    fake.keys.delete(PROFILE_KEY.accessKeyId);
+    fake.keys.set(rotated.accessKeyId, rotated);
+    writeFileSync(join(dir, 'credentials'), `[team]\naws_access_key_id = ${rotated.accessKeyId}\naws_secret_access_key = ${rotated.secretAccessKey}\naws_session_token = ${rotated.sessionToken}\n`);
+    await assert.rejects(client.chat.completions.create({ model: 'nova', messages: [{ role: 'user', content: 'old session' }] }), (error: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(error.status, 502);
+      assert.match(error.message, /refused the gateway's AWS credentials \(HTTP 403: The security token included in the request is invalid\.\)/);
+      return true;
+    });
+    const completion = await client.chat.completions.create({ model: 'nova', messages: [{ role: 'user', content: 'new session' }] });
+    assert.equal(completion.choices[0]!.message.content, '[new session] The quick brown fox jumps over the lazy dog.');
+    assert.match(String(fake.requests.at(-1)!.headers.authorization), new RegExp(`Credential=${rotated.accessKeyId}/`));
+    const logs = profiled.stdout() + profiled.stderr();
+    for (const secret of [rotated.secretAccessKey, rotated.sessionToken, PROFILE_KEY.secretAccessKey, PROFILE_KEY.sessionToken]) assert.ok(!logs.includes(secret));
+    // Back as it was, for the doctor's test.
+    fake.keys.set(PROFILE_KEY.accessKeyId, PROFILE_KEY);
+    writeFileSync(join(dir, 'credentials'), `[team]\naws_access_key_id = ${PROFILE_KEY.accessKeyId}\naws_secret_access_key = ${PROFILE_KEY.secretAccessKey}\naws_session_token = ${PROFILE_KEY.sessionToken}\n`);
+  });
+
   test('sluice doctor lists the models with the profile, and with no credentials names every setting', async () => {
     const config = join(dir, 'doctor.yaml');
     writeFileSync(config, `providers:\n  - { id: bedrock, kind: bedrock, region: us-east-1, base_url: '${fake.url}' }\nmodels:\n  - { id: nova, provider: bedrock, upstream_model: '${NOVA_MODEL}', endpoints: [chat] }\n`);

@@ -53,6 +53,8 @@ export interface FakeBedrock extends FakeUpstream {
   readonly anthropic: FakeUpstream;
   /** The AWS error types refused so far, in order (signature checks included). */
   readonly refusals: string[];
+  /** The keys it takes, by access key id: a test may revoke one or add another (temporary credentials rotated). */
+  readonly keys: Map<string, AwsKey>;
 }
 
 export interface AwsKey {
@@ -173,6 +175,7 @@ export async function startFakeBedrock(options: {
     region,
     anthropic,
     refusals,
+    keys,
     close: async () => {
       await Promise.all([closeServer(), anthropic.close()]);
     },

@@ -17,7 +17,7 @@ import { eventStreamMessages, headerString } from './event-stream.js';
 import { AwsIdentity, RequestSigner } from './request-signer.js';
 
 /** The body version Bedrock's Anthropic models take, whatever API version the caller wrote for. */
-export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
 const TITAN_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: 1 };
 const COHERE_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: COHERE_MAX_TEXTS };
@@ -48,6 +48,7 @@ export function controlPlaneUrl(baseUrl: string): string {
 export class BedrockProvider extends TranslatingProvider {
   readonly kind = 'bedrock';
   private readonly controlPlane: UpstreamClient;
+  private readonly identity: AwsIdentity;
   private readonly region: string | undefined;
   private readonly maxFrameBytes: number;
   /** Beta features the operator turned on for every relayed Claude call; a caller's are added to them. */
@@ -58,6 +59,7 @@ export class BedrockProvider extends TranslatingProvider {
     const region = config.region ?? '';
     const runtime = new UpstreamClient(config, new RequestSigner(identity, region, new URL(config.base_url).origin));
     super(config.id, runtime);
+    this.identity = identity;
     const controlUrl = controlPlaneUrl(config.base_url);
     this.controlPlane = new UpstreamClient({ ...config, base_url: controlUrl }, new RequestSigner(identity, region, new URL(controlUrl).origin));
     this.region = config.region;
@@ -147,9 +149,12 @@ export class BedrockProvider extends TranslatingProvider {
     await Promise.all([super.close(), this.controlPlane.close()]);
   }
 
+  /** AWS's refusal of the credentials, with what to check; the credentials are then looked for again at the next call. */
   private advised<T>(work: Promise<T>): Promise<T> {
     return work.catch((error: unknown) => {
-      throw withAuthAdvice(error, this.id, this.region);
+      const advised = withAuthAdvice(error, this.id, this.region);
+      if (advised !== error) this.identity.forget();
+      throw advised;
     });
   }
 

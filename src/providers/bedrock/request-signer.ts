@@ -11,13 +11,15 @@ const Sha256 = Hash.bind(null, 'sha256');
 const SERVICE = 'bedrock';
 
 /**
- * A provider's AWS identity, found once at the first call and shared by its runtime and control-plane
+ * A provider's AWS identity, found at the first call and shared by its runtime and control-plane
  * signers. A failure (no credentials anywhere) is not kept: the next call looks again, as the
- * operator may have fixed the file or the environment meanwhile.
+ * operator may have fixed the file meanwhile. Credentials AWS refused are forgotten the same way
+ * (`forget`), so a profile file rotated with fresh temporary credentials is read again.
  */
 export class AwsIdentity {
   private found: Promise<AwsCredentials> | undefined;
-  private resolved: AwsCredentials | undefined;
+  /** Every secret key and session token found so far: one forgotten may still be in a late answer. */
+  private readonly seen = new Set<string>();
 
   constructor(
     private readonly config: ProviderConfig,
@@ -26,7 +28,11 @@ export class AwsIdentity {
 
   get(): Promise<AwsCredentials> {
     this.found ??= resolveAwsCredentials(this.config, this.env).then(
-      (credentials) => (this.resolved = credentials),
+      (credentials) => {
+        this.seen.add(credentials.secretAccessKey);
+        if (credentials.sessionToken !== undefined) this.seen.add(credentials.sessionToken);
+        return credentials;
+      },
       (error: unknown) => {
         this.found = undefined;
         throw error;
@@ -35,10 +41,15 @@ export class AwsIdentity {
     return this.found;
   }
 
+  /** After AWS refused the credentials: the next call looks for them again. */
+  forget(): void {
+    this.found = undefined;
+  }
+
   /** The secret key and session token configured or found: never shown, even inside an upstream's message. */
   secrets(): readonly string[] {
-    const values = [this.config.secret_access_key, this.config.session_token, this.resolved?.secretAccessKey, this.resolved?.sessionToken];
-    return values.filter((value): value is string => value !== undefined);
+    const configured = [this.config.secret_access_key, this.config.session_token].filter((value): value is string => value !== undefined);
+    return [...configured, ...this.seen];
   }
 }
 

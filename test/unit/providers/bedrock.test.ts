@@ -298,11 +298,18 @@ describe('AWS credentials, in the SDK’s order', () => {
     for (const setting of ['access_key_id', 'secret_access_key', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', "AWS_PROFILE (now 'nobody')", 'AWS_SHARED_CREDENTIALS_FILE']) assert.ok(error.message.includes(setting), setting);
   });
 
-  test('the identity is found once and its secrets are known for redaction', async () => {
-    const identity = new AwsIdentity(config(), env);
+  test('the identity is found once, forgotten when AWS refuses it, and every secret found is kept for redaction', async () => {
+    const rotating = join(dir, 'rotating');
+    writeFileSync(rotating, '[default]\naws_access_key_id = AKIAOLD\naws_secret_access_key = old-secret\naws_session_token = old-token\n');
+    const identity = new AwsIdentity(config(), { AWS_SHARED_CREDENTIALS_FILE: rotating });
     assert.deepEqual(identity.secrets(), []);
-    assert.equal(await identity.get(), await identity.get());
-    assert.deepEqual(identity.secrets(), ['env-secret', 'env-token']);
+    const first = await identity.get();
+    assert.equal(await identity.get(), first, 'found once');
+    writeFileSync(rotating, '[default]\naws_access_key_id = AKIANEW\naws_secret_access_key = new-secret\naws_session_token = new-token\n');
+    assert.equal((await identity.get()).accessKeyId, 'AKIAOLD', 'kept while AWS takes it');
+    identity.forget();
+    assert.equal((await identity.get()).accessKeyId, 'AKIANEW', 'read again once refused');
+    assert.deepEqual(identity.secrets(), ['old-secret', 'old-token', 'new-secret', 'new-token']);
   });
 });
 
