@@ -227,6 +227,26 @@ function anthropicApiClient(config: ProviderConfig): UpstreamClient {
   return new UpstreamClient(config, { ...(config.api_key === undefined ? {} : { 'x-api-key': config.api_key }), 'anthropic-version': config.anthropic_version });
 }
 
+/**
+ * A relayed Messages stream's events as they came, however the upstream frames them (Anthropic's
+ * server-sent events, Bedrock's event-stream chunks): an `error` event becomes a thrown
+ * GatewayError, and a stream that ends before message_stop is unreadable. Reads on past
+ * message_stop to the end of the body, so the connection goes back to the pool.
+ */
+export async function* relayedMessagesEvents(events: AsyncIterable<Json>, client: UpstreamClient): AsyncGenerator<Json> {
+  let stopped = false;
+  for await (const event of events) {
+    if (stopped) continue;
+    if (event.type === 'error') {
+      const error = isObject(event.error) ? event.error : {};
+      throw client.midStreamFailure(typeof error.message === 'string' ? error.message : undefined, error.type === 'overloaded_error' ? 'upstream_overloaded' : 'upstream_error');
+    }
+    if (event.type === 'message_stop') stopped = true;
+    yield event;
+  }
+  if (!stopped) throw unreadableUpstream(client.providerId, 'a stream that ended before message_stop');
+}
+
 /** Chat through Anthropic's Messages API. */
 export class AnthropicProvider extends TranslatingProvider {
   readonly kind = 'anthropic';
@@ -301,21 +321,14 @@ export class AnthropicProvider extends TranslatingProvider {
     return headers;
   }
 
-  /** The upstream's events as they came; an `error` event becomes a thrown GatewayError. */
+  /** The upstream's server-sent events, each parsed once. */
   private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
-    let stopped = false;
-    // Read on past message_stop to the end of the body, so the connection goes back to the pool.
-    for await (const { data } of this.client.events(body)) {
-      if (stopped) continue;
-      const event = this.client.parseEvent(data);
-      if (event.type === 'error') {
-        const error = isObject(event.error) ? event.error : {};
-        throw this.client.midStreamFailure(typeof error.message === 'string' ? error.message : undefined, error.type === 'overloaded_error' ? 'upstream_overloaded' : 'upstream_error');
-      }
-      if (event.type === 'message_stop') stopped = true;
-      yield event;
-    }
-    if (!stopped) throw unreadableUpstream(this.id, 'a stream that ended before message_stop');
+    yield* relayedMessagesEvents(
+      (async function* (client) {
+        for await (const { data } of client.events(body)) yield client.parseEvent(data);
+      })(this.client),
+      this.client,
+    );
   }
 
   private body(call: GenerationCall, stream: boolean): Json {

@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
+import { BedrockProvider } from './bedrock/bedrock.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
 import { VertexProvider } from './vertex.js';
@@ -16,8 +17,9 @@ export function createProvider(config: ProviderConfig): ProviderAdapter {
       return new GeminiProvider(config);
     case 'vertex':
       return new VertexProvider(config);
-    case 'azure':
     case 'bedrock':
+      return new BedrockProvider(config);
+    case 'azure':
       throw new Error(`provider kind '${config.kind}' is being built`);
   }
 }

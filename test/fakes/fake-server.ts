@@ -7,7 +7,7 @@ export interface RecordedRequest {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: any;
-  /** The bytes of a body that is not JSON (a multipart upload), kept as they came. */
+  /** The body's bytes as they came (a multipart upload's, or the JSON a signature covers); undefined when there was none. */
   readonly rawBody?: Buffer;
 }
 
@@ -105,8 +105,7 @@ export async function startFakeServer(pathPrefix: string, handle: FakeHandler, p
     } catch {
       body = undefined;
     }
-    const multipart = req.headers['content-type']?.startsWith('multipart/') === true;
-    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, ...(multipart ? { rawBody: Buffer.concat(chunks) } : {}) };
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, ...(chunks.length > 0 ? { rawBody: Buffer.concat(chunks) } : {}) };
     requests.push(record);
     res.on('close', () => {
       if (!res.writableFinished) aborted.push(record);

@@ -149,6 +149,19 @@ export interface AdapterUnderTest {
   readonly apiKey: string;
   /** The one header that may carry the key, and its value. */
   readonly credential: readonly [header: string, value: string];
+  /**
+   * For an upstream that signs each request instead of sending a key (AWS SigV4): the provider's
+   * credential fields in place of `api_key`, a check of each request's credential in place of
+   * `credential`'s (`apiKey` is then the secret that must appear nowhere), and the headers that
+   * change with every request (a date, a signature), each written to the snapshot as `mask` makes it.
+   */
+  readonly signed?: {
+    readonly fields: Readonly<Record<string, unknown>>;
+    readonly check: (sent: RecordedRequest) => void;
+    readonly mask: Readonly<Record<string, (value: string) => string>>;
+  };
+  /** A relayed stream's events read from the recorded body, for upstreams whose streams are not server-sent events. */
+  readonly streamPayloads?: (body: Buffer) => unknown[];
   /** The upstream model of the catalogue entry every case uses, unless it overrides it. */
   readonly upstreamModel: string;
   readonly generate: readonly GenerateCase[];
@@ -177,7 +190,7 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
 
   const newProvider = (more: { headers?: Record<string, string> } = {}): ProviderAdapter => {
     const base_url = `${upstream.url}${adapter.basePath}`;
-    const credentials = adapter.provider === undefined ? { api_key: adapter.apiKey } : adapter.provider();
+    const credentials = adapter.signed !== undefined ? adapter.signed.fields : adapter.provider !== undefined ? adapter.provider() : { api_key: adapter.apiKey };
     const config: ProviderConfig = { ...providerSchema.parse({ id: `${adapter.kind}-replay`, kind: adapter.kind, base_url, ...credentials, ...more }), base_url };
     return createProvider(config);
   };
@@ -197,7 +210,7 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
     assert.equal(upstream.requests.length, 1, 'one request upstream');
     const sent = upstream.requests[0]!;
     assertCredential(adapter, sent);
-    assertSnapshot(join(fixtures, 'requests', `${snapshot}.json`), sent);
+    assertSnapshot(join(fixtures, 'requests', `${snapshot}.json`), sent, adapter.signed?.mask ?? {});
   };
 
   describe(`${adapter.kind} adapter`, () => {
@@ -315,7 +328,7 @@ export function conformanceSuite(adapter: AdapterUnderTest): void {
             } catch (error) {
               failure = error;
             }
-            const payloads = sseJsonPayloads(recorded.body);
+            const payloads = (adapter.streamPayloads ?? sseJsonPayloads)(recorded.body);
             if (c.error === undefined) {
               assert.equal(failure, undefined, `the relayed stream ended cleanly (${String(failure)})`);
               assert.deepStrictEqual(events, payloads, 'every upstream event, parsed, in order');
@@ -400,7 +413,8 @@ function assertGatewayError(error: unknown, expected: ExpectedError): void {
 /** The key goes in the vendor's one credential header and nowhere else: not in the path, another header or the body. */
 function assertCredential(adapter: AdapterUnderTest, sent: RecordedRequest): void {
   const [header, value] = adapter.credential;
-  assert.equal(sent.headers[header], value, `the key in ${header}`);
+  if (adapter.signed !== undefined) adapter.signed.check(sent);
+  else assert.equal(sent.headers[header], value, `the key in ${header}`);
   for (const [name, content] of Object.entries(sent.headers)) {
     if (name !== header) assert.ok(!String(content).includes(adapter.apiKey), `the key is not in header ${name}`);
   }
@@ -408,11 +422,12 @@ function assertCredential(adapter: AdapterUnderTest, sent: RecordedRequest): voi
   assert.ok(!JSON.stringify(sent.body ?? null).includes(adapter.apiKey), 'the key is not in the body');
 }
 
-function assertSnapshot(file: string, sent: RecordedRequest): void {
+function assertSnapshot(file: string, sent: RecordedRequest, mask: Readonly<Record<string, (value: string) => string>>): void {
   const headers = Object.fromEntries(
     Object.entries(sent.headers)
       .filter(([name]) => !TRANSPORT_HEADERS.has(name))
-      .sort(([a], [b]) => a.localeCompare(b)),
+      .map(([name, value]) => [name, mask[name] === undefined ? value : mask[name](String(value))])
+      .sort(([a], [b]) => String(a).localeCompare(String(b))),
   );
   const actual = { method: sent.method, path: sent.path, headers, body: sent.body ?? null };
   if (UPDATE_SNAPSHOTS) {

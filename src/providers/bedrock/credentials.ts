@@ -1,0 +1,49 @@
+import { getProfileName, loadSharedConfigFiles } from '@smithy/shared-ini-file-loader';
+import type { ProviderConfig } from '../../config/config-file.js';
+import { GatewayError } from '../../core/errors.js';
+
+/** An AWS identity that signs requests: a long-term key pair, or temporary credentials with their session token. */
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+  /** Where they came from, for messages (never the values). */
+  readonly source: string;
+}
+
+/**
+ * The AWS SDK's usual sources, in its order: the provider's own fields; the environment's
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN; then AWS_PROFILE (default
+ * `default`) in the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default
+ * ~/.aws/credentials). None found is a GatewayError that names every setting, so the operator
+ * (or `sluice doctor`) sees what to set.
+ */
+export async function resolveAwsCredentials(config: ProviderConfig, env: NodeJS.ProcessEnv = process.env): Promise<AwsCredentials> {
+  if (config.access_key_id !== undefined && config.secret_access_key !== undefined) {
+    return withToken(config.access_key_id, config.secret_access_key, config.session_token, `provider '${config.id}' access_key_id / secret_access_key`);
+  }
+  const fromEnv = { id: env.AWS_ACCESS_KEY_ID, secret: env.AWS_SECRET_ACCESS_KEY };
+  if (fromEnv.id && fromEnv.secret) return withToken(fromEnv.id, fromEnv.secret, env.AWS_SESSION_TOKEN || undefined, 'AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY');
+  const profile = getProfileName({ profile: env.AWS_PROFILE || undefined });
+  const file = env.AWS_SHARED_CREDENTIALS_FILE || '~/.aws/credentials';
+  let section: Record<string, string | undefined> | undefined;
+  try {
+    // A missing file reads as no profiles; only the credentials file's keys are used (not ~/.aws/config's SSO or role chains).
+    const { credentialsFile } = await loadSharedConfigFiles({ filepath: env.AWS_SHARED_CREDENTIALS_FILE || undefined, ignoreCache: true });
+    section = credentialsFile[profile];
+  } catch {
+    section = undefined;
+  }
+  if (section?.aws_access_key_id && section.aws_secret_access_key) {
+    return withToken(section.aws_access_key_id, section.aws_secret_access_key, section.aws_session_token || undefined, `profile '${profile}' in ${file}`);
+  }
+  throw new GatewayError(
+    'upstream_auth_failed',
+    `The provider '${config.id}' has no AWS credentials: set its access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials) in the gateway's environment, or AWS_PROFILE (now '${profile}') naming a profile with aws_access_key_id and aws_secret_access_key in the shared credentials file (${file}; AWS_SHARED_CREDENTIALS_FILE names another).`,
+    { upstreamFailure: 401 },
+  );
+}
+
+function withToken(accessKeyId: string, secretAccessKey: string, sessionToken: string | undefined, source: string): AwsCredentials {
+  return sessionToken === undefined ? { accessKeyId, secretAccessKey, source } : { accessKeyId, secretAccessKey, sessionToken, source };
+}
