@@ -16,11 +16,15 @@ export interface AwsCredentials {
  * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN; then AWS_PROFILE (default
  * `default`) in the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default
  * ~/.aws/credentials). None found is a GatewayError that names every setting, so the operator
- * (or `sluice doctor`) sees what to set.
+ * (or `sluice doctor`) sees what to set. A provider entered in the console has only its own
+ * fields: a console admin must not make the gateway sign with its host's identity.
  */
 export async function resolveAwsCredentials(config: ProviderConfig, env: NodeJS.ProcessEnv = process.env): Promise<AwsCredentials> {
   if (config.access_key_id !== undefined && config.secret_access_key !== undefined) {
     return withToken(config.access_key_id, config.secret_access_key, config.session_token, `provider '${config.id}' access_key_id / secret_access_key`);
+  }
+  if (config.ownCredentialsOnly === true) {
+    throw new GatewayError('upstream_auth_failed', `The provider '${config.id}' has no AWS credentials: a provider entered in the console signs only with its own access_key_id and secret_access_key.`, { upstreamFailure: 401 });
   }
   const fromEnv = { id: env.AWS_ACCESS_KEY_ID, secret: env.AWS_SECRET_ACCESS_KEY };
   if (fromEnv.id && fromEnv.secret) return withToken(fromEnv.id, fromEnv.secret, env.AWS_SESSION_TOKEN || undefined, 'AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY');

@@ -291,6 +291,13 @@ describe('AWS credentials, in the SDK’s order', () => {
     assert.equal((await resolveAwsCredentials(config(), { AWS_SHARED_CREDENTIALS_FILE: file })).accessKeyId, 'AKIADEFAULT');
   });
 
+  test("a console provider signs only with its own keys: never the host's environment or profile", async () => {
+    const own = await resolveAwsCredentials({ ...config({ access_key_id: 'AKIAFIELD', secret_access_key: 'field-secret' }), ownCredentialsOnly: true }, env);
+    assert.equal(own.accessKeyId, 'AKIAFIELD');
+    const error = await resolveAwsCredentials({ ...config(), ownCredentialsOnly: true }, env).then(() => undefined, (e: unknown) => e);
+    assert.ok(error instanceof GatewayError && error.kind === 'upstream_auth_failed' && /entered in the console/.test(error.message), String(error));
+  });
+
   test('none anywhere: an error naming every setting, and no file content', async () => {
     const error = await resolveAwsCredentials(config(), { AWS_SHARED_CREDENTIALS_FILE: join(dir, 'missing'), AWS_PROFILE: 'nobody' }).then(() => undefined, (e: unknown) => e);
     assert.ok(error instanceof GatewayError);
