@@ -496,8 +496,9 @@ async function scenarioClouds(work, state) {
 /** Microseconds per SigV4 signature of a chat-sized request, by the gateway's own Bedrock signer, after a warm-up. */
 async function signingCost() {
   const script = `
-    const { bedrockSigner } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'providers', 'bedrock', 'aws-auth.js')).href)});
-    const auth = bedrockSigner({ region: 'us-east-1', accessKeyId: 'AKIABENCHBENCHBENCH0', secretAccessKey: 'bench-secret-access-key-0123456789abcdefgh' }, 'https://bedrock-runtime.us-east-1.amazonaws.com');
+    const { AwsIdentity, RequestSigner } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'providers', 'bedrock', 'request-signer.js')).href)});
+    const identity = new AwsIdentity({ id: 'bench-bedrock', kind: 'bedrock', access_key_id: 'AKIABENCHBENCHBENCH0', secret_access_key: 'bench-secret-access-key-0123456789abcdefgh' }, {});
+    const auth = new RequestSigner(identity, 'us-east-1', 'https://bedrock-runtime.us-east-1.amazonaws.com');
     const body = ${JSON.stringify(JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Say hello in one short sentence.' }] }], inferenceConfig: { maxTokens: 16 } }))};
     const request = { method: 'POST', path: '/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse', headers: { 'content-type': 'application/json' }, body };
     const signal = new AbortController().signal;

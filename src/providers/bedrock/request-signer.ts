@@ -1,11 +1,8 @@
-import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { ProviderConfig } from '../../config/config-file.js';
 import type { OutgoingRequest, UpstreamAuth } from '../upstream-client.js';
 import { resolveAwsCredentials, type AwsCredentials } from './credentials.js';
-
-/** SHA-256 as smithy's signer takes it (a constructor of hashes, HMACs when given a secret), as the AWS SDK binds it. */
-const Sha256 = Hash.bind(null, 'sha256');
+import { Sha256 } from './sha256.js';
 
 /** The SigV4 service name of both the runtime and the control plane. */
 const SERVICE = 'bedrock';
