@@ -21,6 +21,11 @@ export interface UpstreamModel {
    * undefined leaves it to the model's name and the provider's `discover.endpoints`.
    */
   readonly endpoints?: readonly Endpoint[];
+  /**
+   * The vendor's model that this entry serves under another name, where the list says (an Azure
+   * deployment's `model`, `gpt-4o`): what its price is looked up by.
+   */
+  readonly baseModel?: string;
 }
 
 const positive = z.number().int().positive();
@@ -36,6 +41,7 @@ const upstreamModelSchema = z.object({
   created: z.number().int().nonnegative().optional(),
   // An operation this version does not know (written by a newer one) leaves the model's endpoints to its name.
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).optional().catch(undefined),
+  baseModel: z.string().min(1).optional(),
 });
 
 /** The entries of a stored list that still read as models; anything else is dropped. */

@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
+import { AzureOpenAIProvider } from './azure.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
 import type { ProviderAdapter } from '../generation/provider.js';
@@ -14,6 +15,7 @@ export function createProvider(config: ProviderConfig): ProviderAdapter {
     case 'gemini':
       return new GeminiProvider(config);
     case 'azure':
+      return new AzureOpenAIProvider(config);
     case 'bedrock':
     case 'vertex':
       throw new Error(`provider kind '${config.kind}' is being built`);
