@@ -656,7 +656,7 @@ models:
     ['both forms', `  - { id: m, provider: a, deployments: [{ provider: a }] }`, /models\[0\] \(id: m\): field 'provider': give either 'provider' \(one deployment\) or 'deployments', not both/],
     ['neither form', `  - { id: m }`, /field 'provider': give either/],
     ['an unknown provider in a deployment', `  - { id: m, deployments: [{ provider: a }, { provider: nope }] }`, /field 'deployments\.1\.provider': no provider has the id 'nope'/],
-    ['upstream_api on an Anthropic deployment', `  - { id: m, deployments: [{ provider: c, upstream_api: chat }] }`, /field 'deployments\.0\.upstream_api': applies to 'openai' and 'azure' providers only/],
+    ['upstream_api on an Anthropic deployment', `  - { id: m, deployments: [{ provider: c, upstream_api: chat }] }`, /field 'deployments\.0\.upstream_api': applies to 'openai' providers only/],
     ['an unknown fallback', `  - { id: m, provider: a, fallbacks: [ghost] }`, /field 'fallbacks': no model has the id 'ghost'/],
     ['a model falling back to itself', `  - { id: m, provider: a, fallbacks: [m] }`, /field 'fallbacks': a model cannot fall back to itself/],
     ['a bad retry condition', `  - { id: m, provider: a, routing: { retry_on: [503, sometimes] } }`, /field 'routing\.retry_on\.1'/],

@@ -180,7 +180,7 @@ export function resolveRouting(...blocks: readonly (RoutingBlock | undefined)[])
 const deploymentSchema = z.strictObject({
   provider: z.string(),
   upstream_model: z.string().min(1).optional(),
-  /** As a model's `upstream_api`, for this deployment (an `openai` or `azure` provider's). */
+  /** As a model's `upstream_api`, for this deployment (an `openai` provider's). */
   upstream_api: z.enum(UPSTREAM_APIS).optional(),
   /** Share of traffic among the deployments of one priority, for the `weighted` strategy (and P2C's draw). */
   weight: z.number().positive().default(1),
@@ -215,7 +215,7 @@ const discoverObject = z.strictObject({
   max_models: z.number().int().min(1).default(DISCOVER_DEFAULTS.max_models),
   /** The operations each discovered model serves. */
   endpoints: z.array(z.enum(ENDPOINTS)).min(1).default(DISCOVER_DEFAULTS.endpoints),
-  /** As a model's `upstream_api` (an `openai` or `azure` provider's only). */
+  /** As a model's `upstream_api` (an `openai` provider's only). */
   upstream_api: z.enum(UPSTREAM_APIS).optional(),
 });
 export type DiscoverConfig = z.output<typeof discoverObject>;
@@ -594,8 +594,8 @@ export function deploymentProblem(model: ModelConfig, kindOf: (providerId: strin
     const at = listed ? `deployments.${index}.` : '';
     const kind = kindOf(deployment.provider);
     if (kind === undefined) return { field: `${at}provider`, message: `no provider has the id '${deployment.provider}'` };
-    if (deployment.upstream_api !== undefined && kind !== 'openai' && kind !== 'azure') {
-      return { field: `${at}upstream_api`, message: `applies to 'openai' and 'azure' providers only ('${deployment.provider}' is '${kind}', which is always reached through its chat API)` };
+    if (deployment.upstream_api !== undefined && kind !== 'openai') {
+      return { field: `${at}upstream_api`, message: `applies to 'openai' providers only ('${deployment.provider}' is '${kind}', which is always reached through its chat API)` };
     }
   }
   return undefined;

@@ -72,8 +72,8 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
       case 'openai.responses':
         return true;
       case 'openai.completions':
-        // Only the instruct deployments serve legacy completions; the rest are reached over chat.
-        return model.upstreamApi === 'completions';
+        // Only instruct deployments (gpt-35-turbo-instruct) serve legacy completions, and they serve nothing else: a model that serves chat is reached over chat.
+        return !model.endpoints.has('chat');
       case 'openai.images.generations':
       case 'openai.images.edits':
       case 'openai.audio.transcriptions':
