@@ -269,6 +269,12 @@ describe('content filtering', () => {
     }
   });
 
+  test('a legacy completions caller on a chat deployment (translated) gets an empty completion finished content_filter', async () => {
+    const completion = seen(await openai().completions.create({ model: 'gpt-4o-key', prompt: filtered, max_tokens: 8 }));
+    assert.equal(completion.choices[0]!.finish_reason, 'content_filter');
+    assert.equal(completion.choices[0]!.text, '');
+  });
+
   test('an Anthropic caller gets a refusal: stop_reason "refusal", no content; streamed too', async () => {
     const message = seen(await anthropic().messages.create({ model: 'gpt-4o-entra', max_tokens: 50, messages: [{ role: 'user', content: filtered }] }));
     assert.equal(message.stop_reason, 'refusal');

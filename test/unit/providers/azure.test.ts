@@ -10,6 +10,7 @@ import { GatewayError } from '../../../src/core/errors.js';
 import { generationRequest } from '../../../src/generation/model.js';
 import { EntraAuth } from '../../../src/providers/auth/entra-token.js';
 import { azurePath, servesResponses } from '../../../src/providers/azure.js';
+import type { UpstreamAuth } from '../../../src/providers/upstream-client.js';
 import { json, startFakeServer, type FakeUpstream } from '../../fakes/fake-server.js';
 import { conformanceSuite, NOW } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
@@ -179,7 +180,7 @@ describe('Entra ID client credentials', () => {
   });
   after(() => issuer.close());
 
-  const auth = (secret = SECRET, tenant = 'contoso', authority = issuer.url) => new EntraAuth('azure-east', { tenant_id: tenant, client_id: 'app-1', client_secret: secret, authority_url: authority });
+  const auth = (secret = SECRET, tenant = 'contoso', authority = issuer.url): UpstreamAuth => new EntraAuth('azure-east', { tenant_id: tenant, client_id: 'app-1', client_secret: secret, authority_url: authority });
   const request = { method: 'POST' as const, path: '/openai/v1/chat/completions', headers: {}, body: '{}' };
   const signal = new AbortController().signal;
 
