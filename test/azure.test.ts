@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { stepCountIs, streamText, generateText, tool } from 'ai';
 import OpenAI, { AzureOpenAI } from 'openai';
+import { z } from 'zod';
 import { CONTENT_FILTER_TRIGGER, startFakeAzure, type FakeAzure } from './fakes/fake-azure.js';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
 import type { FakeUpstream } from './fakes/fake-server.js';
@@ -251,6 +254,35 @@ describe('other dialects on an Azure model (translated)', () => {
     let streamed = '';
     for await (const chunk of await genai().models.generateContentStream({ model: 'gpt-4o-entra-dated', contents: 'Tell me about the sea.' })) streamed += seen(chunk).text ?? '';
     assert.ok(streamed.length > 0);
+  });
+});
+
+describe('the AI SDK (OpenAI provider) on Azure models', () => {
+  const provider = () => createOpenAI({ apiKey: key, baseURL: `${sluice.url}/v1` });
+
+  test('generateText over chat with a tool, two steps (Entra, api_version)', async () => {
+    const result = seen(
+      await generateText({
+        model: provider().chat('gpt-4o-entra-dated'),
+        prompt: 'What is the weather in Paris?',
+        tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `snow in ${city}` }) },
+        stopWhen: stepCountIs(3),
+        maxRetries: 0,
+      }),
+    );
+    assert.equal(result.steps.length, 2);
+    assert.equal(result.steps[0]!.toolCalls[0]!.toolName, 'get_weather');
+    assert.match(result.text, /snow in Paris/);
+  });
+
+  test('streamText over the Responses API (an api_version without it: the v1 API)', async () => {
+    const from = azure.requests.length;
+    const result = streamText({ model: provider().responses('gpt-4o-key'), prompt: 'Tell me about the sea.', maxRetries: 0 });
+    let text = '';
+    for await (const delta of result.textStream) text += delta;
+    assert.ok(text.length > 0);
+    assert.ok((await result.usage).outputTokens! > 0);
+    assert.deepEqual(pathsSince(from), ['POST /openai/v1/responses']);
   });
 });
 
