@@ -56,6 +56,7 @@ providers:
     base_url: ${azure.url}
     api_key: ${AZ_KEY}
     api_version: 2024-10-21
+  - { id: azure-old, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}', api_version: '2024-06-01' }
   - { id: azure-key-v1, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}' }
   - { id: azure-entra, kind: azure, base_url: '${azure.url}', entra: ${entra(azure)} }
   - { id: azure-entra-dated, kind: azure, base_url: '${azure.url}', api_version: '2025-04-01-preview', entra: ${entra(azure)} }
@@ -68,6 +69,7 @@ models:
   - { id: gpt-4o-v1, provider: azure-key-v1, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-entra, provider: azure-entra, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-entra-dated, provider: azure-entra-dated, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
+  - { id: gpt-4o-old, provider: azure-old, upstream_model: gpt4o-dep, endpoints: [chat], pricing: ${PRICING} }
   - { id: embed-key, provider: azure-key, upstream_model: embed-dep, endpoints: [embeddings], pricing: { input_per_mtok: 0.02 } }
   - { id: embed-entra, provider: azure-entra, upstream_model: embed-dep, endpoints: [embeddings] }
   - { id: instruct-key, provider: azure-key, upstream_model: instruct-dep, endpoints: [completions] }
@@ -228,6 +230,24 @@ describe('embeddings and legacy completions', () => {
     const translated = seen(await openai().completions.create({ model: 'gpt-4o-key', prompt: 'Once upon a time', max_tokens: 8 }));
     assert.ok(translated.choices[0]!.text.length > 0);
     assert.deepEqual(pathsSince(from), ['POST /openai/deployments/instruct-dep/completions?api-version=2024-10-21', 'POST /openai/deployments/gpt4o-dep/chat/completions?api-version=2024-10-21']);
+  });
+});
+
+describe('an api_version older than stream_options (2024-06-01)', () => {
+  test('streams are not asked for their usage (Azure would refuse the field); the meter counts them', async () => {
+    const from = azure.requests.length;
+    let text = '';
+    for await (const chunk of await openai().chat.completions.create({ model: 'gpt-4o-old', messages: [{ role: 'user', content: 'Tell me about the sea.' }], stream: true })) text += seen(chunk).choices[0]?.delta.content ?? '';
+    assert.ok(text.length > 0);
+    const translated = seen(await anthropic().messages.stream({ model: 'gpt-4o-old', max_tokens: 50, messages: [{ role: 'user', content: 'Tell me about the sea.' }] }).finalMessage());
+    assert.ok(translated.content.length > 0 && translated.usage.output_tokens > 0);
+    const sent = azure.requests.slice(from).filter((r) => r.method === 'POST');
+    assert.deepEqual(sent.map((r) => [r.path, r.body.stream_options]), Array.from({ length: 2 }, () => ['/openai/deployments/gpt4o-dep/chat/completions?api-version=2024-06-01', undefined]));
+    const rows = await eventually(async () => {
+      const found = (await sluice.ledger()).filter((row) => row.model === 'gpt-4o-old');
+      return found.length === 2 ? found : undefined;
+    }, 5000, 'two ledger rows');
+    assert.ok(rows.every((row) => row.status === 200 && row.completion_tokens > 0 && row.cost_usd > 0), JSON.stringify(rows));
   });
 });
 

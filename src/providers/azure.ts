@@ -19,6 +19,9 @@ const CAPABILITIES: Capabilities = {
 /** The first api-version whose deployments serve the Responses API; any later date does too. */
 const FIRST_RESPONSES_VERSION = '2025-03-01';
 
+/** The first api-version that takes `stream_options` (and so reports a stream's usage). */
+const FIRST_STREAM_USAGE_VERSION = '2024-09-01';
+
 /** The data-plane version that still lists a resource's deployments (later versions moved the list to the control plane). */
 const DEPLOYMENTS_LIST_VERSION = '2022-12-01';
 
@@ -61,6 +64,8 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
       credentials: config.entra === undefined ? { 'api-key': config.api_key ?? '' } : new EntraAuth(config.id, config.entra),
       path: (endpoint, model) => azurePath(apiVersion, endpoint, model.upstreamModel),
       capabilities: CAPABILITIES,
+      // Older versions refuse the field ("Unrecognized request argument supplied: stream_options").
+      streamUsage: apiVersion === undefined || apiVersion.slice(0, 10) >= FIRST_STREAM_USAGE_VERSION,
     });
     this.apiVersion = apiVersion;
     this.credentialSetting = config.entra === undefined ? 'api_key' : "entra (the application's role on the resource: Cognitive Services OpenAI User)";

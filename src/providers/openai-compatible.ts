@@ -135,10 +135,12 @@ export interface OpenAIFlavour {
   /** The path (query included) of an endpoint (`/chat/completions`, as under an OpenAI base URL) for a model. */
   readonly path: (endpoint: string, model: CatalogueModel) => string;
   readonly capabilities: Capabilities;
+  /** Whether streams may ask for their usage (`stream_options.include_usage`); an upstream that refuses the field is not sent it, and its streams are counted by the meter. */
+  readonly streamUsage: boolean;
 }
 
 function plainOpenAI(config: ProviderConfig): OpenAIFlavour {
-  return { kind: 'openai', credentials: config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` }, path: (endpoint) => endpoint, capabilities: OPENAI_CAPABILITIES };
+  return { kind: 'openai', credentials: config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` }, path: (endpoint) => endpoint, capabilities: OPENAI_CAPABILITIES, streamUsage: true };
 }
 
 /**
@@ -152,11 +154,13 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   protected readonly client: UpstreamClient;
   private readonly caps: Capabilities;
   private readonly pathOf: OpenAIFlavour['path'];
+  private readonly streamUsage: boolean;
 
   constructor(config: ProviderConfig, flavour: OpenAIFlavour = plainOpenAI(config)) {
     this.id = config.id;
     this.kind = flavour.kind;
     this.pathOf = flavour.path;
+    this.streamUsage = flavour.streamUsage;
     this.caps = config.max_embedding_inputs === undefined ? flavour.capabilities : { ...flavour.capabilities, maxEmbeddingInputs: config.max_embedding_inputs };
     this.client = new UpstreamClient(config, flavour.credentials);
   }
@@ -230,7 +234,9 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       return { stream: true, events: this.responseEvents(response.body) };
     }
     const streamOptions = isObject(call.body.stream_options) ? call.body.stream_options : {};
-    const body = { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } };
+    const body = this.streamUsage
+      ? { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } }
+      : { ...call.body, model: call.model.upstreamModel, stream: true };
     const response = await this.client.post(path, body, call);
     return { stream: true, events: this.relayedEvents(response.body) };
   }
@@ -307,7 +313,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       reasoning_effort: r.reasoning?.effort,
       logprobs: r.logprobs === undefined ? undefined : true,
       top_logprobs: r.logprobs === undefined || r.logprobs.top === 0 ? undefined : r.logprobs.top,
-      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      ...(stream ? { stream: true, ...(this.streamUsage ? { stream_options: { include_usage: true } } : {}) } : {}),
     };
   }
 

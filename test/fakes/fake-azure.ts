@@ -11,7 +11,8 @@ import { startFakeOpenAI } from './fake-openai-upstream.js';
  * - credentials: the `api-key` header, or `Authorization: Bearer` with a token its own Entra fake
  *   issued and that has not expired; else 401 with Azure's body.
  * - the data plane: `/openai/deployments/{deployment}/{chat/completions|completions|embeddings}`
- *   with an `api-version` it knows (else 404 "Resource not found", as Azure), `/openai/responses`
+ *   with an `api-version` it knows (else 404 "Resource not found", as Azure; `stream_options` only
+ *   from 2024-09-01-preview), `/openai/responses`
  *   from api-version 2025-03-01-preview only, and the v1 API `/openai/v1/{…|responses}` with the
  *   deployment in `model`; a deployment it does not have is 404 `DeploymentNotFound`. The deployments
  *   list, `GET /openai/deployments?api-version=2022-12-01`.
@@ -50,7 +51,7 @@ export interface FakeAzure extends FakeUpstream {
   readonly backend: FakeUpstream;
 }
 
-export const AZURE_API_VERSIONS = new Set(['2022-12-01', '2023-05-15', '2024-02-01', '2024-06-01', '2024-10-21', '2024-12-01-preview', '2025-01-01-preview', '2025-03-01-preview', '2025-04-01-preview']);
+export const AZURE_API_VERSIONS = new Set(['2022-12-01', '2023-05-15', '2024-02-01', '2024-06-01', '2024-09-01-preview', '2024-10-21', '2024-12-01-preview', '2025-01-01-preview', '2025-03-01-preview', '2025-04-01-preview']);
 export const CONTENT_FILTER_TRIGGER = 'FILTERME';
 const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
 const DEPLOYMENT_ENDPOINTS = new Set(['chat/completions', 'completions', 'embeddings']);
@@ -143,6 +144,10 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     }
     if (throttled.has(deployment)) {
       return azureError(res, 429, '429', `Requests to the ChatCompletions_Create Operation under Azure OpenAI API version ${version ?? 'v1'} have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second.`, { 'retry-after': '1', 'retry-after-ms': '1000' });
+    }
+    // `stream_options` came with 2024-09-01-preview; an older version refuses it as an unknown argument.
+    if (request.body.stream_options !== undefined && version !== null && version < '2024-09-01') {
+      return json(res, 400, { error: { message: 'Unrecognized request argument supplied: stream_options', type: 'invalid_request_error', param: null, code: null } });
     }
     if (endpoint !== 'embeddings' && JSON.stringify(request.body).includes(CONTENT_FILTER_TRIGGER)) return contentFilterRefusal(res);
     const answer = await fetch(`${backend.url}/${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...request.body, model }) });
