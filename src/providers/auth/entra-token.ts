@@ -70,9 +70,10 @@ export class EntraAuth implements UpstreamAuth {
     this.token = new RefreshingToken(() => this.obtain());
   }
 
-  headersFor(_request: OutgoingRequest): Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>> {
+  /** While a token is being obtained, a request whose signal aborts (its caller gone, its deadline passed) stops waiting; the token request goes on for the others. */
+  headersFor(_request: OutgoingRequest, signal: AbortSignal): Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>> {
     const token = this.token.current();
-    return typeof token === 'string' ? { authorization: `Bearer ${token}` } : token.then((value) => ({ authorization: `Bearer ${value}` }));
+    return typeof token === 'string' ? bearer(token) : untilAborted(token, signal).then(bearer);
   }
 
   secrets(): readonly string[] {
@@ -128,6 +129,19 @@ export class EntraAuth implements UpstreamAuth {
     }
     return new GatewayError('upstream_error', `The Microsoft Entra ID token endpoint of provider '${this.providerId}' failed (HTTP ${statusCode})${detail}.`, { upstreamFailure: statusCode >= 500 ? statusCode : 502, upstreamBody });
   }
+}
+
+function bearer(token: string): Readonly<Record<string, string>> {
+  return { authorization: `Bearer ${token}` };
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const abort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
 }
 
 function safeJson(text: string): unknown {

@@ -256,6 +256,23 @@ describe('Entra ID client credentials', () => {
     assert.match(failure.message, /entra\.authority_url/);
   });
 
+  test('a request whose signal aborts stops waiting for the token; the token still comes for the next', async () => {
+    const slow = await startFakeServer('', (_request, res) => json(res, 200, { token_type: 'Bearer', expires_in: 3599, access_token: 'slow-token' }));
+    slow.behaviour = { headerDelayMs: 300 };
+    try {
+      const entra = auth(SECRET, 'contoso', slow.url);
+      const gone = new AbortController();
+      const waiting = Promise.resolve(entra.headersFor(request, gone.signal));
+      gone.abort(new Error('the caller left'));
+      await assert.rejects(waiting, /the caller left/);
+      const next = await entra.headersFor(request, signal);
+      assert.equal(next.authorization, 'Bearer slow-token');
+      assert.equal(slow.requests.length, 1, 'one token request served both');
+    } finally {
+      await slow.close();
+    }
+  });
+
   test('a 200 without an access token is an unreadable upstream', async () => {
     const empty = await startFakeServer('', (_request, res) => json(res, 200, { token_type: 'Bearer' }));
     try {
