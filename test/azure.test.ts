@@ -21,7 +21,7 @@ const ENTRA_SECRET = 'entra-secret~Q8pL2vX9rT4mN6kW';
 const BAD_SECRET = 'entra-secret~wrongWrongWrong1';
 const TENANT = 'contoso-tenant';
 const CLIENT = 'sluice-gateway-app';
-const DEPLOYMENTS = { 'gpt4o-dep': 'gpt-4o', 'embed-dep': 'text-embedding-3-small', 'instruct-dep': 'gpt-35-turbo-instruct', 'throttled-dep': 'gpt-4o' };
+const DEPLOYMENTS = { 'gpt4o-dep': 'gpt-4o', 'search-vectors': 'text-embedding-3-small', 'instruct-dep': 'gpt-35-turbo-instruct', 'throttled-dep': 'gpt-4o' };
 const PRICING = '{ input_per_mtok: 2.5, output_per_mtok: 10 }';
 const WORKERS = 2;
 
@@ -70,8 +70,8 @@ models:
   - { id: gpt-4o-entra, provider: azure-entra, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-entra-dated, provider: azure-entra-dated, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-old, provider: azure-old, upstream_model: gpt4o-dep, endpoints: [chat], pricing: ${PRICING} }
-  - { id: embed-key, provider: azure-key, upstream_model: embed-dep, endpoints: [embeddings], pricing: { input_per_mtok: 0.02 } }
-  - { id: embed-entra, provider: azure-entra, upstream_model: embed-dep, endpoints: [embeddings] }
+  - { id: embed-key, provider: azure-key, upstream_model: search-vectors, endpoints: [embeddings], pricing: { input_per_mtok: 0.02 } }
+  - { id: embed-entra, provider: azure-entra, upstream_model: search-vectors, endpoints: [embeddings] }
   - { id: instruct-key, provider: azure-key, upstream_model: instruct-dep, endpoints: [completions] }
   - { id: gpt-4o-missing, provider: azure-key, upstream_model: no-such-deployment, endpoints: [chat] }
   - { id: gpt-4o-bad-secret, provider: azure-bad-secret, upstream_model: gpt4o-dep, endpoints: [chat] }
@@ -209,7 +209,7 @@ for (const { model, credential, chatPath, responsesPath } of CHAT_MODELS) {
 
 describe('embeddings and legacy completions', () => {
   for (const [model, credential, path] of [
-    ['embed-key', 'api-key', '/openai/deployments/embed-dep/embeddings?api-version=2024-10-21'],
+    ['embed-key', 'api-key', '/openai/deployments/search-vectors/embeddings?api-version=2024-10-21'],
     ['embed-entra', 'entra', '/openai/v1/embeddings'],
   ] as const) {
     test(`embeddings on ${model} (${credential})`, async () => {
@@ -451,6 +451,11 @@ describe('discovery, the ledger and prices', () => {
     }, 15_000, 'the discovered deployments');
     for (const deployment of Object.keys(DEPLOYMENTS)) assert.ok(ids.includes(`azd/${deployment}`), deployment);
     assert.ok(azure.requests.some((r) => r.method === 'GET' && r.path === '/openai/deployments?api-version=2022-12-01' && r.headers['api-key'] === AZ_KEY));
+    // Each is usable as listed: a chat deployment for chat, the embedding one (told by the model it carries) for embeddings.
+    const chat = seen(await openai().chat.completions.create({ model: 'azd/gpt4o-dep', messages: [{ role: 'user', content: 'Hello' }] }));
+    assert.ok(chat.choices[0]!.message.content!.length > 0);
+    const vectors = seen(await openai().embeddings.create({ model: 'azd/search-vectors', input: 'the sea' }));
+    assert.equal(vectors.data.length, 1);
   });
 
   test('ledger rows name the Azure provider, count the tokens and price them', async () => {

@@ -1,4 +1,5 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
+import { endpointsByName } from '../catalogue/model-kind.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
@@ -145,7 +146,10 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
         const id = optionalString(item.id);
         // A deployment still being created (or failed) serves nothing yet.
         if (id === undefined || (item.status !== undefined && item.status !== 'succeeded')) return [];
-        return [upstreamModel({ id, baseModel: optionalString(item.model), ownedBy: optionalString(item.owner), created: optionalCount(item.created_at), contextWindow: undefined, displayName: undefined, description: undefined, maxOutputTokens: undefined, endpoints: undefined })];
+        const baseModel = optionalString(item.model);
+        // A deployment's name is the operator's choice: an embedding (or speech, image) deployment is told by the model it carries.
+        const endpoints = endpointsByName(id) === undefined && baseModel !== undefined ? endpointsByName(baseModel) : undefined;
+        return [upstreamModel({ id, baseModel, ownedBy: optionalString(item.owner), created: optionalCount(item.created_at), contextWindow: undefined, displayName: undefined, description: undefined, maxOutputTokens: undefined, endpoints })];
       });
       return { models, next: undefined };
     });

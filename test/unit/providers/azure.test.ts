@@ -132,13 +132,13 @@ conformanceSuite({
 
   listModels: [
     {
-      // The data plane's deployments list: each deployment's `model` kept for pricing; one still being created left out.
+      // The data plane's deployments list: each deployment's `model` kept for pricing (and telling an embedding deployment); one still being created left out.
       name: 'models-deployments',
       pages: ['models-deployments'],
       paths: ['/openai/deployments?api-version=2022-12-01'],
       expect: [
         { id: 'gpt4o-prod', baseModel: 'gpt-4o', ownedBy: 'organization-owner', created: 1746000000 },
-        { id: 'embed-small', baseModel: 'text-embedding-3-small', ownedBy: 'organization-owner', created: 1746000100 },
+        { id: 'search-vectors', baseModel: 'text-embedding-3-small', ownedBy: 'organization-owner', created: 1746000100, endpoints: ['embeddings'] },
       ],
     },
     { name: 'models-refused', pages: ['error-401-invalid-key'], paths: ['/openai/deployments?api-version=2022-12-01'], error: { kind: 'upstream_auth_failed', status: 502, upstreamFailure: 401 } },
