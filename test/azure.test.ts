@@ -57,6 +57,7 @@ providers:
     api_key: ${AZ_KEY}
     api_version: 2024-10-21
   - { id: azure-old, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}', api_version: '2024-06-01' }
+  - { id: azure-unknown-version, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}', api_version: '2023-01-01' }
   - { id: azure-key-v1, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}' }
   - { id: azure-entra, kind: azure, base_url: '${azure.url}', entra: ${entra(azure)} }
   - { id: azure-entra-dated, kind: azure, base_url: '${azure.url}', api_version: '2025-04-01-preview', entra: ${entra(azure)} }
@@ -73,6 +74,7 @@ models:
   - { id: embed-key, provider: azure-key, upstream_model: search-vectors, endpoints: [embeddings], pricing: { input_per_mtok: 0.02 } }
   - { id: embed-entra, provider: azure-entra, upstream_model: search-vectors, endpoints: [embeddings] }
   - { id: instruct-key, provider: azure-key, upstream_model: instruct-dep, endpoints: [completions] }
+  - { id: gpt-4o-unknown-version, provider: azure-unknown-version, upstream_model: gpt4o-dep, endpoints: [chat] }
   - { id: gpt-4o-missing, provider: azure-key, upstream_model: no-such-deployment, endpoints: [chat] }
   - { id: gpt-4o-bad-secret, provider: azure-bad-secret, upstream_model: gpt4o-dep, endpoints: [chat] }
   - { id: gpt-4o-load, provider: azure-load, upstream_model: load-dep, endpoints: [chat], pricing: ${PRICING} }
@@ -374,6 +376,15 @@ describe('failures name what to fix', () => {
       assert.ok(error instanceof OpenAI.APIError && error.status === 502, String(error));
       assert.match(error.message, /no deployment named 'no-such-deployment'/);
       assert.match(error.message, /upstream_model of model 'gpt-4o-missing'/);
+      seen(error.error);
+      return true;
+    });
+  });
+
+  test('an api-version the resource does not know: Azure’s 404 "Resource not found" becomes a 502 naming api_version', async () => {
+    await assert.rejects(openai().chat.completions.create({ model: 'gpt-4o-unknown-version', messages: [{ role: 'user', content: 'Hi' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.APIError && error.status === 502, String(error));
+      assert.match(error.message, /answered "Resource not found" for api_version '2023-01-01': check api_version and base_url/);
       seen(error.error);
       return true;
     });
