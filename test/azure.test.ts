@@ -413,7 +413,7 @@ describe('routing across clouds', () => {
       assert.ok(answer.choices[0]!.message.content!.length > 0);
     }
     assert.equal(openaiDirect.requests.length, before + 6);
-    // Each process asked Azure once at most: the deployment then cools for the second its retry-after asked.
+    // Each process asked Azure once at most: the deployment then cools for the 3 s its retry-after asked.
     const asked = pathsSince(from);
     assert.ok(asked.length >= 1 && asked.length <= WORKERS, JSON.stringify(asked));
     assert.ok(asked.every((path) => path === 'POST /openai/deployments/throttled-dep/chat/completions?api-version=2024-10-21'));

@@ -143,7 +143,7 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
       return azureError(res, 404, 'DeploymentNotFound', 'The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.');
     }
     if (throttled.has(deployment)) {
-      return azureError(res, 429, '429', `Requests to the ChatCompletions_Create Operation under Azure OpenAI API version ${version ?? 'v1'} have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second.`, { 'retry-after': '1', 'retry-after-ms': '1000' });
+      return azureError(res, 429, '429', `Requests to the ChatCompletions_Create Operation under Azure OpenAI API version ${version ?? 'v1'} have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 3 seconds.`, { 'retry-after': '3', 'retry-after-ms': '3000' });
     }
     // `stream_options` came with 2024-09-01-preview; an older version refuses it as an unknown argument.
     if (request.body.stream_options !== undefined && version !== null && version < '2024-09-01') {
