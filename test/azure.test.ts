@@ -269,6 +269,16 @@ describe('other dialects on an Azure model (translated)', () => {
     assert.ok(final.usage.output_tokens > 0);
   });
 
+  test('what Azure would refuse is refused up front in the caller’s dialect: an Anthropic top_k', async () => {
+    const from = azure.requests.length;
+    await assert.rejects(anthropic().messages.create({ model: 'gpt-4o-key', max_tokens: 50, top_k: 5, messages: [{ role: 'user', content: 'Hi' }] } as Anthropic.MessageCreateParamsNonStreaming), (error: unknown) => {
+      assert.ok(error instanceof Anthropic.BadRequestError, String(error));
+      assert.match(error.message, /top_k/);
+      return true;
+    });
+    assert.deepEqual(pathsSince(from), []);
+  });
+
   test('@google/genai: generateContent, and a stream', async () => {
     const answer = seen(await genai().models.generateContent({ model: 'gpt-4o-v1', contents: 'Tell me about the sea.' }));
     assert.ok((answer.text ?? '').length > 0);
