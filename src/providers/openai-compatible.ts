@@ -4,7 +4,7 @@ import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, Generatio
 import type { EmbeddingResult } from '../generation/embedding.js';
 import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
-import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
+import { readErrorBody, UpstreamClient, type Json, type ResponseBody, type UpstreamAuth } from './upstream-client.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import { endpointsByName } from '../catalogue/model-kind.js';
@@ -14,7 +14,7 @@ import { usageFromOpenAI, usageFromOpenAIEmbeddings } from '../wire/openai/usage
 import { embeddingsFromOpenAI } from '../wire/openai/embedding.js';
 import { GatewayError } from '../core/errors.js';
 
-const CAPABILITIES: Capabilities = {
+export const OPENAI_CAPABILITIES: Capabilities = {
   upstream: "the upstream's chat completions API",
   maxChoicesPerCall: 128,
   maxTemperature: 2,
@@ -126,20 +126,43 @@ function wireMessages(messages: readonly Message[]): Json[] {
 }
 
 /**
+ * What a cloud serving OpenAI's wire changes of it (Azure OpenAI): the adapter's kind, how it proves
+ * who it is, where each endpoint lives, and what its upstream takes. The mapping stays this module's.
+ */
+export interface OpenAIFlavour {
+  readonly kind: string;
+  readonly credentials: Record<string, string> | UpstreamAuth;
+  /** The path (query included) of an endpoint (`/chat/completions`, as under an OpenAI base URL) for a model. */
+  readonly path: (endpoint: string, model: CatalogueModel) => string;
+  readonly capabilities: Capabilities;
+  /** Whether streams may ask for their usage (`stream_options.include_usage`); an upstream that refuses the field is not sent it, and its streams are counted by the meter. */
+  readonly streamUsage: boolean;
+}
+
+function plainOpenAI(config: ProviderConfig): OpenAIFlavour {
+  return { kind: 'openai', credentials: config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` }, path: (endpoint) => endpoint, capabilities: OPENAI_CAPABILITIES, streamUsage: true };
+}
+
+/**
  * Any server that speaks OpenAI's API (vLLM, llama.cpp, Ollama, OpenAI). A caller speaking OpenAI's
  * own wire is relayed: its body goes upstream as it came, fields Sluice does not know included, with
  * only `model` rewritten and usage always asked for. Everything else is translated to chat.
  */
 export class OpenAICompatibleProvider implements ProviderAdapter {
-  readonly kind = 'openai';
+  readonly kind: string;
   readonly id: string;
-  private readonly client: UpstreamClient;
+  protected readonly client: UpstreamClient;
   private readonly caps: Capabilities;
+  private readonly pathOf: OpenAIFlavour['path'];
+  private readonly streamUsage: boolean;
 
-  constructor(config: ProviderConfig) {
+  constructor(config: ProviderConfig, flavour: OpenAIFlavour = plainOpenAI(config)) {
     this.id = config.id;
-    this.caps = config.max_embedding_inputs === undefined ? CAPABILITIES : { ...CAPABILITIES, maxEmbeddingInputs: config.max_embedding_inputs };
-    this.client = new UpstreamClient(config, config.api_key === undefined ? {} : { authorization: `Bearer ${config.api_key}` });
+    this.kind = flavour.kind;
+    this.pathOf = flavour.path;
+    this.streamUsage = flavour.streamUsage;
+    this.caps = config.max_embedding_inputs === undefined ? flavour.capabilities : { ...flavour.capabilities, maxEmbeddingInputs: config.max_embedding_inputs };
+    this.client = new UpstreamClient(config, flavour.credentials);
   }
 
   get origin(): string {
@@ -198,8 +221,9 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   }
 
   async relay(call: RelayCall): Promise<RelayResponse> {
-    const path = RELAY_PATHS[call.operation];
-    if (path === undefined) throw new Error(`provider ${this.id} does not relay ${call.operation}`);
+    const endpoint = RELAY_PATHS[call.operation];
+    if (endpoint === undefined) throw new Error(`provider ${this.id} does not relay ${call.operation}`);
+    const path = this.pathOf(endpoint, call.model);
     if (!call.stream) {
       const body = await this.client.postJson(path, { ...call.body, model: call.model.upstreamModel }, call);
       return { stream: false, body };
@@ -210,14 +234,22 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       return { stream: true, events: this.responseEvents(response.body) };
     }
     const streamOptions = isObject(call.body.stream_options) ? call.body.stream_options : {};
-    const body = { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } };
+    const body = this.streamUsage
+      ? { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } }
+      : { ...call.body, model: call.model.upstreamModel, stream: true };
     const response = await this.client.post(path, body, call);
     return { stream: true, events: this.relayedEvents(response.body) };
   }
 
-  /** Each chunk parsed once; an upstream error chunk becomes a thrown GatewayError. */
+  /**
+   * Each chunk parsed once; an upstream error chunk becomes a thrown GatewayError. Azure opens a
+   * stream with a chunk of no choices whose `id` and `model` are empty, carrying only its prompt
+   * filter results: those move onto the next chunk, so that no caller (nor `parts`, which takes the
+   * stream's id from its first chunk) sees a chunk without an id.
+   */
   private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
     let done = false;
+    let promptFilter: unknown;
     // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
     for await (const { data } of this.client.events(body)) {
       if (done) continue;
@@ -227,6 +259,15 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       }
       const chunk = this.client.parseEvent(data);
       if (chunk.error !== undefined && chunk.error !== null) throw this.client.midStreamFailure(readErrorBody(data).message);
+      if (chunk.id === '' && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage == null) {
+        promptFilter = chunk.prompt_filter_results;
+        continue;
+      }
+      if (promptFilter !== undefined) {
+        yield { ...chunk, prompt_filter_results: promptFilter };
+        promptFilter = undefined;
+        continue;
+      }
       yield chunk;
     }
     if (!done) throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
@@ -272,7 +313,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       reasoning_effort: r.reasoning?.effort,
       logprobs: r.logprobs === undefined ? undefined : true,
       top_logprobs: r.logprobs === undefined || r.logprobs.top === 0 ? undefined : r.logprobs.top,
-      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      ...(stream ? { stream: true, ...(this.streamUsage ? { stream_options: { include_usage: true } } : {}) } : {}),
     };
   }
 
@@ -305,7 +346,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   }
 
   async generate(call: GenerationCall): Promise<GenerationResult> {
-    const body = await this.client.postJson('/chat/completions', this.body(call, false), call);
+    const body = await this.client.postJson(this.pathOf('/chat/completions', call.model), this.body(call, false), call);
     if (!Array.isArray(body.choices)) throw unreadableUpstream(this.id, 'an answer without choices');
     const choices: GeneratedChoice[] = (body.choices as unknown[]).map((raw, i) => {
       const choice = isObject(raw) ? raw : {};
@@ -339,7 +380,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
   }
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    const response = await this.client.post('/chat/completions', this.body(call, true), call);
+    const response = await this.client.post(this.pathOf('/chat/completions', call.model), this.body(call, true), call);
     return this.parts(this.relayedEvents(response.body));
   }
 
@@ -408,7 +449,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
     const body = { ...r.extensions, model: call.model.upstreamModel, input, ...(r.dimensions === undefined ? {} : { dimensions: r.dimensions }), encoding_format: call.encoding };
     let answer: Json;
     try {
-      answer = await this.client.postJson('/embeddings', body, call);
+      answer = await this.client.postJson(this.pathOf('/embeddings', call.model), body, call);
     } catch (error) {
       throw r.dimensions === undefined ? error : namingDimensions(error);
     }
@@ -419,7 +460,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
 
   /** The caller's bytes posted as they are (uploads, speech); the answer's bytes come back as they arrive, a streamed one uncapped. */
   transfer(call: TransferCall): Promise<Transferred> {
-    return this.client.postBytes(TRANSFER_PATHS[call.operation], call.body, call, !call.stream);
+    return this.client.postBytes(this.pathOf(TRANSFER_PATHS[call.operation], call.model), call.body, call, !call.stream);
   }
 
   async close(): Promise<void> {

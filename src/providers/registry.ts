@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../config/config-file.js';
 import { AnthropicProvider } from './anthropic.js';
+import { AzureOpenAIProvider } from './azure.js';
 import { BedrockProvider } from './bedrock/bedrock.js';
 import { GeminiProvider } from './gemini.js';
 import { OpenAICompatibleProvider } from './openai-compatible.js';
@@ -15,11 +16,11 @@ export function createProvider(config: ProviderConfig): ProviderAdapter {
       return new AnthropicProvider(config);
     case 'gemini':
       return new GeminiProvider(config);
-    case 'vertex':
-      return new VertexProvider(config);
+    case 'azure':
+      return new AzureOpenAIProvider(config);
     case 'bedrock':
       return new BedrockProvider(config);
-    case 'azure':
-      throw new Error(`provider kind '${config.kind}' is being built`);
+    case 'vertex':
+      return new VertexProvider(config);
   }
 }

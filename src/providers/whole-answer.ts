@@ -33,11 +33,23 @@ export function fetchWhole(dispatcher: Dispatcher, request: Dispatcher.DispatchO
   });
 }
 
-/** The two headers Sluice reads of an answer (undici hands them over parsed): the declared length (NaN if none) and `retry-after`. */
+/**
+ * The headers Sluice reads of an answer (undici hands them over parsed): the declared length (NaN
+ * if none) and `retry-after`, else Azure's `retry-after-ms` in whole seconds, rounded up so that
+ * nobody comes back early.
+ */
 export function readAnswerHeaders(headers: IncomingHttpHeaders): { contentLength: number; retryAfter: string | undefined } {
   const length = headers['content-length'];
-  const retryAfter = headers['retry-after'];
-  return { contentLength: typeof length === 'string' ? Number(length) : NaN, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter };
+  const retryAfter = first(headers['retry-after']) ?? retryAfterMs(first(headers['retry-after-ms']));
+  return { contentLength: typeof length === 'string' ? Number(length) : NaN, retryAfter };
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function retryAfterMs(value: string | undefined): string | undefined {
+  return value !== undefined && /^\d{1,12}$/.test(value) ? String(Math.ceil(Number(value) / 1000)) : undefined;
 }
 
 /** undici's dispatch handler for one whole answer. */

@@ -91,6 +91,8 @@ const SITUATION_KINDS = {
   server_error: 'upstream_error',
   overloaded: 'upstream_overloaded',
   unreadable: 'upstream_error',
+  /** The upstream says the gateway's configuration is wrong (an Azure deployment or API version it does not have): the operator's 502. */
+  misconfigured: 'upstream_error',
 } as const satisfies Record<string, ErrorKind>;
 
 export interface ErrorCase {

@@ -1,0 +1,202 @@
+import type { CatalogueModel } from '../catalogue/catalogue.js';
+import { endpointsByName } from '../catalogue/model-kind.js';
+import type { UpstreamModel } from '../catalogue/upstream-model.js';
+import type { ProviderConfig } from '../config/config-file.js';
+import { GatewayError } from '../core/errors.js';
+import type { EmbeddingResult } from '../generation/embedding.js';
+import type { GenerationResult, StreamPart, Usage } from '../generation/model.js';
+import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
+import { EntraAuth, EntraTokenError } from './auth/entra-token.js';
+import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
+import { OPENAI_CAPABILITIES, OpenAICompatibleProvider } from './openai-compatible.js';
+
+const CAPABILITIES: Capabilities = {
+  ...OPENAI_CAPABILITIES,
+  upstream: "Azure OpenAI's chat completions API",
+  // Azure refuses parameters OpenAI does not have ("Unrecognized request argument supplied: top_k").
+  topK: false,
+};
+
+/** The first api-version whose deployments serve the Responses API; any later date does too. */
+const FIRST_RESPONSES_VERSION = '2025-03-01';
+
+/** The first api-version that takes `stream_options` (and so reports a stream's usage). */
+const FIRST_STREAM_USAGE_VERSION = '2024-09-01';
+
+/** The data-plane version that still lists a resource's deployments (later versions moved the list to the control plane). */
+const DEPLOYMENTS_LIST_VERSION = '2022-12-01';
+
+const NO_USAGE: Usage = { input: 0, output: 0, cachedInput: 0, cacheWrite: 0, reasoning: 0 };
+
+/** Whether an api-version (`2024-10-21`, `2025-04-01-preview`) serves the Responses API: its date is the first one's or later. */
+export function servesResponses(apiVersion: string): boolean {
+  return apiVersion.slice(0, 10) >= FIRST_RESPONSES_VERSION;
+}
+
+/**
+ * Where an OpenAI endpoint lives on an Azure OpenAI resource. With `api_version`, on the deployment:
+ * `/openai/deployments/{deployment}/chat/completions?api-version=V`; the Responses API is not
+ * deployment-scoped (`/openai/responses?api-version=V`, the deployment in `model`), and with a
+ * version older than 2025-03-01-preview, which has none, it goes to the v1 API. Without
+ * `api_version`, the v1 API: `/openai/v1/chat/completions`, the deployment in `model`.
+ */
+export function azurePath(apiVersion: string | undefined, endpoint: string, deployment: string): string {
+  if (apiVersion === undefined) return `/openai/v1${endpoint}`;
+  const version = `api-version=${encodeURIComponent(apiVersion)}`;
+  if (endpoint === '/responses') return servesResponses(apiVersion) ? `/openai/responses?${version}` : '/openai/v1/responses';
+  return `/openai/deployments/${encodeURIComponent(deployment)}${endpoint}?${version}`;
+}
+
+/**
+ * Azure OpenAI: OpenAI's wire (the OpenAI-compatible adapter's mapping and relay) on a resource's
+ * deployments, with the `api-key` header or a Microsoft Entra ID token. What is Azure's own: the
+ * paths, the credentials, the deployment list, and its answers: a prompt its content filter refused
+ * (a 400 `content_filter`) reaches a caller of another dialect as a refusal, an OpenAI caller as
+ * Azure's own 400; a missing deployment or API version names the setting to fix.
+ */
+export class AzureOpenAIProvider extends OpenAICompatibleProvider {
+  private readonly apiVersion: string | undefined;
+  private readonly credentialSetting: string;
+
+  constructor(config: ProviderConfig) {
+    const apiVersion = config.api_version;
+    super(config, {
+      kind: 'azure',
+      credentials: config.entra === undefined ? { 'api-key': config.api_key ?? '' } : new EntraAuth(config.id, config.entra),
+      path: (endpoint, model) => azurePath(apiVersion, endpoint, model.upstreamModel),
+      capabilities: CAPABILITIES,
+      // Older versions refuse the field ("Unrecognized request argument supplied: stream_options").
+      streamUsage: apiVersion === undefined || apiVersion.slice(0, 10) >= FIRST_STREAM_USAGE_VERSION,
+    });
+    this.apiVersion = apiVersion;
+    this.credentialSetting = config.entra === undefined ? 'api_key' : "entra (the application's role on the resource: Cognitive Services OpenAI User)";
+  }
+
+  override relays(operation: WireOperation | TransferOperation, model: CatalogueModel): boolean {
+    switch (operation) {
+      case 'openai.chat':
+      case 'openai.responses':
+        return true;
+      case 'openai.completions':
+        // Only instruct deployments (gpt-35-turbo-instruct) serve legacy completions, and they serve nothing else: a model that serves chat is reached over chat.
+        return !model.endpoints.has('chat');
+      case 'openai.images.generations':
+      case 'openai.images.edits':
+      case 'openai.audio.transcriptions':
+      case 'openai.audio.translations':
+      case 'openai.audio.speech':
+        return true;
+      default:
+        // Azure OpenAI has no rerank or moderations endpoint.
+        return false;
+    }
+  }
+
+  override async relay(call: RelayCall): Promise<RelayResponse> {
+    try {
+      return await super.relay(call);
+    } catch (error) {
+      throw this.failure(error, call.model);
+    }
+  }
+
+  override async generate(call: GenerationCall): Promise<GenerationResult> {
+    try {
+      return await super.generate(call);
+    } catch (error) {
+      if (isPromptFiltered(error)) return { id: `filtered-${call.requestId}`, created: Math.floor(Date.now() / 1000), choices: refusedChoices(call.choices), usage: NO_USAGE };
+      throw this.failure(error, call.model);
+    }
+  }
+
+  override async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
+    try {
+      return await super.stream(call);
+    } catch (error) {
+      if (isPromptFiltered(error)) return refusedStream(call);
+      throw this.failure(error, call.model);
+    }
+  }
+
+  override async embed(call: EmbedCall): Promise<EmbeddingResult> {
+    try {
+      return await super.embed(call);
+    } catch (error) {
+      throw this.failure(error, call.model);
+    }
+  }
+
+  override async transfer(call: TransferCall): Promise<Transferred> {
+    try {
+      return await super.transfer(call);
+    } catch (error) {
+      throw this.failure(error, call.model);
+    }
+  }
+
+  /**
+   * The resource's deployments, each with the model it carries (`model`, which pricing reads), from
+   * the data plane's `GET /openai/deployments?api-version=2022-12-01`: the one listing of
+   * deployments an `api-key` or a data-plane token may read. (The v1 API's `/openai/v1/models` lists
+   * the base models the resource could deploy, whose names are not what a request's `model` takes.)
+   */
+  override listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
+    return listAllPages(this.client, signal, () => `/openai/deployments?api-version=${DEPLOYMENTS_LIST_VERSION}`, (page) => {
+      const models = listField(this.client, page, 'data').flatMap((item) => {
+        const id = optionalString(item.id);
+        // A deployment still being created (or failed) serves nothing yet.
+        if (id === undefined || (item.status !== undefined && item.status !== 'succeeded')) return [];
+        const vendorModel = optionalString(item.model);
+        // A deployment's name is the operator's choice: an embedding (or speech, image) deployment is told by the model it carries.
+        const endpoints = endpointsByName(id) === undefined && vendorModel !== undefined ? endpointsByName(vendorModel) : undefined;
+        return [upstreamModel({ id, vendorModel, ownedBy: optionalString(item.owner), created: optionalCount(item.created_at), contextWindow: undefined, displayName: undefined, description: undefined, maxOutputTokens: undefined, endpoints })];
+      });
+      return { models, next: undefined };
+    });
+  }
+
+  /** Azure's refusals that are the configuration's, said so with the setting to fix; the rest as the shared client made them. */
+  private failure(error: unknown, model: CatalogueModel): unknown {
+    if (!(error instanceof GatewayError)) return error;
+    const options = { upstreamBody: error.upstreamBody, cause: error };
+    if (error.code === 'DeploymentNotFound') {
+      return new GatewayError(
+        'upstream_error',
+        `The Azure OpenAI resource of provider '${this.id}' has no deployment named '${model.upstreamModel}': check the upstream_model of model '${model.id}' (it is the deployment's name). This is a gateway configuration problem; see /status.`,
+        { ...options, upstreamFailure: 502, logOnceAs: `azure_deployment:${this.id}:${model.upstreamModel}` },
+      );
+    }
+    if (error.kind === 'upstream_rejected_request' && error.status === 404 && error.code === '404') {
+      const version = this.apiVersion === undefined ? 'the v1 API (no api_version)' : `api_version '${this.apiVersion}'`;
+      return new GatewayError(
+        'upstream_error',
+        `The Azure OpenAI resource of provider '${this.id}' answered "Resource not found" for ${version}: check api_version and base_url (the resource's endpoint, https://<resource>.openai.azure.com). This is a gateway configuration problem; see /status.`,
+        { ...options, upstreamFailure: 502, logOnceAs: `azure_path:${this.id}` },
+      );
+    }
+    if (error.kind === 'upstream_auth_failed' && !(error instanceof EntraTokenError)) {
+      const status = typeof error.upstreamFailure === 'number' ? error.upstreamFailure : 401;
+      return new GatewayError('upstream_auth_failed', `The Azure OpenAI resource of provider '${this.id}' refused the gateway's credentials (HTTP ${status}): check ${this.credentialSetting} of provider '${this.id}'. This is a gateway configuration problem; see /status.`, {
+        ...options,
+        upstreamFailure: status,
+      });
+    }
+    return error;
+  }
+}
+
+/** Azure's 400 for a prompt its content filter refused: `{"error":{"code":"content_filter","innererror":{"code":"ResponsibleAIPolicyViolation",…}}}`. */
+function isPromptFiltered(error: unknown): boolean {
+  return error instanceof GatewayError && error.kind === 'upstream_rejected_request' && error.code === 'content_filter';
+}
+
+function refusedChoices(count: number): GenerationResult['choices'] {
+  return Array.from({ length: count }, (_, index) => ({ index, content: [], finish: { reason: 'content_filter', raw: 'content_filter' } as const, logprobs: undefined }));
+}
+
+/** A refused prompt as a stream: no content, each choice finished as filtered, nothing used (Azure bills no filtered prompt). */
+async function* refusedStream(call: GenerationCall): AsyncGenerator<StreamPart> {
+  yield { type: 'start', id: `filtered-${call.requestId}`, created: Math.floor(Date.now() / 1000) };
+  for (let choice = 0; choice < call.choices; choice++) yield { type: 'finish', choice, finish: { reason: 'content_filter', raw: 'content_filter' } };
+  yield { type: 'usage', usage: NO_USAGE };
+}
