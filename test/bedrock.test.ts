@@ -83,7 +83,7 @@ providers:
   - { id: bedrock-west, kind: bedrock, region: us-west-2, base_url: '${throttled.url}', access_key_id: ${FIELD_KEY.accessKeyId}, secret_access_key: ${FIELD_KEY.secretAccessKey}, session_token: ${FIELD_KEY.sessionToken} }
 models:
   - { id: claude-bedrock, provider: bedrock, upstream_model: '${CLAUDE_MODEL}', endpoints: [chat], max_output_tokens: 8000, pricing: { input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.3, cache_write_per_mtok: 3.75 } }
-  - { id: nova, provider: bedrock-env, upstream_model: '${NOVA_MODEL}', endpoints: [chat] }
+  - { id: nova, provider: bedrock-env, upstream_model: '${NOVA_MODEL}', endpoints: [chat, completions] }
   - { id: titan-embed, provider: bedrock, upstream_model: '${TITAN_EMBED_MODEL}', endpoints: [embeddings] }
   - { id: cohere-embed, provider: bedrock-env, upstream_model: '${COHERE_EMBED_MODEL}', endpoints: [embeddings] }
   - id: nova-failover
@@ -190,6 +190,31 @@ describe('translated through Converse', () => {
     assert.equal(sent.path, `/model/${NOVA_MODEL.replace(':', '%3A')}/converse-stream`);
     assert.match(String(sent.headers.authorization), new RegExp(`Credential=${ENV_KEY.accessKeyId}/`), 'the env provider signs with the environment’s key');
     assert.equal(sent.headers['x-amz-security-token'], undefined);
+  });
+
+  test('the openai SDK: Responses whole and streamed, and legacy completions, over Converse', async () => {
+    const refusals = bedrock.refusals.length;
+    const response = await openai().responses.create({ model: 'claude-bedrock', instructions: 'Be brief.', input: 'hello responses', max_output_tokens: 60 });
+    assert.equal(response.output_text, '[hello responses] The quick brown fox jumps over the lazy dog.');
+    assert.equal(response.usage?.output_tokens, 11);
+    let sent = lastSigned(refusals);
+    assert.equal(sent.path, `/model/${CLAUDE_MODEL.replace(':', '%3A')}/converse`);
+    assert.deepEqual(sent.body.system, [{ text: 'Be brief.' }]);
+    const events = await openai().responses.create({ model: 'claude-bedrock', input: 'stream responses', stream: true });
+    let text = '';
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of events) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    assert.equal(text, '[stream responses] The quick brown fox jumps over the lazy dog.');
+    assert.equal(completed?.status, 'completed');
+    sent = lastSigned(refusals);
+    assert.equal(sent.path, `/model/${CLAUDE_MODEL.replace(':', '%3A')}/converse-stream`);
+    const completion = await openai().completions.create({ model: 'nova', prompt: 'complete me', max_tokens: 30 });
+    assert.equal(completion.choices[0]!.text, '[complete me] The quick brown fox jumps over the lazy dog.');
+    assert.equal(lastSigned(refusals).path, `/model/${NOVA_MODEL.replace(':', '%3A')}/converse`);
+    answers.push(JSON.stringify(response), text, JSON.stringify(completion));
   });
 
   test('the openai SDK: tools, whole and streamed, and the tool result sent back', async () => {
