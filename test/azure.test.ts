@@ -236,10 +236,11 @@ describe('embeddings and legacy completions', () => {
 });
 
 describe('an api_version older than stream_options (2024-06-01)', () => {
-  test('streams are not asked for their usage (Azure would refuse the field); the meter counts them', async () => {
+  test("streams are not asked for their usage, not even by the caller's own stream_options (Azure would refuse the field); the meter counts them", async () => {
     const from = azure.requests.length;
     let text = '';
-    for await (const chunk of await openai().chat.completions.create({ model: 'gpt-4o-old', messages: [{ role: 'user', content: 'Tell me about the sea.' }], stream: true })) text += seen(chunk).choices[0]?.delta.content ?? '';
+    const stream = await openai().chat.completions.create({ model: 'gpt-4o-old', messages: [{ role: 'user', content: 'Tell me about the sea.' }], stream: true, stream_options: { include_usage: true } });
+    for await (const chunk of stream) text += seen(chunk).choices[0]?.delta.content ?? '';
     assert.ok(text.length > 0);
     const translated = seen(await anthropic().messages.stream({ model: 'gpt-4o-old', max_tokens: 50, messages: [{ role: 'user', content: 'Tell me about the sea.' }] }).finalMessage());
     assert.ok(translated.content.length > 0 && translated.usage.output_tokens > 0);

@@ -233,10 +233,11 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       const response = await this.client.post(path, { ...call.body, model: call.model.upstreamModel, stream: true }, call);
       return { stream: true, events: this.responseEvents(response.body) };
     }
-    const streamOptions = isObject(call.body.stream_options) ? call.body.stream_options : {};
+    const { stream_options: streamOptions, ...rest } = call.body;
+    // An upstream that refuses `stream_options` (Azure before 2024-09-01-preview) is sent none, not even the caller's.
     const body = this.streamUsage
-      ? { ...call.body, model: call.model.upstreamModel, stream: true, stream_options: { ...streamOptions, include_usage: true } }
-      : { ...call.body, model: call.model.upstreamModel, stream: true };
+      ? { ...rest, model: call.model.upstreamModel, stream: true, stream_options: { ...(isObject(streamOptions) ? streamOptions : {}), include_usage: true } }
+      : { ...rest, model: call.model.upstreamModel, stream: true };
     const response = await this.client.post(path, body, call);
     return { stream: true, events: this.relayedEvents(response.body) };
   }
