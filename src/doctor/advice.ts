@@ -1,11 +1,12 @@
 import type { ProviderConfig } from '../config/config-file.js';
 import type { GatewayError } from '../core/errors.js';
+import { CredentialUnavailable } from '../providers/auth/token-endpoint.js';
 
 /**
  * The vendors' own error codes that say which setting is wrong, as their APIs name them (AWS's
  * `__type`/`x-amzn-errortype`, Google's `error.status`, Azure's `error.code`), plus
- * `token_unavailable`: what an adapter's token flow (Entra ID, a Google service account, the AWS
- * credential chain) sets as its GatewayError's `code` when it could not obtain a credential at all.
+ * `token_unavailable`: an adapter's credential could not be had at all (CredentialUnavailable: no
+ * usable key, or Entra ID, a Google token endpoint or the AWS credential chain gave none).
  */
 const KNOWN_CODES = [
   'token_unavailable',
@@ -32,6 +33,7 @@ type KnownCode = (typeof KNOWN_CODES)[number];
 
 /** The vendor's code for a failure: the adapter's `code`, else the first known code in the upstream's (redacted) body or the message. */
 export function vendorCodeOf(failure: GatewayError): KnownCode | undefined {
+  if (failure instanceof CredentialUnavailable) return 'token_unavailable';
   // Bounded: an upstream body is already truncated, and the codes come early in it.
   const text = `${failure.code ?? ''} ${failure.upstreamBody ?? ''} ${failure.message}`.slice(0, 4096);
   return KNOWN_CODES.find((code) => new RegExp(`\\b${code}\\b`).test(text));

@@ -6,7 +6,8 @@ import { GatewayError } from '../core/errors.js';
 import type { EmbeddingResult } from '../generation/embedding.js';
 import type { GenerationResult, StreamPart, Usage } from '../generation/model.js';
 import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
-import { EntraAuth, EntraTokenError } from './auth/entra-token.js';
+import { EntraAuth } from './auth/entra-token.js';
+import { CredentialUnavailable } from './auth/token-endpoint.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import { OPENAI_CAPABILITIES, OpenAICompatibleProvider } from './openai-compatible.js';
 
@@ -174,7 +175,7 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
         { ...options, upstreamFailure: 502, logOnceAs: `azure_path:${this.id}` },
       );
     }
-    if (error.kind === 'upstream_auth_failed' && !(error instanceof EntraTokenError)) {
+    if (error.kind === 'upstream_auth_failed' && !(error instanceof CredentialUnavailable)) {
       const status = typeof error.upstreamFailure === 'number' ? error.upstreamFailure : 401;
       return new GatewayError('upstream_auth_failed', `The Azure OpenAI resource of provider '${this.id}' refused the gateway's credentials (HTTP ${status}): check ${this.credentialSetting} of provider '${this.id}'. This is a gateway configuration problem; see /status.`, {
         ...options,

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { importPKCS8, SignJWT } from 'jose';
 import { z } from 'zod';
 import { GatewayError } from '../../core/errors.js';
-import { redact, upstreamTransportError } from '../../core/upstream-errors.js';
-import type { UpstreamAuth } from '../upstream-client.js';
-import { RefreshingToken, type IssuedToken } from './refreshing-token.js';
+import { BearerTokenAuth } from './bearer-token-auth.js';
+import type { IssuedToken } from './refreshing-token.js';
+import { requestToken, CredentialUnavailable } from './token-endpoint.js';
 
 /** What Vertex AI's calls need: the whole of Google Cloud's API surface, as Google's own clients ask. */
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -13,8 +13,6 @@ const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const ASSERTION_LIFETIME_S = 3600;
 /** A token endpoint that has not answered in this long is treated as unreachable. */
 const TOKEN_TIMEOUT_MS = 30_000;
-/** A token answer is small; more than this is not one. */
-const MAX_TOKEN_ANSWER_CHARS = 64 * 1024;
 
 /** Where a provider's service-account key comes from, named as the operator set it. */
 export type KeySource =
@@ -69,8 +67,7 @@ export function keySourceOf(
  * shared by all its requests and renewed by RefreshingToken relative to the lifetime Google gives.
  * A key that cannot be read fails each call with a message naming the setting, never its content.
  */
-export class GoogleServiceAccountAuth implements UpstreamAuth {
-  private readonly token: RefreshingToken;
+export class GoogleServiceAccountAuth extends BearerTokenAuth {
   private signingKey: Promise<SigningKey> | undefined;
   private privateKeyPem: string | undefined;
 
@@ -78,25 +75,15 @@ export class GoogleServiceAccountAuth implements UpstreamAuth {
     private readonly providerId: string,
     private readonly source: KeySource | undefined,
   ) {
-    this.token = new RefreshingToken(() => this.issue());
+    super();
   }
 
-  headersFor(): Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>> {
-    const token = this.token.current();
-    return typeof token === 'string' ? { authorization: `Bearer ${token}` } : token.then((made) => ({ authorization: `Bearer ${made}` }));
-  }
-
-  secrets(): readonly string[] {
-    return this.privateKeyPem === undefined ? this.token.secrets() : [...this.token.secrets(), this.privateKeyPem];
-  }
-
-  /** The token requests carry now, for a client outside the request path (a test hands it to Google's own SDK). */
-  async accessToken(): Promise<string> {
-    return this.token.current();
+  protected credentialSecrets(): readonly string[] {
+    return this.privateKeyPem === undefined ? [] : [this.privateKeyPem];
   }
 
   private keyProblem(problem: string): GatewayError {
-    return new GatewayError('upstream_auth_failed', `The upstream provider '${this.providerId}' has no usable service-account key: ${problem}. This is a gateway configuration problem; see /status.`, {
+    return new CredentialUnavailable('upstream_auth_failed', `The upstream provider '${this.providerId}' has no usable service-account key: ${problem}. This is a gateway configuration problem; see /status.`, {
       upstreamFailure: 401,
     });
   }
@@ -141,8 +128,8 @@ export class GoogleServiceAccountAuth implements UpstreamAuth {
     return { email: fields.client_email, keyId: fields.private_key_id, tokenUri: fields.token_uri, key };
   }
 
-  /** One assertion signed and exchanged; Google's answer read for the token and its lifetime. */
-  private async issue(): Promise<IssuedToken> {
+  /** One assertion signed and exchanged at the key's own token_uri. */
+  protected async obtain(): Promise<IssuedToken> {
     const key = await this.key();
     const assertion = await new SignJWT({ scope: CLOUD_PLATFORM_SCOPE })
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: key.keyId })
@@ -152,55 +139,14 @@ export class GoogleServiceAccountAuth implements UpstreamAuth {
       .setIssuedAt()
       .setExpirationTime(`${ASSERTION_LIFETIME_S}s`)
       .sign(key.key);
-    let status: number;
-    let text: string;
-    try {
-      const response = await fetch(key.tokenUri, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: JWT_BEARER, assertion }).toString(),
-        signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
-        redirect: 'error',
-      });
-      status = response.status;
-      text = (await response.text()).slice(0, MAX_TOKEN_ANSWER_CHARS);
-    } catch (error) {
-      const failure = upstreamTransportError(this.providerId, error);
-      throw new GatewayError(failure.kind, `${failure.message.replace(/\.$/, '')} for a token (token_uri ${key.tokenUri}).`, { upstreamFailure: failure.upstreamFailure, cause: error });
-    }
-    const secrets = [assertion, ...this.secrets()];
-    const answer = readTokenAnswer(text);
-    if (status === 200 && answer.accessToken !== undefined) {
-      return { token: answer.accessToken, lifetimeMs: (answer.expiresIn ?? ASSERTION_LIFETIME_S) * 1000 };
-    }
-    const said = answer.error === undefined ? `HTTP ${status}` : redact(`${answer.error}${answer.description === undefined ? '' : `: ${answer.description}`}`, secrets);
-    if (status >= 500 || status === 429) {
-      throw new GatewayError('upstream_error', `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) failed (${said}).`, { upstreamFailure: status });
-    }
-    throw new GatewayError(
-      'upstream_auth_failed',
-      `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${describeKeySource(this.source!)}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
-      { upstreamFailure: 401 },
+    const endpoint = { providerId: this.providerId, url: key.tokenUri, issuer: "The service account's token endpoint", addressSetting: 'token_uri of the key', timeoutMs: TOKEN_TIMEOUT_MS };
+    const form = new URLSearchParams({ grant_type: JWT_BEARER, assertion });
+    return requestToken(endpoint, form, ASSERTION_LIFETIME_S, () => [assertion, ...this.secrets()], (refusal, said) =>
+      new CredentialUnavailable(
+        'upstream_auth_failed',
+        `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${describeKeySource(this.source!)}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
+        { upstreamFailure: 401, upstreamBody: refusal.body },
+      ),
     );
   }
-}
-
-/** The fields of a token endpoint's JSON answer (RFC 6749 §5.1 and §5.2). */
-function readTokenAnswer(text: string): { accessToken?: string; expiresIn?: number; error?: string; description?: string } {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return {};
-  }
-  if (typeof body !== 'object' || body === null) return {};
-  const fields = body as Record<string, unknown>;
-  const accessToken = typeof fields.access_token === 'string' && fields.access_token !== '' ? fields.access_token : undefined;
-  const expiresIn = typeof fields.expires_in === 'number' && fields.expires_in > 0 ? fields.expires_in : undefined;
-  return {
-    ...(accessToken === undefined ? {} : { accessToken }),
-    ...(expiresIn === undefined ? {} : { expiresIn }),
-    ...(typeof fields.error === 'string' ? { error: fields.error } : {}),
-    ...(typeof fields.error_description === 'string' ? { description: fields.error_description } : {}),
-  };
 }

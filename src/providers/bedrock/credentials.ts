@@ -1,6 +1,6 @@
 import { getProfileName, loadSharedConfigFiles } from '@smithy/shared-ini-file-loader';
 import type { ProviderConfig } from '../../config/config-file.js';
-import { GatewayError } from '../../core/errors.js';
+import { CredentialUnavailable } from '../auth/token-endpoint.js';
 
 /** An AWS identity that signs requests: a long-term key pair, or temporary credentials with their session token. */
 export interface AwsCredentials {
@@ -24,7 +24,7 @@ export async function resolveAwsCredentials(config: ProviderConfig, env: NodeJS.
     return withToken(config.access_key_id, config.secret_access_key, config.session_token, `provider '${config.id}' access_key_id / secret_access_key`);
   }
   if (config.ownCredentialsOnly === true) {
-    throw new GatewayError('upstream_auth_failed', `The provider '${config.id}' has no AWS credentials: a provider entered in the console signs only with its own access_key_id and secret_access_key.`, { upstreamFailure: 401 });
+    throw new CredentialUnavailable('upstream_auth_failed', `The provider '${config.id}' has no AWS credentials: a provider entered in the console signs only with its own access_key_id and secret_access_key.`, { upstreamFailure: 401 });
   }
   const fromEnv = { id: env.AWS_ACCESS_KEY_ID, secret: env.AWS_SECRET_ACCESS_KEY };
   if (fromEnv.id && fromEnv.secret) return withToken(fromEnv.id, fromEnv.secret, env.AWS_SESSION_TOKEN || undefined, 'AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY');
@@ -41,7 +41,7 @@ export async function resolveAwsCredentials(config: ProviderConfig, env: NodeJS.
   if (section?.aws_access_key_id && section.aws_secret_access_key) {
     return withToken(section.aws_access_key_id, section.aws_secret_access_key, section.aws_session_token || undefined, `profile '${profile}' in ${file}`);
   }
-  throw new GatewayError(
+  throw new CredentialUnavailable(
     'upstream_auth_failed',
     `The provider '${config.id}' has no AWS credentials: set its access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials) in the gateway's environment, or AWS_PROFILE (now '${profile}') naming a profile with aws_access_key_id and aws_secret_access_key in the shared credentials file (${file}; AWS_SHARED_CREDENTIALS_FILE names another).`,
     { upstreamFailure: 401 },

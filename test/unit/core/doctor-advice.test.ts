@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import { parseConfig, type ProviderConfig } from '../../../src/config/config-file.js';
 import { GatewayError, type ErrorKind } from '../../../src/core/errors.js';
 import { adviceFor, vendorCodeOf } from '../../../src/doctor/advice.js';
+import { CredentialUnavailable } from '../../../src/providers/auth/token-endpoint.js';
 
 const SECRETS = ['az-api-key-value', 'entra-secret-value', 'AKIAUNITKEYID', 'aws-secret-value', 'aws-session-value', 'sa-private-key-value'];
 
@@ -31,6 +32,8 @@ const provider = (id: string): ProviderConfig => config.providers.find((p) => p.
 
 /** An adapter's failure as it would throw it: a kind, the upstream status, and optionally the vendor's code and (redacted) body. */
 function failure(kind: ErrorKind, status: number | 'connect_error' | 'timeout', options: { code?: string; body?: string; message?: string } = {}): GatewayError {
+  // `token_unavailable` stands for the adapters' CredentialUnavailable: no credential could be had at all.
+  if (options.code === 'token_unavailable') return new CredentialUnavailable(kind, options.message ?? 'no credential', { upstreamFailure: status });
   return new GatewayError(kind, options.message ?? `The upstream provider failed (${String(status)}).`, { upstreamFailure: status, ...(options.code === undefined ? {} : { code: options.code }), ...(options.body === undefined ? {} : { upstreamBody: options.body }) });
 }
 
