@@ -165,6 +165,25 @@ describe('the provider form for the cloud kinds', () => {
   });
 });
 
+describe('a stored credential goes only where it was entered for', () => {
+  test('an edit that moves the Entra authority, the tenant or base_url must retype the credentials; retyped, it is saved', async () => {
+    const edit = '/app/catalogue/providers/azure-east/edit';
+    const fields = ConsoleClient.formFields((await client.get(edit)).text, edit);
+    const before = (await unsealed('azure-east')).row;
+    const moves: Record<string, string>[] = [{ entra_authority_url: 'http://127.0.0.1:18999' }, { entra_tenant_id: 'fabrikam.onmicrosoft.com' }, { base_url: 'https://attacker.example' }];
+    for (const moved of moves) {
+      const answer = await client.post(edit, { ...fields, ...moved });
+      assert.equal(answer.status, 400, JSON.stringify(moved));
+      assert.match(answer.text, /entra_client_secret<\/code>: the address changed/);
+      assert.deepEqual((await unsealed('azure-east')).row, before, 'nothing changed');
+    }
+    const retyped = await client.post(edit, { ...fields, entra_authority_url: 'http://127.0.0.1:18999', entra_client_secret: SECRETS.entra });
+    assert.equal(retyped.status, 303, retyped.text.slice(0, 500));
+    const after = (await unsealed('azure-east')).config;
+    assert.deepEqual([after.entra?.authority_url, after.entra?.client_secret], ['http://127.0.0.1:18999', SECRETS.entra]);
+  });
+});
+
 describe('what the console refuses, changing nothing', () => {
   const refusals: [string, Record<string, string>, RegExp][] = [
     ['a bedrock provider without its own AWS keys', { id: 'r-bedrock', kind: 'bedrock', region: 'us-east-1' }, /access_key_id<\/code>: is required: a console provider carries its own AWS credentials/],

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { defaultBaseUrl, deploymentProblem, deploymentsOf, modelSchema, providerSchema } from '../config/config-file.js';
+import { defaultBaseUrl, deploymentProblem, ENTRA_AUTHORITY, deploymentsOf, modelSchema, providerSchema } from '../config/config-file.js';
 import type { CatalogueRepository } from '../store/store.js';
 import type { CredentialCipher } from './credential-cipher.js';
 import { storedModelEntry, type LiveCatalogue } from './live-catalogue.js';
@@ -45,12 +45,21 @@ export class CatalogueAdmin {
       }
     }
     const kind = typeof raw.kind === 'string' ? raw.kind : '';
+    // A stored credential goes only where it went when it was entered: sent to an address changed
+    // since, it would reach whoever the console admin named (a client secret, a key, a token).
+    const moved = stored !== undefined && destinationOf(stored.config) !== destinationOf(raw);
     const merged: Record<string, unknown> = {};
+    const left: SecretField[] = [];
     for (const field of SECRET_FIELDS) {
       const change = secrets[field];
+      const keep = change === undefined && current[field] !== undefined && (SECRET_KINDS[field] as readonly string[]).includes(kind);
       // A stored credential of another kind (the kind was changed) is left behind; one typed now is judged.
-      if (change === undefined && current[field] !== undefined && (SECRET_KINDS[field] as readonly string[]).includes(kind)) merged[field] = current[field];
+      if (keep && !moved) merged[field] = current[field];
+      else if (keep) left.push(field);
       else if (change !== undefined && change !== null) merged[field] = change;
+    }
+    if (left.length > 0) {
+      return { ok: false, errors: Object.fromEntries(left.map((field) => [field, 'the address changed (base_url, or the Entra ID authority or tenant): enter this credential again, or it would be sent to the new address'])) };
     }
 
     const parsed = providerSchema.safeParse(joinSecrets(raw, merged as ProviderSecrets));
@@ -125,6 +134,13 @@ export class CatalogueAdmin {
     const stored = (await this.repository.models()).find((m) => m.id === id);
     return stored && storedModelEntry(stored);
   }
+}
+
+/** Where a provider's credentials are sent: its base URL and, for Entra ID, the authority and tenant (what an edit may not change under a kept credential). */
+function destinationOf(entry: Readonly<Record<string, unknown>>): string {
+  const entra = entry.entra as Record<string, unknown> | undefined;
+  const authority = entra === undefined ? null : (entra.authority_url ?? ENTRA_AUTHORITY);
+  return JSON.stringify([entry.kind, entry.base_url ?? null, authority, entra?.tenant_id ?? null]);
 }
 
 function refused(field: string, message: string): AdminResult {

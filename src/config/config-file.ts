@@ -45,6 +45,9 @@ export function defaultBaseUrl(provider: { readonly kind: ProviderKind; readonly
   }
 }
 
+/** Microsoft Entra ID's public cloud, where `entra` tokens come from unless `authority_url` names another. */
+export const ENTRA_AUTHORITY = 'https://login.microsoftonline.com';
+
 /** Fields that belong to one kind of provider only; any other kind refuses them by name. */
 const KIND_FIELDS = {
   api_version: 'azure',
@@ -268,7 +271,7 @@ export const providerSchema = z.strictObject({
       client_id: z.string().min(1),
       client_secret: z.string().min(1),
       /** Where tokens come from: the public cloud's by default; a sovereign or private cloud names its own. */
-      authority_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default('https://login.microsoftonline.com'),
+      authority_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default(ENTRA_AUTHORITY),
     })
     .optional(),
   /** bedrock: the AWS region (`us-east-1`). */
