@@ -1,4 +1,5 @@
 import { PROVIDER_KINDS, type ProviderConfig, type ProviderKind } from '../config/config-file.js';
+import { readServiceAccountKey } from '../config/service-account-key.js';
 
 /** The credential-bearing fields of a provider, sealed together in the store and never shown. */
 export interface ProviderSecrets {
@@ -92,19 +93,6 @@ export function storedProviderProblems(provider: { readonly kind: ProviderKind }
 
 /** What is wrong with a pasted service-account key, in words that never quote it; undefined when it reads as one. */
 export function serviceAccountKeyProblem(text: string): string | undefined {
-  let key: unknown;
-  try {
-    key = JSON.parse(text);
-  } catch {
-    return "is not JSON: paste the whole key file Google gave (it starts with '{')";
-  }
-  if (key === null || typeof key !== 'object' || Array.isArray(key)) return 'is not a JSON object: paste the whole key file';
-  const fields = key as Record<string, unknown>;
-  if (fields.type !== 'service_account') return "is not a service-account key (its 'type' is not service_account)";
-  for (const field of ['client_email', 'private_key'] as const) {
-    if (typeof fields[field] !== 'string' || fields[field] === '') return `lacks its '${field}'`;
-  }
-  if (!String(fields.private_key).includes('PRIVATE KEY-----')) return "has a 'private_key' that is not a PEM private key";
-  if (fields.token_uri !== undefined && (typeof fields.token_uri !== 'string' || !/^https?:\/\/[^\s]+$/.test(fields.token_uri))) return "has a 'token_uri' that is not an http(s) URL";
-  return undefined;
+  const read = readServiceAccountKey(text);
+  return 'problem' in read ? read.problem : undefined;
 }

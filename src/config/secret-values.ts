@@ -1,4 +1,5 @@
 import type { ProviderConfig } from './config-file.js';
+import { privateKeySecrets } from './service-account-key.js';
 
 /** Shorter values are not searched for: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 4;
@@ -15,7 +16,7 @@ export function secretValuesOf(provider: Pick<ProviderConfig, 'api_key' | 'heade
   return [...new Set(values.filter((value): value is string => value !== undefined && value.length >= MIN_SECRET_LENGTH))];
 }
 
-/** A service-account key's private key, whole and as its PEM body lines; none when the text is no such key. */
+/** A pasted service-account key's private key, to redact even when the rest of the key is not valid; none when there is none. */
 function privateKeyParts(credentials: string): string[] {
   let key: unknown;
   try {
@@ -24,7 +25,5 @@ function privateKeyParts(credentials: string): string[] {
     return [];
   }
   const privateKey = (key as { private_key?: unknown } | null)?.private_key;
-  if (typeof privateKey !== 'string') return [];
-  const lines = privateKey.split(/\r?\n/).filter((line) => line.length >= 16 && !line.startsWith('-----'));
-  return [privateKey, JSON.stringify(privateKey).slice(1, -1), ...lines];
+  return typeof privateKey === 'string' ? privateKeySecrets(privateKey) : [];
 }

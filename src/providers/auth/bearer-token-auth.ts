@@ -23,11 +23,6 @@ export abstract class BearerTokenAuth implements UpstreamAuth {
   secrets(): readonly string[] {
     return [...this.credentialSecrets(), ...this.token.secrets()];
   }
-
-  /** The token requests carry now, for a client outside the request path (`sluice doctor`, a test handing it to a vendor's SDK). */
-  accessToken(): Promise<string> {
-    return Promise.resolve(this.token.current());
-  }
 }
 
 function bearer(token: string): Readonly<Record<string, string>> {

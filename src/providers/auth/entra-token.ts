@@ -11,7 +11,7 @@ const TOKEN_TIMEOUT_MS = 10_000;
 /** Entra's tokens live an hour or more; an answer without `expires_in` is taken as the shortest. */
 const DEFAULT_LIFETIME_S = 3600;
 
-export type EntraSettings = NonNullable<ProviderConfig['entra']>;
+type EntraSettings = NonNullable<ProviderConfig['entra']>;
 
 
 /** The setting an AADSTS code points at, so the operator knows what to fix. */

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { importPKCS8, SignJWT } from 'jose';
-import { z } from 'zod';
+import { privateKeySecrets, readServiceAccountKey } from '../../config/service-account-key.js';
 import { GatewayError } from '../../core/errors.js';
 import { BearerTokenAuth } from './bearer-token-auth.js';
 import type { IssuedToken } from './refreshing-token.js';
 import { requestToken, CredentialUnavailable } from './token-endpoint.js';
 
 /** What Vertex AI's calls need: the whole of Google Cloud's API surface, as Google's own clients ask. */
-export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 /** Google refuses an assertion that claims to live longer than an hour. */
 const ASSERTION_LIFETIME_S = 3600;
@@ -19,16 +19,6 @@ export type KeySource =
   | { readonly setting: 'credentials'; readonly json: string }
   | { readonly setting: 'credentials_file' | 'GOOGLE_APPLICATION_CREDENTIALS'; readonly path: string };
 
-/** The fields of a service-account key file that the JWT-bearer flow uses; the rest (project_id, client_id…) is not needed. */
-const serviceAccountKey = z.object({
-  type: z.literal('service_account', { error: "is not a service-account key (its 'type' must be service_account)" }).optional(),
-  client_email: z.string().min(1),
-  private_key: z.string().includes('PRIVATE KEY'),
-  private_key_id: z.string().min(1),
-  // A private cloud or a test names its own; Google's own is https://oauth2.googleapis.com/token.
-  token_uri: z.url({ protocol: /^https?$/ }),
-});
-
 type PrivateKey = Awaited<ReturnType<typeof importPKCS8>>;
 
 interface SigningKey {
@@ -38,9 +28,9 @@ interface SigningKey {
   readonly key: PrivateKey;
 }
 
-/** Which setting holds the key, for messages: `credentials_file (/run/secrets/sa.json)`. */
-export function describeKeySource(source: KeySource): string {
-  return source.setting === 'credentials' ? 'credentials' : `${source.setting} (${source.path})`;
+/** Which setting holds the key, for messages: the setting's name, never a path on the gateway's host (callers see these messages). */
+function describeKeySource(source: KeySource): string {
+  return source.setting;
 }
 
 /**
@@ -69,7 +59,7 @@ export function keySourceOf(
  */
 export class GoogleServiceAccountAuth extends BearerTokenAuth {
   private signingKey: Promise<SigningKey> | undefined;
-  private privateKeyPem: string | undefined;
+  private privateKeySecrets: readonly string[] = [];
 
   constructor(
     private readonly providerId: string,
@@ -79,7 +69,7 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
   }
 
   protected credentialSecrets(): readonly string[] {
-    return this.privateKeyPem === undefined ? [] : [this.privateKeyPem];
+    return this.privateKeySecrets;
   }
 
   private keyProblem(problem: string): GatewayError {
@@ -88,8 +78,13 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     });
   }
 
+  /** A key that could not be loaded is tried again at the next call: the operator may have fixed the file meanwhile. */
   private key(): Promise<SigningKey> {
-    return (this.signingKey ??= this.loadKey());
+    this.signingKey ??= this.loadKey().catch((error: unknown) => {
+      this.signingKey = undefined;
+      throw error;
+    });
+    return this.signingKey;
   }
 
   private async loadKey(): Promise<SigningKey> {
@@ -105,26 +100,16 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
         throw this.keyProblem(`${where} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
       }
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // The parser's message may quote the key; it is not repeated.
-      throw this.keyProblem(`${where} is not JSON (a service-account key file is)`);
-    }
-    const read = serviceAccountKey.safeParse(parsed);
-    if (!read.success) {
-      const issue = read.error.issues[0]!;
-      throw this.keyProblem(`${where}: field '${issue.path.join('.')}' ${issue.code === 'invalid_type' ? 'is missing or not a string' : 'is not valid'}`);
-    }
-    const fields = read.data;
+    const read = readServiceAccountKey(text);
+    if ('problem' in read) throw this.keyProblem(`${where} ${read.problem}`);
+    const fields = read.key;
     let key: PrivateKey;
     try {
       key = await importPKCS8(fields.private_key, 'RS256');
     } catch {
       throw this.keyProblem(`${where}: field 'private_key' is not an RSA private key in PKCS #8 PEM`);
     }
-    this.privateKeyPem = fields.private_key;
+    this.privateKeySecrets = privateKeySecrets(fields.private_key);
     return { email: fields.client_email, keyId: fields.private_key_id, tokenUri: fields.token_uri, key };
   }
 

@@ -11,6 +11,8 @@ const MARGIN_SHARE = 0.1;
 const MAX_MARGIN_MS = 60_000;
 /** After a failed request for a token, this long passes before the next: a token endpoint that is down is not asked once per call. */
 const FAILURE_PAUSE_MS = 1_000;
+/** The shortest lifetime taken from an issuer: one that says 0 must not cost a token request per call. */
+const MIN_LIFETIME_MS = 1_000;
 
 interface Held {
   readonly token: string;
@@ -61,7 +63,7 @@ export class RefreshingToken {
     const pending = this.obtain().then(
       ({ token, lifetimeMs }) => {
         const issuedAt = this.now();
-        const lifetime = Math.max(0, lifetimeMs);
+        const lifetime = Math.max(MIN_LIFETIME_MS, lifetimeMs);
         this.held = { token, refreshAt: issuedAt + lifetime * REFRESH_AT, usableUntil: issuedAt + lifetime - Math.min(lifetime * MARGIN_SHARE, MAX_MARGIN_MS) };
         this.failure = undefined;
         this.pending = undefined;

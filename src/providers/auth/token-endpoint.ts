@@ -4,6 +4,8 @@ import type { IssuedToken } from './refreshing-token.js';
 
 /** A token answer is small; past this it is not one, and the rest is not read. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/** What of the issuer's own words goes into a message. */
+const MAX_DESCRIPTION_CHARS = 300;
 
 /**
  * A provider's own credential could not be had at all: no usable key or secret is configured, or
@@ -61,7 +63,8 @@ export async function requestToken(
     status = answer.statusCode;
     text = await readCapped(answer.body);
   } catch (error) {
-    const failure = upstreamTransportError(endpoint.providerId, error);
+    // AbortSignal.timeout's error is no undici code: it is a timeout all the same.
+    const failure = (error as Error | null)?.name === 'TimeoutError' ? new GatewayError('upstream_timeout', `The upstream provider '${endpoint.providerId}' did not answer in time.`, { upstreamFailure: 'timeout' }) : upstreamTransportError(endpoint.providerId, error);
     throw new GatewayError(failure.kind === 'upstream_error' ? 'upstream_unreachable' : failure.kind, `${failure.message.replace(/\.$/, '')} for a token: ${endpoint.issuer} at ${endpoint.url} (${endpoint.addressSetting}) did not answer.`, {
       upstreamFailure: failure.upstreamFailure ?? 'connect_error',
       cause: error,
@@ -70,9 +73,10 @@ export async function requestToken(
   const body = parseObject(text);
   const token = body.access_token;
   const lifetime = typeof body.expires_in === 'number' ? body.expires_in : typeof body.expires_in === 'string' && /^\d{1,9}$/.test(body.expires_in) ? Number(body.expires_in) : defaultLifetimeS;
-  if (status >= 200 && status < 300 && typeof token === 'string' && token !== '' && lifetime > 0) return { token, lifetimeMs: lifetime * 1000 };
-  const description = typeof body.error_description === 'string' ? body.error_description.split(/\r?\n/)[0]!.trim() : undefined;
-  const error = typeof body.error === 'string' ? body.error : undefined;
+  if (status >= 200 && status < 300 && typeof token === 'string' && token !== '' && lifetime >= 0) return { token, lifetimeMs: lifetime * 1000 };
+  // The first line (Entra's AADSTS sentence; its trace ids follow), and no more of it than a message needs.
+  const description = typeof body.error_description === 'string' ? body.error_description.split(/\r?\n/, 1)[0]!.trim().slice(0, MAX_DESCRIPTION_CHARS) : undefined;
+  const error = typeof body.error === 'string' ? body.error.slice(0, MAX_DESCRIPTION_CHARS) : undefined;
   const words = [error, description].filter((word) => word !== undefined && word !== '').join(': ');
   const said = redact(words === '' ? `HTTP ${status}` : `HTTP ${status}, ${words}`, secrets());
   const upstreamBody = redact(text, secrets()).slice(0, 1000);

@@ -12,7 +12,7 @@ import { joinSecrets, serviceAccountKeyProblem, splitSecrets, storedProviderProb
 import type { StoredProvider } from '../../../src/store/store.js';
 
 const cipher = CredentialCipher.forDataDir('/nonexistent', { SLUICE_CREDENTIAL_KEY: 'unit-test-credential-key-0123456789' });
-const KEY = JSON.stringify({ type: 'service_account', client_email: 'sa@p.iam.gserviceaccount.com', private_key: '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n', token_uri: 'http://127.0.0.1:9/token' });
+const KEY = JSON.stringify({ type: 'service_account', client_email: 'sa@p.iam.gserviceaccount.com', private_key_id: 'key-id-1', private_key: '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n', token_uri: 'http://127.0.0.1:9/token' });
 
 function row(id: string, config: Record<string, unknown>, secrets: Record<string, unknown> | null): StoredProvider {
   return { id, config, secrets: secrets === null ? null : cipher.seal(JSON.stringify(secrets), id), createdAt: 0, updatedAt: 0 };
@@ -57,7 +57,8 @@ describe('a console provider’s credentials in the store', () => {
       ['{"type": "service_account", "private_key": "PRIVATE-VALUE"', /is not JSON/],
       ['["PRIVATE-VALUE"]', /is not a JSON object/],
       ['{"type": "authorized_user", "refresh_token": "PRIVATE-VALUE"}', /is not a service-account key/],
-      ['{"type": "service_account", "client_email": "a@b", "private_key": "PRIVATE-VALUE"}', /'private_key' that is not a PEM private key/],
+      ['{"type": "service_account", "client_email": "a@b", "private_key": "PRIVATE-VALUE"}', /has no 'private_key' in PEM form/],
+      [JSON.stringify({ ...JSON.parse(KEY), private_key_id: undefined }), /lacks its 'private_key_id'/],
       [JSON.stringify({ ...JSON.parse(KEY), token_uri: 'file:///PRIVATE-VALUE' }), /'token_uri' that is not an http\(s\) URL/],
     ] as const) {
       const problem = serviceAccountKeyProblem(text);

@@ -103,4 +103,13 @@ describe('RefreshingToken', () => {
     await t.answer('tok-2');
     assert.equal(t.token.current(), 'tok-2');
   });
+
+  test('an issuer that says a token lives 0 s is taken at a second: not a token request per call', async () => {
+    const t = issuer(0);
+    const first = t.token.current();
+    await t.answer('tok-1');
+    assert.equal(await first, 'tok-1');
+    for (let i = 0; i < 20; i++) assert.equal(t.token.current(), 'tok-1');
+    assert.equal(t.issued(), 1);
+  });
 });
