@@ -10,7 +10,7 @@ import { relayedMessagesEvents } from '../anthropic.js';
 import { listAllPages, listField, optionalString, upstreamModel } from '../model-listing.js';
 import { TranslatingProvider } from '../translating-provider.js';
 import { UpstreamClient, type Json, type ResponseBody } from '../upstream-client.js';
-import { streamException, withAuthAdvice } from './aws-errors.js';
+import { awsFailures, identityRefused, streamException } from './aws-errors.js';
 import { CONVERSE_CAPABILITIES, converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from './converse.js';
 import { COHERE_MAX_TEXTS, cohereBody, cohereResult, embeddingFamily, titanBody, titanResult } from './embeddings.js';
 import { eventStreamMessages, headerString } from './event-stream.js';
@@ -18,6 +18,9 @@ import { AwsIdentity, RequestSigner } from './request-signer.js';
 
 /** The body version Bedrock's Anthropic models take, whatever API version the caller wrote for. */
 const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+
+/** Stateless between calls, so one serves every frame. */
+const UTF8 = new TextDecoder();
 
 const TITAN_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: 1 };
 const COHERE_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: COHERE_MAX_TEXTS };
@@ -57,11 +60,12 @@ export class BedrockProvider extends TranslatingProvider {
   constructor(config: ProviderConfig) {
     const identity = new AwsIdentity(config);
     const region = config.region ?? '';
-    const runtime = new UpstreamClient(config, new RequestSigner(identity, region, new URL(config.base_url).origin));
+    const failures = awsFailures(config.region);
+    const runtime = new UpstreamClient(config, new RequestSigner(identity, region, new URL(config.base_url).origin), undefined, failures);
     super(config.id, runtime);
     this.identity = identity;
     const controlUrl = controlPlaneUrl(config.base_url);
-    this.controlPlane = new UpstreamClient({ ...config, base_url: controlUrl }, new RequestSigner(identity, region, new URL(controlUrl).origin));
+    this.controlPlane = new UpstreamClient({ ...config, base_url: controlUrl }, new RequestSigner(identity, region, new URL(controlUrl).origin), undefined, failures);
     this.region = config.region;
     this.maxFrameBytes = config.max_response_bytes;
     this.configuredBeta = config.headers?.['anthropic-beta'];
@@ -149,12 +153,15 @@ export class BedrockProvider extends TranslatingProvider {
     await Promise.all([super.close(), this.controlPlane.close()]);
   }
 
-  /** AWS's refusal of the credentials, with what to check; the credentials are then looked for again at the next call. */
+  /**
+   * AWS's refusal of the identity itself (an unknown key, a wrong secret, an expired session token):
+   * the credentials are looked for again at the next call. A model's access denied is not one: the
+   * same credentials serve the other models, and reading them again would not help.
+   */
   private advised<T>(work: Promise<T>): Promise<T> {
     return work.catch((error: unknown) => {
-      const advised = withAuthAdvice(error, this.id, this.region);
-      if (advised !== error) this.identity.forget();
-      throw advised;
+      if (identityRefused(error)) this.identity.forget();
+      throw error;
     });
   }
 
@@ -164,8 +171,8 @@ export class BedrockProvider extends TranslatingProvider {
       for await (const message of eventStreamMessages(body, this.id, this.maxFrameBytes)) {
         const type = headerString(message, ':message-type');
         if (type === 'error') throw this.client.midStreamFailure(`${headerString(message, ':error-code') ?? 'error'}: ${headerString(message, ':error-message') ?? ''}`);
-        const payload = this.payloadOf(message.body);
-        if (type === 'exception') throw streamException(this.client, headerString(message, ':exception-type'), payload);
+        const payload = this.client.parseEvent(UTF8.decode(message.body));
+        if (type === 'exception') throw streamException(this.client, headerString(message, ':exception-type'), payload, this.region);
         if (type !== 'event') throw unreadableUpstream(this.id, `an event-stream frame of message type '${type ?? 'none'}'`);
         yield { eventType: headerString(message, ':event-type') ?? '', payload };
       }
@@ -179,18 +186,8 @@ export class BedrockProvider extends TranslatingProvider {
     for await (const { eventType, payload } of this.events(body)) {
       if (eventType !== 'chunk') continue;
       if (typeof payload.bytes !== 'string') throw unreadableUpstream(this.id, 'a chunk event without bytes');
-      yield this.payloadOf(Buffer.from(payload.bytes, 'base64'));
+      yield this.client.parseEvent(Buffer.from(payload.bytes, 'base64').toString('utf8'));
     }
-  }
-
-  private payloadOf(bytes: Uint8Array): Json {
-    try {
-      const parsed: unknown = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
-      if (isObject(parsed)) return parsed;
-    } catch {
-      // Reported below.
-    }
-    throw unreadableUpstream(this.id, 'a stream event that is not a JSON object');
   }
 }
 
