@@ -1,3 +1,4 @@
+import { parseBedrockModelId } from '../../config/cloud-model-ids.js';
 import type { EmbeddingRequest, EmbeddingResult, Embedding } from '../../generation/embedding.js';
 import { usageOf } from '../../generation/model.js';
 import { isObject } from '../../wire/json.js';
@@ -12,11 +13,11 @@ export type EmbeddingFamily = 'titan' | 'cohere';
 /** Cohere Embed's most texts in one call. */
 export const COHERE_MAX_TEXTS = 96;
 
-/** The family of an upstream model id (a cross-region profile's `us.` prefix allowed), or undefined when it embeds nothing here. */
+/** The family of an upstream model id (an inference profile or an ARN as well), or undefined when it embeds nothing here. */
 export function embeddingFamily(upstreamModel: string): EmbeddingFamily | undefined {
-  const id = upstreamModel.replace(/^[a-z]{2,4}\./, '');
-  if (id.startsWith('amazon.titan-embed-text')) return 'titan';
-  if (id.startsWith('cohere.embed')) return 'cohere';
+  const { vendor, model = '' } = parseBedrockModelId(upstreamModel);
+  if (vendor === 'amazon' && model.startsWith('titan-embed-text')) return 'titan';
+  if (vendor === 'cohere' && model.startsWith('embed')) return 'cohere';
   return undefined;
 }
 
