@@ -419,6 +419,16 @@ describe('embeddings through InvokeModel', () => {
     assert.equal(calls[0]!.body.input_type, 'search_document');
     assert.deepEqual(calls[0]!.body.embedding_types, ['float']);
   });
+
+  test('Cohere Embed v3 cannot take dimensions: the caller’s 400 names it, and nothing goes to Bedrock', async () => {
+    await assert.rejects(openai().embeddings.create({ model: 'cohere-embed', input: 'sized', dimensions: 256 }), (error: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(error.status, 400);
+      assert.equal(error.param, 'dimensions');
+      assert.match(error.message, /`dimensions`.*Cohere Embed v3/);
+      return true;
+    });
+    assert.equal(bedrock.requests.length, 0);
+  });
 });
 
 describe('routing and errors', () => {

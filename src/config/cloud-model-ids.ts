@@ -45,16 +45,15 @@ export function parseBedrockModelId(id: string): BedrockModelId {
 }
 
 /**
- * The inference-profile prefix Bedrock uses for a region's cross-region profiles: `us-gov-west-1`
- * → `us-gov`, `eu-west-1` → `eu`, `ap-northeast-1` → `apac`, `ca-central-1` → `ca`; undefined for
- * a region with none known (the operator then names the model or profile itself).
+ * The inference-profile prefix of a region's geography for Claude's cross-region profiles:
+ * `us-gov-west-1` → `us-gov`, `eu-west-1` → `eu`, `ap-northeast-1` → `apac`, `us-east-1` → `us`;
+ * undefined elsewhere (a `global.` profile serves those regions).
  */
 export function inferenceProfilePrefixOf(region: string): InferenceProfilePrefix | undefined {
   if (region.startsWith('us-gov-')) return 'us-gov';
   if (region.startsWith('us-')) return 'us';
   if (region.startsWith('eu-')) return 'eu';
   if (region.startsWith('ap-')) return 'apac';
-  if (region.startsWith('ca-')) return 'ca';
   return undefined;
 }
 

@@ -2,6 +2,7 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import type { UpstreamModel } from '../../catalogue/upstream-model.js';
 import type { ProviderConfig } from '../../config/config-file.js';
 import { upstreamTransportError, unreadableUpstream } from '../../core/upstream-errors.js';
+import { unsupported } from '../../generation/capabilities.js';
 import type { EmbeddingResult } from '../../generation/embedding.js';
 import type { GenerationResult, StreamPart } from '../../generation/model.js';
 import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../../generation/provider.js';
@@ -12,7 +13,7 @@ import { TranslatingProvider } from '../translating-provider.js';
 import { UpstreamClient, type Json, type ResponseBody } from '../upstream-client.js';
 import { awsFailures, identityRefused, streamException } from './aws-errors.js';
 import { CONVERSE_CAPABILITIES, converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from './converse.js';
-import { COHERE_MAX_TEXTS, cohereBody, cohereResult, embeddingFamily, titanBody, titanResult } from './embeddings.js';
+import { COHERE_MAX_TEXTS, cohereBody, cohereResult, embeddingFamily, takesDimensions, titanBody, titanResult } from './embeddings.js';
 import { eventStreamMessages, headerString } from './event-stream.js';
 import { AwsIdentity, RequestSigner } from './request-signer.js';
 
@@ -30,15 +31,19 @@ export function modelPath(upstream: string, action: string): string {
   return `/model/${encodeURIComponent(upstream)}/${action}`;
 }
 
+/** A runtime host's leading label, FIPS or not, and the control plane's beside it. */
+const RUNTIME_HOST = /^bedrock-runtime(-fips)?\./;
+
 /**
  * The control plane (model lists) beside a runtime base URL: its leading `bedrock-runtime.` host
  * label becomes `bedrock.` (`https://bedrock-runtime.us-east-1.amazonaws.com` →
- * `https://bedrock.us-east-1.amazonaws.com`); any other base URL (a proxy, a private endpoint, a
- * test's fake) serves both.
+ * `https://bedrock.us-east-1.amazonaws.com`), `bedrock-runtime-fips.` becomes `bedrock-fips.`;
+ * any other base URL (a proxy, a test's fake) is taken to serve both. A VPC endpoint of the
+ * runtime serves no model lists: docs/clouds-bedrock.md says what discovery then needs.
  */
 export function controlPlaneUrl(baseUrl: string): string {
   const url = new URL(baseUrl);
-  if (url.hostname.startsWith('bedrock-runtime.')) url.hostname = `bedrock.${url.hostname.slice('bedrock-runtime.'.length)}`;
+  url.hostname = url.hostname.replace(RUNTIME_HOST, (_label, fips: string | undefined) => `bedrock${fips ?? ''}.`);
   return url.toString().replace(/\/+$/, '');
 }
 
@@ -118,6 +123,9 @@ export class BedrockProvider extends TranslatingProvider {
     const upstream = call.model.upstreamModel;
     const family = embeddingFamily(upstream);
     if (family === undefined) throw new Error(`provider ${this.id} embeds nothing with ${upstream}; the capabilities keep calls from coming here`);
+    if (r.dimensions !== undefined && !takesDimensions(upstream)) {
+      throw unsupported(call.model, this.capabilities(call.model), 'dimensions', '`dimensions` (Titan Text Embeddings v1 and Cohere Embed v3 make vectors of one size; Titan v2 and Cohere Embed v4 take it)');
+    }
     const path = modelPath(upstream, 'invoke');
     const result =
       family === 'titan'

@@ -52,7 +52,7 @@ describe('Bedrock model ids', () => {
       ['us-gov-west-1', 'us-gov'],
       ['eu-central-1', 'eu'],
       ['ap-northeast-1', 'apac'],
-      ['ca-central-1', 'ca'],
+      ['ca-central-1', undefined],
       ['sa-east-1', undefined],
     ];
     for (const [region, prefix] of table) assert.equal(inferenceProfilePrefixOf(region), prefix, region);

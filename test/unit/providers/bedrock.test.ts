@@ -23,7 +23,7 @@ import { awsErrorType, awsFailures, identityRefused } from '../../../src/provide
 import { controlPlaneUrl, modelPath } from '../../../src/providers/bedrock/bedrock.js';
 import { isAnthropicModel } from '../../../src/providers/bedrock/converse.js';
 import { resolveAwsCredentials } from '../../../src/providers/bedrock/credentials.js';
-import { cohereBody, cohereResult, embeddingFamily, titanBody, titanResult } from '../../../src/providers/bedrock/embeddings.js';
+import { cohereBody, cohereResult, embeddingFamily, takesDimensions, titanBody, titanResult } from '../../../src/providers/bedrock/embeddings.js';
 import { eventStreamMessages, headerString } from '../../../src/providers/bedrock/event-stream.js';
 import { AwsIdentity, RequestSigner } from '../../../src/providers/bedrock/request-signer.js';
 import { AwsError, eventFrame, verifySignature, type AwsKey } from '../../fakes/fake-bedrock.js';
@@ -419,6 +419,11 @@ describe('embedding bodies', () => {
     assert.equal(cohereResult({ embeddings: [[1]] }, 2), 'a Cohere answer without 2 embedding(s)');
   });
 
+  test('which models take dimensions: Titan v2 and Cohere Embed v4, by id, profile or ARN; not Titan v1 or Cohere Embed v3', () => {
+    for (const id of ['amazon.titan-embed-text-v2:0', 'us-gov.amazon.titan-embed-text-v2:0', 'cohere.embed-v4:0', 'global.cohere.embed-v4:0', 'arn:aws:bedrock:us-east-1::foundation-model/cohere.embed-v4:0']) assert.equal(takesDimensions(id), true, id);
+    for (const id of ['amazon.titan-embed-text-v1', 'amazon.titan-embed-text-v1:2:8k', 'cohere.embed-english-v3', 'us.cohere.embed-multilingual-v3', 'amazon.nova-pro-v1:0']) assert.equal(takesDimensions(id), false, id);
+  });
+
   test('which models embed', () => {
     assert.equal(embeddingFamily('amazon.titan-embed-text-v2:0'), 'titan');
     assert.equal(embeddingFamily('us.cohere.embed-v4:0'), 'cohere');
@@ -429,6 +434,8 @@ describe('embedding bodies', () => {
 describe('ids and hosts', () => {
   test('the control plane beside the runtime: bedrock-runtime.… becomes bedrock.…, any other base URL serves both', () => {
     assert.equal(controlPlaneUrl('https://bedrock-runtime.eu-west-3.amazonaws.com'), 'https://bedrock.eu-west-3.amazonaws.com');
+    assert.equal(controlPlaneUrl('https://bedrock-runtime-fips.us-east-1.amazonaws.com'), 'https://bedrock-fips.us-east-1.amazonaws.com');
+    assert.equal(controlPlaneUrl('https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com'), 'https://bedrock-fips.us-gov-west-1.amazonaws.com');
     assert.equal(controlPlaneUrl('https://vpce-0a1b.bedrock-runtime.us-east-1.vpce.amazonaws.com'), 'https://vpce-0a1b.bedrock-runtime.us-east-1.vpce.amazonaws.com');
     assert.equal(controlPlaneUrl('http://127.0.0.1:4000/proxy/'), 'http://127.0.0.1:4000/proxy');
   });
