@@ -1,6 +1,6 @@
 // postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -12,7 +12,7 @@ import { z } from 'zod';
 import AnthropicBedrock from '@anthropic-ai/bedrock-sdk';
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { AGENT_BIN, runCli } from './support/agent-cli.js';
+import { runClaudeCode } from './support/agent-cli.js';
 import { cli, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 import { fakeVector } from './fakes/embedding-vectors.js';
 import { bedrockFailure, CLAUDE_MODEL, COHERE_EMBED_MODEL, NOVA_MODEL, startFakeBedrock, TITAN_EMBED_MODEL, type FakeBedrock } from './fakes/fake-bedrock.js';
@@ -361,25 +361,7 @@ describe('Anthropic callers on Claude: relayed through InvokeModel', () => {
   });
 
   test('Claude Code through Sluice to a Bedrock Claude model: relayed, with its tools and betas', async () => {
-    const home = tempDir('sluice-claude-');
-    const work = join(home, 'work');
-    mkdirSync(work);
-    const result = await runCli(
-      join(AGENT_BIN, 'claude'),
-      ['-p', 'Say hello to the gateway.', '--output-format', 'json', '--model', 'claude-bedrock'],
-      {
-        HOME: home,
-        CLAUDE_CONFIG_DIR: join(home, '.claude'),
-        ANTHROPIC_BASE_URL: sluice.url,
-        ANTHROPIC_API_KEY: key,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_AUTOUPDATER: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-      },
-      work,
-    );
+    const result = await runClaudeCode(sluice.url, key, 'claude-bedrock', 'Say hello to the gateway.');
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     const output = JSON.parse(result.stdout);
     assert.equal(output.is_error, false, result.stdout);
