@@ -82,12 +82,12 @@ export class BedrockProvider extends TranslatingProvider {
   }
 
   async generate(call: GenerationCall): Promise<GenerationResult> {
-    const body = await this.advised(this.client.postJson(modelPath(call.model.upstreamModel, 'converse'), converseRequest(call.request, call.model), call));
+    const body = await this.readAgainIfRefused(this.client.postJson(modelPath(call.model.upstreamModel, 'converse'), converseRequest(call.request, call.model), call));
     return converseResult(body, this.id);
   }
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    const response = await this.advised(this.client.post(modelPath(call.model.upstreamModel, 'converse-stream'), converseRequest(call.request, call.model), call));
+    const response = await this.readAgainIfRefused(this.client.post(modelPath(call.model.upstreamModel, 'converse-stream'), converseRequest(call.request, call.model), call));
     return converseStreamParts(this.events(response.body), this.id);
   }
 
@@ -111,8 +111,8 @@ export class BedrockProvider extends TranslatingProvider {
     const body = { ...rest, anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...(betas.size > 0 ? { anthropic_beta: [...betas] } : {}) };
     const upstreamCall = { requestId: call.requestId, signal: call.signal, traceHeaders: call.traceHeaders };
     const upstream = call.model.upstreamModel;
-    if (!call.stream) return { stream: false, body: await this.advised(this.client.postJson(modelPath(upstream, 'invoke'), body, upstreamCall)) };
-    const response = await this.advised(this.client.post(modelPath(upstream, 'invoke-with-response-stream'), body, upstreamCall));
+    if (!call.stream) return { stream: false, body: await this.readAgainIfRefused(this.client.postJson(modelPath(upstream, 'invoke'), body, upstreamCall)) };
+    const response = await this.readAgainIfRefused(this.client.post(modelPath(upstream, 'invoke-with-response-stream'), body, upstreamCall));
     return { stream: true, events: relayedMessagesEvents(this.anthropicEvents(response.body), this.client) };
   }
 
@@ -129,8 +129,8 @@ export class BedrockProvider extends TranslatingProvider {
     const path = modelPath(upstream, 'invoke');
     const result =
       family === 'titan'
-        ? titanResult(await this.advised(this.client.postJson(path, titanBody(upstream, r.input.texts[0] ?? '', r), call)))
-        : cohereResult(await this.advised(this.client.postJson(path, cohereBody(upstream, r.input.texts, r), call)), r.input.texts.length);
+        ? titanResult(await this.readAgainIfRefused(this.client.postJson(path, titanBody(upstream, r.input.texts[0] ?? '', r), call)))
+        : cohereResult(await this.readAgainIfRefused(this.client.postJson(path, cohereBody(upstream, r.input.texts, r), call)), r.input.texts.length);
     if (typeof result === 'string') throw unreadableUpstream(this.id, result);
     return result;
   }
@@ -142,13 +142,13 @@ export class BedrockProvider extends TranslatingProvider {
    */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
     const page = (path: string) => (token: string | undefined) => `${path}${token === undefined ? '' : `&nextToken=${encodeURIComponent(token)}`}`;
-    const foundation = await this.advised(
+    const foundation = await this.readAgainIfRefused(
       listAllPages(this.controlPlane, signal, page('/foundation-models?byInferenceType=ON_DEMAND'), (body) => ({
         models: listField(this.controlPlane, body, 'modelSummaries').flatMap((item) => foundationModel(item)),
         next: optionalString(body.nextToken),
       })),
     );
-    const profiles = await this.advised(
+    const profiles = await this.readAgainIfRefused(
       listAllPages(this.controlPlane, signal, page('/inference-profiles?maxResults=1000'), (body) => ({
         models: listField(this.controlPlane, body, 'inferenceProfileSummaries').flatMap((item) => inferenceProfile(item)),
         next: optionalString(body.nextToken),
@@ -166,7 +166,7 @@ export class BedrockProvider extends TranslatingProvider {
    * the credentials are looked for again at the next call. A model's access denied is not one: the
    * same credentials serve the other models, and reading them again would not help.
    */
-  private advised<T>(work: Promise<T>): Promise<T> {
+  private readAgainIfRefused<T>(work: Promise<T>): Promise<T> {
     return work.catch((error: unknown) => {
       if (identityRefused(error)) this.identity.forget();
       throw error;
