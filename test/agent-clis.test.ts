@@ -6,7 +6,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
-import { AGENT_BIN, runCli } from './support/agent-cli.js';
+import { AGENT_BIN, runClaudeCode, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -57,25 +57,7 @@ after(async () => {
 beforeEach(() => upstreams.reset());
 
 function claude(model: string, prompt: string) {
-  const home = tempDir('sluice-claude-');
-  const work = join(home, 'work');
-  mkdirSync(work);
-  return runCli(
-    join(AGENT_BIN, 'claude'),
-    ['-p', prompt, '--output-format', 'json', '--model', model],
-    {
-      HOME: home,
-      CLAUDE_CONFIG_DIR: join(home, '.claude'),
-      ANTHROPIC_BASE_URL: sluice.url,
-      ANTHROPIC_API_KEY: key,
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_TELEMETRY: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-    },
-    work,
-  );
+  return runClaudeCode(sluice.url, key, model, prompt);
 }
 
 function gemini(model: string, prompt: string) {

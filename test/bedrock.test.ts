@@ -1,6 +1,6 @@
 // postgres-pass: skip (wire behaviour: the store is reached only to look up the key and write the ledger row, both run on PostgreSQL by usage, limits, ledger-durability and the console files)
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -12,7 +12,7 @@ import { z } from 'zod';
 import AnthropicBedrock from '@anthropic-ai/bedrock-sdk';
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { AGENT_BIN, runCli } from './support/agent-cli.js';
+import { runClaudeCode } from './support/agent-cli.js';
 import { cli, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 import { fakeVector } from './fakes/embedding-vectors.js';
 import { bedrockFailure, CLAUDE_MODEL, COHERE_EMBED_MODEL, NOVA_MODEL, startFakeBedrock, TITAN_EMBED_MODEL, type FakeBedrock } from './fakes/fake-bedrock.js';
@@ -291,7 +291,7 @@ describe('translated through Converse', () => {
       (async () => {
         for await (const _chunk of stream);
       })(),
-      (error: Error) => /is overloaded: throttlingException: Too many requests/.test(error.message),
+      (error: Error) => /is rate limiting requests mid-stream \(ThrottlingException\)/.test(error.message),
     );
   });
 });
@@ -361,25 +361,7 @@ describe('Anthropic callers on Claude: relayed through InvokeModel', () => {
   });
 
   test('Claude Code through Sluice to a Bedrock Claude model: relayed, with its tools and betas', async () => {
-    const home = tempDir('sluice-claude-');
-    const work = join(home, 'work');
-    mkdirSync(work);
-    const result = await runCli(
-      join(AGENT_BIN, 'claude'),
-      ['-p', 'Say hello to the gateway.', '--output-format', 'json', '--model', 'claude-bedrock'],
-      {
-        HOME: home,
-        CLAUDE_CONFIG_DIR: join(home, '.claude'),
-        ANTHROPIC_BASE_URL: sluice.url,
-        ANTHROPIC_API_KEY: key,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_AUTOUPDATER: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-      },
-      work,
-    );
+    const result = await runClaudeCode(sluice.url, key, 'claude-bedrock', 'Say hello to the gateway.');
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     const output = JSON.parse(result.stdout);
     assert.equal(output.is_error, false, result.stdout);
@@ -419,6 +401,16 @@ describe('embeddings through InvokeModel', () => {
     assert.equal(calls[0]!.body.input_type, 'search_document');
     assert.deepEqual(calls[0]!.body.embedding_types, ['float']);
   });
+
+  test('Cohere Embed v3 cannot take dimensions: the caller’s 400 names it, and nothing goes to Bedrock', async () => {
+    await assert.rejects(openai().embeddings.create({ model: 'cohere-embed', input: 'sized', dimensions: 256 }), (error: InstanceType<typeof OpenAI.APIError>) => {
+      assert.equal(error.status, 400);
+      assert.equal(error.param, 'dimensions');
+      assert.match(error.message, /`dimensions`.*Cohere Embed v3/);
+      return true;
+    });
+    assert.equal(bedrock.requests.length, 0);
+  });
 });
 
 describe('routing and errors', () => {
@@ -428,6 +420,19 @@ describe('routing and errors', () => {
     assert.equal(response.headers.get('x-sluice-attempts'), '2');
     assert.ok(throttled.requests.length >= 1, 'the first deployment was tried');
     assert.match(String(throttled.requests.at(-1)!.headers.authorization), /\/us-west-2\/bedrock\/aws4_request/, 'signed for its own region');
+  });
+
+  test('a model timeout (408) and a service quota (400) are retried on the second deployment, by their AWS error type', async () => {
+    try {
+      for (const [type, status] of [['ModelTimeoutException', 408], ['ServiceQuotaExceededException', 400]] as const) {
+        throttled.behaviour = { fail: bedrockFailure(type, status, `${type} from the first region.`) };
+        const { data, response } = await openai().chat.completions.create({ model: 'nova-failover', messages: [{ role: 'user', content: type }] }).withResponse();
+        assert.equal(data.choices[0]!.message.content, `[${type}] The quick brown fox jumps over the lazy dog.`);
+        assert.equal(response.headers.get('x-sluice-attempts'), '2', type);
+      }
+    } finally {
+      throttled.behaviour = { fail: bedrockFailure('ThrottlingException', 429, 'Too many requests, please wait before trying again.') };
+    }
   });
 
   test('discovery: the foundation models on demand with text or embeddings, and every page of inference profiles', async () => {
@@ -511,7 +516,7 @@ models:
     writeFileSync(join(dir, 'credentials'), `[team]\naws_access_key_id = ${rotated.accessKeyId}\naws_secret_access_key = ${rotated.secretAccessKey}\naws_session_token = ${rotated.sessionToken}\n`);
     await assert.rejects(client.chat.completions.create({ model: 'nova', messages: [{ role: 'user', content: 'old session' }] }), (error: InstanceType<typeof OpenAI.APIError>) => {
       assert.equal(error.status, 502);
-      assert.match(error.message, /refused the gateway's AWS credentials \(HTTP 403: The security token included in the request is invalid\.\)/);
+      assert.match(error.message, /refused the gateway's AWS credentials \(UnrecognizedClientException: The security token included in the request is invalid\.\)/);
       return true;
     });
     const completion = await client.chat.completions.create({ model: 'nova', messages: [{ role: 'user', content: 'new session' }] });
@@ -524,6 +529,55 @@ models:
     writeFileSync(join(dir, 'credentials'), `[team]\naws_access_key_id = ${PROFILE_KEY.accessKeyId}\naws_secret_access_key = ${PROFILE_KEY.secretAccessKey}\naws_session_token = ${PROFILE_KEY.sessionToken}\n`);
   });
 
+  test('a model’s AccessDeniedException keeps the credentials; a refused identity reads them again, and none found tells the caller nothing of the host', async () => {
+    const own = (await createKey(profiled.dataDir, 'denied')).key;
+    const client = new OpenAI({ apiKey: own, baseURL: `${profiled.url}/v1`, maxRetries: 0 });
+    const other = { accessKeyId: 'AKIAOTHERPROFILEKEY1', secretAccessKey: 'other-secret-access-key-0123456789abcdef' };
+    const file = join(dir, 'credentials');
+    const held = new Map(fake.keys);
+    const ask = (content: string) => client.chat.completions.create({ model: 'nova', messages: [{ role: 'user', content }] });
+    // Each of the gateway's workers holds its own identity: several calls reach every one.
+    const CALLS = 6;
+    try {
+      // Every worker finds its identity first.
+      for (let i = 0; i < CALLS; i++) await ask('before');
+      fake.keys.set(other.accessKeyId, other);
+      writeFileSync(file, `[team]\naws_access_key_id = ${other.accessKeyId}\naws_secret_access_key = ${other.secretAccessKey}\n`);
+      fake.behaviour = { fail: bedrockFailure('AccessDeniedException', 403, "You don't have access to the model with the specified model ID.") };
+      for (let i = 0; i < CALLS; i++) await assert.rejects(ask('denied'), (error: InstanceType<typeof OpenAI.APIError>) => error.status === 502 && /AccessDeniedException/.test(error.message));
+      fake.behaviour = {};
+      const sent = fake.requests.length;
+      for (let i = 0; i < CALLS; i++) await ask('allowed again');
+      const signedBy = fake.requests.slice(sent).map((r) => /Credential=(\w+)\//.exec(String(r.headers.authorization))?.[1]);
+      assert.ok(!signedBy.includes(other.accessKeyId), `the file was read again after a model's AccessDenied: ${signedBy.join(', ')}`);
+
+      // The identity refused (AWS knows its key no more): read again, and the file now has no such profile.
+      writeFileSync(file, `[default]\naws_access_key_id = ${other.accessKeyId}\naws_secret_access_key = ${other.secretAccessKey}\n`);
+      for (const id of held.keys()) fake.keys.delete(id);
+      const answers: string[] = [];
+      const none = await eventually(async () => {
+        const answer = await fetch(`${profiled.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${own}` }, body: JSON.stringify({ model: 'nova', messages: [{ role: 'user', content: 'none' }] }) });
+        const text = await answer.text();
+        answers.push(text);
+        assert.equal(answer.status, 502, text);
+        return text.includes('no AWS credentials') ? text : undefined;
+      }, 5000, 'the answer of a worker that found no credentials');
+      assert.match(none, /The gateway has no AWS credentials for the upstream provider 'bedrock'\. This is a gateway configuration problem; see \/status\./);
+      for (const answer of answers) for (const hostDetail of ["'team'", file, 'AWS_PROFILE', 'AWS_SHARED_CREDENTIALS_FILE', other.secretAccessKey]) assert.ok(!answer.includes(hostDetail), `an answer shows ${hostDetail}`);
+      const logs = await eventually(async () => {
+        const text = profiled.stdout() + profiled.stderr();
+        return text.includes("AWS_PROFILE (now 'team')") ? text : undefined;
+      }, 5000, 'the detail in the log');
+      assert.ok(logs.includes(file), 'the log names the file looked in');
+      for (const secret of [other.secretAccessKey, PROFILE_KEY.secretAccessKey, PROFILE_KEY.sessionToken]) assert.ok(!logs.includes(secret));
+    } finally {
+      fake.behaviour = {};
+      fake.keys.clear();
+      for (const [id, value] of held) fake.keys.set(id, value);
+      writeFileSync(file, `[team]\naws_access_key_id = ${PROFILE_KEY.accessKeyId}\naws_secret_access_key = ${PROFILE_KEY.secretAccessKey}\naws_session_token = ${PROFILE_KEY.sessionToken}\n`);
+    }
+  });
+
   test('sluice doctor lists the models with the profile, and with no credentials names every setting', async () => {
     const config = join(dir, 'doctor.yaml');
     writeFileSync(config, `providers:\n  - { id: bedrock, kind: bedrock, region: us-east-1, base_url: '${fake.url}' }\nmodels:\n  - { id: nova, provider: bedrock, upstream_model: '${NOVA_MODEL}', endpoints: [chat] }\n`);
@@ -532,5 +586,24 @@ models:
     assert.match(ok.stdout, /ok\s+provider bedrock: bedrock at .*1 model\(s\) listed/, ok.stdout + ok.stderr);
     const none = await cli(['doctor', '--config', config, '--data', data], { AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_SHARED_CREDENTIALS_FILE: join(dir, 'missing'), AWS_PROFILE: '' });
     assert.match(none.stdout, /FAIL\s+provider bedrock: .*no AWS credentials.*access_key_id.*AWS_ACCESS_KEY_ID.*AWS_PROFILE/, none.stdout + none.stderr);
+    assert.ok(none.stdout.includes("AWS_PROFILE (now 'default')") && none.stdout.includes(join(dir, 'missing')), `the doctor shows the profile and the file looked in: ${none.stdout}`);
+  });
+
+  test('sluice doctor gives Bedrock’s own advice by AWS’s error type: model access denied, an expired session token', async () => {
+    const config = join(dir, 'doctor.yaml');
+    writeFileSync(config, `providers:\n  - { id: bedrock, kind: bedrock, region: us-east-1, base_url: '${fake.url}' }\nmodels:\n  - { id: nova, provider: bedrock, upstream_model: '${NOVA_MODEL}', endpoints: [chat] }\n`);
+    const data = tempDir('sluice-doctor-');
+    const env = { AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_SHARED_CREDENTIALS_FILE: join(dir, 'credentials'), AWS_PROFILE: 'team' };
+    try {
+      fake.behaviour = { fail: bedrockFailure('AccessDeniedException', 403, "You don't have access to the model with the specified model ID.") };
+      const denied = await cli(['doctor', '--config', config, '--data', data], env);
+      assert.match(denied.stdout, /FAIL\s+provider bedrock: .*fix: model access denied: enable .* under Model access in the Bedrock console for region us-east-1/, denied.stdout + denied.stderr);
+      fake.behaviour = { fail: bedrockFailure('ExpiredTokenException', 403, 'The security token included in the request is expired') };
+      const expired = await cli(['doctor', '--config', config, '--data', data], env);
+      assert.match(expired.stdout, /FAIL\s+provider bedrock: .*fix: the temporary credentials have expired: renew session_token/, expired.stdout + expired.stderr);
+      for (const secret of [PROFILE_KEY.secretAccessKey, PROFILE_KEY.sessionToken]) assert.ok(!denied.stdout.includes(secret) && !expired.stdout.includes(secret));
+    } finally {
+      fake.behaviour = {};
+    }
   });
 });

@@ -1,8 +1,9 @@
 import { parseConfig, PROVIDER_KINDS, type ProviderKind } from './config-file.js';
+import { inferenceProfilePrefixOf } from './cloud-model-ids.js';
 import { UserError } from '../core/user-error.js';
 import { distinctIds, providerIdCandidates } from './init-provider-id.js';
 
-/** An environment variable the written file (or the provider's SDK chain) reads, for `sluice init`'s "Next:" lines. */
+/** An environment variable the written file (or the provider's own lookup: AWS's environment and profile file) reads, for `sluice init`'s "Next:" lines. */
 export interface InitVariable {
   readonly name: string;
   /** It may be left unset (a self-hosted server without a key; AWS credentials that come from a profile). */
@@ -37,7 +38,7 @@ const VENDOR_KEY_VARIABLES: Partial<Record<ProviderKind, string>> = { openai: 'O
 
 /** What the clouds' own SDKs read: the file names them too, so that a gateway runs where those run. */
 const BEDROCK_VARIABLES: readonly InitVariable[] = [
-  { name: 'AWS_ACCESS_KEY_ID', optional: true, note: 'with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); or AWS_PROFILE, or nothing on a host with its own role' },
+  { name: 'AWS_ACCESS_KEY_ID', optional: true, note: 'with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); or AWS_PROFILE naming a profile with keys in ~/.aws/credentials (instance, ECS and web-identity roles, SSO and assumed roles are not read)' },
   { name: 'AWS_SECRET_ACCESS_KEY', optional: true },
 ];
 const VERTEX_VARIABLES: readonly InitVariable[] = [
@@ -162,8 +163,8 @@ function credentialLines(provider: InitProvider): string[] {
     case 'bedrock':
       return [
         `    region: ${provider.region ?? '${AWS_REGION:-us-east-1}'}`,
-        '    # Credentials: these when set, else the AWS SDK\'s chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /',
-        "    # AWS_SESSION_TOKEN, then AWS_PROFILE's entry in the shared credentials file.",
+        '    # Credentials: these when set, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN,',
+        "    # then AWS_PROFILE's keys in the shared credentials file (no instance, ECS or web-identity role, SSO or assumed role).",
         '    access_key_id: ${AWS_ACCESS_KEY_ID:-}',
         '    secret_access_key: ${AWS_SECRET_ACCESS_KEY:-}',
         '    session_token: ${AWS_SESSION_TOKEN:-}',
@@ -194,9 +195,8 @@ function sampleModels(provider: InitProvider): string[] | undefined {
         '#    endpoints: [chat, completions, responses, embeddings]',
       ];
     case 'bedrock': {
-      // Newer Claude models are called through an inference profile of the region's geography.
-      const region = provider.region;
-      const geography = region === undefined ? 'us' : region.startsWith('eu-') ? 'eu' : region.startsWith('ap-') ? 'apac' : region.startsWith('us-') ? 'us' : 'global';
+      // Newer Claude models are called through an inference profile of the region's geography (AWS_REGION's default: us-east-1).
+      const geography = inferenceProfilePrefixOf(provider.region ?? 'us-east-1') ?? 'global';
       return [
         `  - id: ${provider.id}-claude-sonnet`,
         `    provider: ${provider.id}`,

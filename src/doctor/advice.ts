@@ -106,7 +106,8 @@ function bedrockAdvice(provider: ProviderConfig, failure: GatewayError, p: strin
   const keys = provider.ownCredentialsOnly === true || provider.access_key_id !== undefined ? 'access_key_id and secret_access_key' : 'the AWS credentials (access_key_id and secret_access_key, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE of the gateway)';
   switch (code) {
     case 'token_unavailable':
-      return `no AWS credentials could be read: set ${keys} of ${p}`;
+      // The detail (the profile looked for, the file's path) is the host's: shown here, never to callers.
+      return `no AWS credentials could be read: set ${keys} of ${p}${failure.upstreamBody === undefined ? '' : ` (${failure.upstreamBody})`}`;
     case 'UnrecognizedClientException':
     case 'InvalidClientTokenId':
       return `AWS does not know the access key: check ${keys} of ${p}${provider.session_token === undefined ? '' : ', and its session_token'}`;

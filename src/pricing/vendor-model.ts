@@ -1,3 +1,4 @@
+import { parseBedrockModelId, parseVertexModelId } from '../config/cloud-model-ids.js';
 import type { ProviderKind } from '../config/config-file.js';
 import type { PriceFamily } from './price-list.js';
 
@@ -6,9 +7,6 @@ export interface VendorModel {
   readonly family: PriceFamily;
   readonly names: readonly string[];
 }
-
-/** What comes before a Bedrock model id in an inference profile: the geography it is routed within. */
-const INFERENCE_PROFILE_PREFIX = /^(?:us|eu|apac|us-gov|jp|au|ca|global)\./;
 
 /** The vendor in a Bedrock model id (`anthropic.claude-…`), as a price family; other vendors are not priced. */
 const BEDROCK_VENDORS: Readonly<Record<string, PriceFamily>> = {
@@ -48,22 +46,19 @@ export function vendorModelOf(kind: ProviderKind, upstreamModel: string, reporte
 }
 
 function bedrockModel(upstreamModel: string): VendorModel | undefined {
-  // An ARN ends in its resource: `…:foundation-model/ID` or `…:inference-profile/PROFILE`; an
-  // application profile or provisioned model has an opaque name, which no list knows.
-  const id = upstreamModel.startsWith('arn:') ? upstreamModel.slice(upstreamModel.lastIndexOf('/') + 1) : upstreamModel;
-  const bare = id.replace(INFERENCE_PROFILE_PREFIX, '');
-  const dot = bare.indexOf('.');
-  const family = dot === -1 ? undefined : BEDROCK_VENDORS[bare.slice(0, dot)];
-  if (family === undefined) return undefined;
-  const name = bare.slice(dot + 1).replace(BEDROCK_REVISION, '');
+  // An application profile or provisioned model has an opaque name (no vendor), which no list knows.
+  const { vendor, model } = parseBedrockModelId(upstreamModel);
+  const family = vendor === undefined ? undefined : BEDROCK_VENDORS[vendor];
+  if (family === undefined || model === undefined) return undefined;
+  const name = model.replace(BEDROCK_REVISION, '');
   const unversioned = name.replace(BEDROCK_VERSION, '');
   return { family, names: unversioned === name ? [name] : [name, unversioned] };
 }
 
 function vertexModel(upstreamModel: string): VendorModel | undefined {
   // `publishers/anthropic/models/claude-…` names the same model as `claude-…`; `@20250929` is its snapshot.
-  const name = upstreamModel.replace(/^(?:.*\/)?models\//, '').replace(/@.*$/, '');
-  if (name.startsWith('claude-')) return { family: 'anthropic', names: [name] };
-  if (/^(?:gemini-|text-embedding-|text-multilingual-embedding-)/.test(name)) return { family: 'google', names: [name] };
+  const { publisher, name } = parseVertexModelId(upstreamModel);
+  if (publisher === 'anthropic') return { family: 'anthropic', names: [name] };
+  if (publisher === 'google' && /^(?:gemini-|text-embedding-|text-multilingual-embedding-)/.test(name)) return { family: 'google', names: [name] };
   return undefined;
 }

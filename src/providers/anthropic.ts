@@ -11,7 +11,7 @@ import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { toolArguments, isObject } from '../wire/json.js';
 import { usageFromAnthropic, withUsageDelta } from '../wire/anthropic/usage.js';
 
-const CAPABILITIES: Capabilities = {
+export const CAPABILITIES: Capabilities = {
   upstream: 'the Anthropic Messages API',
   maxChoicesPerCall: 1, // no `n`: one call per choice
   maxTemperature: 1,

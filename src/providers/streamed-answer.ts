@@ -6,6 +6,8 @@ import { readAnswerHeaders } from './whole-answer.js';
 export interface StreamedAnswer {
   readonly statusCode: number;
   readonly retryAfter: string | undefined;
+  /** AWS's error type (`x-amzn-errortype`), when the answer names one. */
+  readonly errorType: string | undefined;
   /** The declared length, NaN when none was declared. */
   readonly contentLength: number;
   /** The declared type of the body, when there was one. */
@@ -67,9 +69,9 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx: the answer is still to come
     this.headersIn = true;
-    const { contentLength, retryAfter } = readAnswerHeaders(headers);
+    const { contentLength, retryAfter, errorType } = readAnswerHeaders(headers);
     const contentType = headers['content-type'];
-    this.answered({ statusCode, retryAfter, contentLength, contentType: Array.isArray(contentType) ? contentType[0] : contentType, body: this });
+    this.answered({ statusCode, retryAfter, errorType, contentLength, contentType: Array.isArray(contentType) ? contentType[0] : contentType, body: this });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

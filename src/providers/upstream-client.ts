@@ -5,7 +5,7 @@ import { secretValuesOf } from '../config/secret-values.js';
 import { GatewayError } from '../core/errors.js';
 import type { ConnectionUse, OutgoingBody, Transferred } from '../generation/provider.js';
 import { maskBaseUrl, maskUrl } from '../core/masked-url.js';
-import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError } from '../core/upstream-errors.js';
+import { redact, unreadableUpstream, upstreamHttpError, upstreamTransportError, type UpstreamFailure } from '../core/upstream-errors.js';
 import { fetchStreamed, type StreamedAnswer } from './streamed-answer.js';
 import { fetchWhole, type WholeAnswer } from './whole-answer.js';
 import { isObject } from '../wire/json.js';
@@ -44,6 +44,13 @@ export interface UpstreamAuth {
   /** Values never shown to callers or logs, even inside an upstream's message: configured secrets and any token now held. */
   secrets(): readonly string[];
 }
+
+/**
+ * A kind's own reading of an upstream's failure, before the generic one by status: AWS says what
+ * failed by an error type (`errorType`, the `x-amzn-errortype` header) whose status alone misleads
+ * (a model's timeout is 408, its failure 424). Undefined leaves the failure to the generic reading.
+ */
+export type VendorFailure = (failure: UpstreamFailure, errorType: string | undefined) => GatewayError | undefined;
 
 /** Stateless between calls (no `stream` option), so one serves every body; it drops a byte-order mark as JSON needs. */
 const UTF8 = new TextDecoder();
@@ -87,11 +94,13 @@ export class UpstreamClient {
   /**
    * `credentialRejected`: says whether a failure means the upstream refused Sluice's credential,
    * for upstreams that do not say so with 401/403 (Google answers 400 API_KEY_INVALID).
+   * `vendorFailure`: the kind's own reading of a failure, tried first.
    */
   constructor(
     config: ProviderConfig,
     credentials: Record<string, string> | UpstreamAuth,
     private readonly credentialRejected: (status: number, body: string) => boolean = () => false,
+    private readonly vendorFailure?: VendorFailure,
   ) {
     this.providerId = config.id;
     const url = new URL(config.base_url);
@@ -149,7 +158,8 @@ export class UpstreamClient {
     }
   }
 
-  private get secrets(): readonly string[] {
+  /** Every value to redact from what callers and logs see: the configured credentials and those made per request. */
+  get secrets(): readonly string[] {
     return this.auth === undefined ? this.configuredSecrets : [...this.configuredSecrets, ...this.auth.secrets()];
   }
 
@@ -187,7 +197,7 @@ export class UpstreamClient {
       throw upstreamTransportError(this.providerId, error);
     }
     const text = UTF8.decode(answer.body);
-    if (answer.statusCode < 200 || answer.statusCode >= 300) throw this.failureOf(answer.statusCode, answer.retryAfter, text, path);
+    if (answer.statusCode < 200 || answer.statusCode >= 300) throw this.failureOf(answer.statusCode, answer.retryAfter, answer.errorType, text, path);
     try {
       const parsed: unknown = JSON.parse(text);
       if (isObject(parsed)) return parsed;
@@ -353,12 +363,12 @@ export class UpstreamClient {
     } catch {
       // The status alone still says what went wrong.
     }
-    return this.failureOf(response.statusCode, response.retryAfter, text, path);
+    return this.failureOf(response.statusCode, response.retryAfter, response.errorType, text, path);
   }
 
   /** `path`: as the adapter asked for it, under the base URL's own path; a query (Google's `?alt=sse`) is left out. */
-  private failureOf(statusCode: number, retryAfter: string | undefined, text: string, path: string): GatewayError {
-    return upstreamHttpError({
+  private failureOf(statusCode: number, retryAfter: string | undefined, errorType: string | undefined, text: string, path: string): GatewayError {
+    const failure: UpstreamFailure = {
       providerId: this.providerId,
       status: this.credentialRejected(statusCode, text) ? 401 : statusCode,
       retryAfter: retryAfter ?? retryDelayOf(text),
@@ -368,7 +378,8 @@ export class UpstreamClient {
       baseUrl: this.maskedBaseUrl,
       usualBaseUrl: this.usualBaseUrl,
       path: this.basePath + path.replace(/\?.*$/s, ''),
-    });
+    };
+    return this.vendorFailure?.(failure, errorType) ?? upstreamHttpError(failure);
   }
 }
 

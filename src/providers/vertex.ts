@@ -20,7 +20,8 @@ import type {
 import { isObject } from '../wire/json.js';
 import { AnthropicProvider } from './anthropic.js';
 import { GoogleServiceAccountAuth, keySourceOf } from './auth/google-service-account.js';
-import { GeminiProvider, upstreamId } from './gemini.js';
+import { parseVertexModelId } from '../config/cloud-model-ids.js';
+import { GeminiProvider } from './gemini.js';
 import { listAllPages, listField, optionalString, upstreamModel } from './model-listing.js';
 import { UpstreamClient, type Json } from './upstream-client.js';
 
@@ -35,9 +36,14 @@ const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 const TEXT_EMBEDDING_INPUTS = 250;
 const GEMINI_EMBEDDING_INPUTS = 1;
 
-/** Which publisher serves a model: Anthropic's models on Vertex are all named `claude-…`. */
+/** Which publisher serves a model: the one its resource name says, else Anthropic's for `claude-…` (cloud-model-ids.ts). */
 function isClaudeOnVertex(model: CatalogueModel): boolean {
-  return model.upstreamModel.startsWith('claude-');
+  return parseVertexModelId(model.upstreamModel).publisher === 'anthropic';
+}
+
+/** The model as its publisher's path names it: a resource name's last part, `@version` kept. */
+function vertexModelId(model: CatalogueModel): string {
+  return parseVertexModelId(model.upstreamModel).model;
 }
 
 function embeddingInputsOf(modelId: string): number {
@@ -60,13 +66,13 @@ class VertexGemini extends GeminiProvider {
 
   /** Each model's own embedding limit (an operator's max_embedding_inputs may lower it); generation as on Google's API. */
   override capabilities(model: CatalogueModel): Capabilities {
-    const limit = embeddingInputsOf(upstreamId(model));
+    const limit = embeddingInputsOf(vertexModelId(model));
     return { ...super.capabilities(model), maxEmbeddingInputs: this.maxEmbeddingInputs === undefined ? limit : Math.min(limit, this.maxEmbeddingInputs) };
   }
 
   /** Vertex names a model by its full resource name. */
   protected override resourceName(model: CatalogueModel): string {
-    return `${this.publisherPath}/models/${upstreamId(model)}`;
+    return `${this.publisherPath}/models/${vertexModelId(model)}`;
   }
 
   /** Vertex's countTokens takes the request's own fields at the top, not a generateContentRequest. */
@@ -122,12 +128,12 @@ class VertexClaude extends AnthropicProvider {
 
   protected override messagesRequest(model: CatalogueModel, body: Json, stream: boolean): { path: string; body: Json } {
     const { model: _named, anthropic_version: _callers, ...rest } = body;
-    return { path: `${this.modelsPath}/${model.upstreamModel}:${stream ? 'streamRawPredict' : 'rawPredict'}`, body: { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest } };
+    return { path: `${this.modelsPath}/${vertexModelId(model)}:${stream ? 'streamRawPredict' : 'rawPredict'}`, body: { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest } };
   }
 
   /** Vertex counts tokens at one path for every Claude model, which the body names. */
   protected override countTokensRequest(model: CatalogueModel, body: Json): { path: string; body: Json } {
-    return { path: `${this.modelsPath}/count-tokens:rawPredict`, body: { ...body, anthropic_version: VERTEX_ANTHROPIC_VERSION, model: model.upstreamModel } };
+    return { path: `${this.modelsPath}/count-tokens:rawPredict`, body: { ...body, anthropic_version: VERTEX_ANTHROPIC_VERSION, model: vertexModelId(model) } };
   }
 }
 

@@ -5,6 +5,8 @@ import type { Dispatcher } from 'undici';
 export interface WholeAnswer {
   readonly statusCode: number;
   readonly retryAfter: string | undefined;
+  /** AWS's error type (`x-amzn-errortype`), when the answer names one. */
+  readonly errorType: string | undefined;
   /** Empty when an error answer was cut for its size: its status still says what went wrong. */
   readonly body: Buffer;
 }
@@ -35,13 +37,13 @@ export function fetchWhole(dispatcher: Dispatcher, request: Dispatcher.DispatchO
 
 /**
  * The headers Sluice reads of an answer (undici hands them over parsed): the declared length (NaN
- * if none) and `retry-after`, else Azure's `retry-after-ms` in whole seconds, rounded up so that
- * nobody comes back early.
+ * if none), `retry-after`, else Azure's `retry-after-ms` in whole seconds, rounded up so that
+ * nobody comes back early, and AWS's `x-amzn-errortype` (its error bodies hold only a message).
  */
-export function readAnswerHeaders(headers: IncomingHttpHeaders): { contentLength: number; retryAfter: string | undefined } {
+export function readAnswerHeaders(headers: IncomingHttpHeaders): { contentLength: number; retryAfter: string | undefined; errorType: string | undefined } {
   const length = headers['content-length'];
   const retryAfter = first(headers['retry-after']) ?? retryAfterMs(first(headers['retry-after-ms']));
-  return { contentLength: typeof length === 'string' ? Number(length) : NaN, retryAfter };
+  return { contentLength: typeof length === 'string' ? Number(length) : NaN, retryAfter, errorType: first(headers['x-amzn-errortype']) };
 }
 
 function first(value: string | string[] | undefined): string | undefined {
@@ -58,6 +60,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   private abortedWith: Error | undefined;
   private statusCode = 0;
   private retryAfter: string | undefined;
+  private errorType: string | undefined;
   private readonly chunks: Buffer[] = [];
   private size = 0;
   /** An error answer cut for its size resolves without its body. */
@@ -85,8 +88,9 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx: the answer is still to come
     this.statusCode = statusCode;
-    const { contentLength, retryAfter } = readAnswerHeaders(headers);
+    const { contentLength, retryAfter, errorType } = readAnswerHeaders(headers);
     this.retryAfter = retryAfter;
+    this.errorType = errorType;
     if (contentLength > this.options.limit) this.cut();
   }
 
@@ -99,12 +103,12 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     this.settled();
     const { chunks, size } = this;
-    this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+    this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, errorType: this.errorType, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.settled();
-    if (this.cutErrorAnswer) this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, body: Buffer.alloc(0) });
+    if (this.cutErrorAnswer) this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, errorType: this.errorType, body: Buffer.alloc(0) });
     else this.reject(error);
   }
 

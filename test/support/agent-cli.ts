@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './sluice.js';
 
 /** The coding agents' launchers, installed from test/package.json. */
 export const AGENT_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin');
@@ -19,4 +21,31 @@ export function runCli(command: string, args: string[], env: Record<string, stri
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * Claude Code in print mode (`claude -p PROMPT --output-format json --model MODEL`) against the
+ * gateway: a fresh home and config directory, a work directory of its own, and no telemetry,
+ * auto-update, error reports or retries, so that every call it makes is the test's.
+ */
+export function runClaudeCode(gatewayUrl: string, apiKey: string, model: string, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const home = tempDir('sluice-claude-');
+  const work = join(home, 'work');
+  mkdirSync(work);
+  return runCli(
+    join(AGENT_BIN, 'claude'),
+    ['-p', prompt, '--output-format', 'json', '--model', model],
+    {
+      HOME: home,
+      CLAUDE_CONFIG_DIR: join(home, '.claude'),
+      ANTHROPIC_BASE_URL: gatewayUrl,
+      ANTHROPIC_API_KEY: apiKey,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_MAX_RETRIES: '0',
+    },
+    work,
+  );
 }

@@ -2,6 +2,7 @@ import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import type { UpstreamModel } from '../../catalogue/upstream-model.js';
 import type { ProviderConfig } from '../../config/config-file.js';
 import { upstreamTransportError, unreadableUpstream } from '../../core/upstream-errors.js';
+import { unsupported } from '../../generation/capabilities.js';
 import type { EmbeddingResult } from '../../generation/embedding.js';
 import type { GenerationResult, StreamPart } from '../../generation/model.js';
 import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../../generation/provider.js';
@@ -10,14 +11,17 @@ import { relayedMessagesEvents } from '../anthropic.js';
 import { listAllPages, listField, optionalString, upstreamModel } from '../model-listing.js';
 import { TranslatingProvider } from '../translating-provider.js';
 import { UpstreamClient, type Json, type ResponseBody } from '../upstream-client.js';
-import { streamException, withAuthAdvice } from './aws-errors.js';
+import { awsFailures, identityRefused, streamException } from './aws-errors.js';
 import { CONVERSE_CAPABILITIES, converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from './converse.js';
-import { COHERE_MAX_TEXTS, cohereBody, cohereResult, embeddingFamily, titanBody, titanResult } from './embeddings.js';
+import { COHERE_MAX_TEXTS, cohereBody, cohereResult, embeddingFamily, takesDimensions, titanBody, titanResult } from './embeddings.js';
 import { eventStreamMessages, headerString } from './event-stream.js';
 import { AwsIdentity, RequestSigner } from './request-signer.js';
 
 /** The body version Bedrock's Anthropic models take, whatever API version the caller wrote for. */
 const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+
+/** Stateless between calls, so one serves every frame. */
+const UTF8 = new TextDecoder();
 
 const TITAN_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: 1 };
 const COHERE_CAPABILITIES: Capabilities = { ...CONVERSE_CAPABILITIES, maxEmbeddingInputs: COHERE_MAX_TEXTS };
@@ -27,15 +31,19 @@ export function modelPath(upstream: string, action: string): string {
   return `/model/${encodeURIComponent(upstream)}/${action}`;
 }
 
+/** A runtime host's leading label, FIPS or not, and the control plane's beside it. */
+const RUNTIME_HOST = /^bedrock-runtime(-fips)?\./;
+
 /**
  * The control plane (model lists) beside a runtime base URL: its leading `bedrock-runtime.` host
  * label becomes `bedrock.` (`https://bedrock-runtime.us-east-1.amazonaws.com` →
- * `https://bedrock.us-east-1.amazonaws.com`); any other base URL (a proxy, a private endpoint, a
- * test's fake) serves both.
+ * `https://bedrock.us-east-1.amazonaws.com`), `bedrock-runtime-fips.` becomes `bedrock-fips.`;
+ * any other base URL (a proxy, a test's fake) is taken to serve both. A VPC endpoint of the
+ * runtime serves no model lists: docs/clouds-bedrock.md says what discovery then needs.
  */
 export function controlPlaneUrl(baseUrl: string): string {
   const url = new URL(baseUrl);
-  if (url.hostname.startsWith('bedrock-runtime.')) url.hostname = `bedrock.${url.hostname.slice('bedrock-runtime.'.length)}`;
+  url.hostname = url.hostname.replace(RUNTIME_HOST, (_label, fips: string | undefined) => `bedrock${fips ?? ''}.`);
   return url.toString().replace(/\/+$/, '');
 }
 
@@ -57,11 +65,12 @@ export class BedrockProvider extends TranslatingProvider {
   constructor(config: ProviderConfig) {
     const identity = new AwsIdentity(config);
     const region = config.region ?? '';
-    const runtime = new UpstreamClient(config, new RequestSigner(identity, region, new URL(config.base_url).origin));
+    const failures = awsFailures(config.region);
+    const runtime = new UpstreamClient(config, new RequestSigner(identity, region, new URL(config.base_url).origin), undefined, failures);
     super(config.id, runtime);
     this.identity = identity;
     const controlUrl = controlPlaneUrl(config.base_url);
-    this.controlPlane = new UpstreamClient({ ...config, base_url: controlUrl }, new RequestSigner(identity, region, new URL(controlUrl).origin));
+    this.controlPlane = new UpstreamClient({ ...config, base_url: controlUrl }, new RequestSigner(identity, region, new URL(controlUrl).origin), undefined, failures);
     this.region = config.region;
     this.maxFrameBytes = config.max_response_bytes;
     this.configuredBeta = config.headers?.['anthropic-beta'];
@@ -73,12 +82,12 @@ export class BedrockProvider extends TranslatingProvider {
   }
 
   async generate(call: GenerationCall): Promise<GenerationResult> {
-    const body = await this.advised(this.client.postJson(modelPath(call.model.upstreamModel, 'converse'), converseRequest(call.request, call.model), call));
+    const body = await this.readAgainIfRefused(this.client.postJson(modelPath(call.model.upstreamModel, 'converse'), converseRequest(call.request, call.model), call));
     return converseResult(body, this.id);
   }
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    const response = await this.advised(this.client.post(modelPath(call.model.upstreamModel, 'converse-stream'), converseRequest(call.request, call.model), call));
+    const response = await this.readAgainIfRefused(this.client.post(modelPath(call.model.upstreamModel, 'converse-stream'), converseRequest(call.request, call.model), call));
     return converseStreamParts(this.events(response.body), this.id);
   }
 
@@ -102,8 +111,8 @@ export class BedrockProvider extends TranslatingProvider {
     const body = { ...rest, anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...(betas.size > 0 ? { anthropic_beta: [...betas] } : {}) };
     const upstreamCall = { requestId: call.requestId, signal: call.signal, traceHeaders: call.traceHeaders };
     const upstream = call.model.upstreamModel;
-    if (!call.stream) return { stream: false, body: await this.advised(this.client.postJson(modelPath(upstream, 'invoke'), body, upstreamCall)) };
-    const response = await this.advised(this.client.post(modelPath(upstream, 'invoke-with-response-stream'), body, upstreamCall));
+    if (!call.stream) return { stream: false, body: await this.readAgainIfRefused(this.client.postJson(modelPath(upstream, 'invoke'), body, upstreamCall)) };
+    const response = await this.readAgainIfRefused(this.client.post(modelPath(upstream, 'invoke-with-response-stream'), body, upstreamCall));
     return { stream: true, events: relayedMessagesEvents(this.anthropicEvents(response.body), this.client) };
   }
 
@@ -114,11 +123,14 @@ export class BedrockProvider extends TranslatingProvider {
     const upstream = call.model.upstreamModel;
     const family = embeddingFamily(upstream);
     if (family === undefined) throw new Error(`provider ${this.id} embeds nothing with ${upstream}; the capabilities keep calls from coming here`);
+    if (r.dimensions !== undefined && !takesDimensions(upstream)) {
+      throw unsupported(call.model, this.capabilities(call.model), 'dimensions', '`dimensions` (Titan Text Embeddings v1 and Cohere Embed v3 make vectors of one size; Titan v2 and Cohere Embed v4 take it)');
+    }
     const path = modelPath(upstream, 'invoke');
     const result =
       family === 'titan'
-        ? titanResult(await this.advised(this.client.postJson(path, titanBody(upstream, r.input.texts[0] ?? '', r), call)))
-        : cohereResult(await this.advised(this.client.postJson(path, cohereBody(upstream, r.input.texts, r), call)), r.input.texts.length);
+        ? titanResult(await this.readAgainIfRefused(this.client.postJson(path, titanBody(upstream, r.input.texts[0] ?? '', r), call)))
+        : cohereResult(await this.readAgainIfRefused(this.client.postJson(path, cohereBody(upstream, r.input.texts, r), call)), r.input.texts.length);
     if (typeof result === 'string') throw unreadableUpstream(this.id, result);
     return result;
   }
@@ -130,13 +142,13 @@ export class BedrockProvider extends TranslatingProvider {
    */
   async listModels(signal: AbortSignal): Promise<UpstreamModel[]> {
     const page = (path: string) => (token: string | undefined) => `${path}${token === undefined ? '' : `&nextToken=${encodeURIComponent(token)}`}`;
-    const foundation = await this.advised(
+    const foundation = await this.readAgainIfRefused(
       listAllPages(this.controlPlane, signal, page('/foundation-models?byInferenceType=ON_DEMAND'), (body) => ({
         models: listField(this.controlPlane, body, 'modelSummaries').flatMap((item) => foundationModel(item)),
         next: optionalString(body.nextToken),
       })),
     );
-    const profiles = await this.advised(
+    const profiles = await this.readAgainIfRefused(
       listAllPages(this.controlPlane, signal, page('/inference-profiles?maxResults=1000'), (body) => ({
         models: listField(this.controlPlane, body, 'inferenceProfileSummaries').flatMap((item) => inferenceProfile(item)),
         next: optionalString(body.nextToken),
@@ -149,12 +161,15 @@ export class BedrockProvider extends TranslatingProvider {
     await Promise.all([super.close(), this.controlPlane.close()]);
   }
 
-  /** AWS's refusal of the credentials, with what to check; the credentials are then looked for again at the next call. */
-  private advised<T>(work: Promise<T>): Promise<T> {
+  /**
+   * AWS's refusal of the identity itself (an unknown key, a wrong secret, an expired session token):
+   * the credentials are looked for again at the next call. A model's access denied is not one: the
+   * same credentials serve the other models, and reading them again would not help.
+   */
+  private readAgainIfRefused<T>(work: Promise<T>): Promise<T> {
     return work.catch((error: unknown) => {
-      const advised = withAuthAdvice(error, this.id, this.region);
-      if (advised !== error) this.identity.forget();
-      throw advised;
+      if (identityRefused(error)) this.identity.forget();
+      throw error;
     });
   }
 
@@ -164,8 +179,8 @@ export class BedrockProvider extends TranslatingProvider {
       for await (const message of eventStreamMessages(body, this.id, this.maxFrameBytes)) {
         const type = headerString(message, ':message-type');
         if (type === 'error') throw this.client.midStreamFailure(`${headerString(message, ':error-code') ?? 'error'}: ${headerString(message, ':error-message') ?? ''}`);
-        const payload = this.payloadOf(message.body);
-        if (type === 'exception') throw streamException(this.client, headerString(message, ':exception-type'), payload);
+        const payload = this.client.parseEvent(UTF8.decode(message.body));
+        if (type === 'exception') throw streamException(this.client, headerString(message, ':exception-type'), payload, this.region);
         if (type !== 'event') throw unreadableUpstream(this.id, `an event-stream frame of message type '${type ?? 'none'}'`);
         yield { eventType: headerString(message, ':event-type') ?? '', payload };
       }
@@ -179,18 +194,8 @@ export class BedrockProvider extends TranslatingProvider {
     for await (const { eventType, payload } of this.events(body)) {
       if (eventType !== 'chunk') continue;
       if (typeof payload.bytes !== 'string') throw unreadableUpstream(this.id, 'a chunk event without bytes');
-      yield this.payloadOf(Buffer.from(payload.bytes, 'base64'));
+      yield this.client.parseEvent(Buffer.from(payload.bytes, 'base64').toString('utf8'));
     }
-  }
-
-  private payloadOf(bytes: Uint8Array): Json {
-    try {
-      const parsed: unknown = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
-      if (isObject(parsed)) return parsed;
-    } catch {
-      // Reported below.
-    }
-    throw unreadableUpstream(this.id, 'a stream event that is not a JSON object');
   }
 }
 

@@ -5,7 +5,8 @@ import { unsupported } from '../../generation/capabilities.js';
 import type { ContentPart, Finish, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, ToolResultPart, Usage } from '../../generation/model.js';
 import type { Capabilities } from '../../generation/provider.js';
 import { isObject, toolArguments } from '../../wire/json.js';
-import { JSON_MODE_TOOL, JSON_OBJECT_ANSWER, answerMayBeText, claudeSampling, jsonModeFinish, thinkingBudget, toolOffer, type AnswerTool } from '../anthropic.js';
+import { parseBedrockModelId } from '../../config/cloud-model-ids.js';
+import { CAPABILITIES as ANTHROPIC_CAPABILITIES, JSON_MODE_TOOL, JSON_OBJECT_ANSWER, answerMayBeText, claudeSampling, jsonModeFinish, thinkingBudget, toolOffer, type AnswerTool } from '../anthropic.js';
 import { outputLimit } from '../translating-provider.js';
 import type { Json } from '../upstream-client.js';
 
@@ -20,33 +21,25 @@ import type { Json } from '../upstream-client.js';
  * model of another family is held to its own in `converseRequest` (no top_k, no reasoning).
  */
 export const CONVERSE_CAPABILITIES: Capabilities = {
+  ...ANTHROPIC_CAPABILITIES,
   upstream: 'the Amazon Bedrock Converse API',
-  maxChoicesPerCall: 1, // no `n`: one call per choice
-  maxTemperature: 1,
-  maxStopSequences: null,
-  logprobs: false,
-  logitBias: false,
-  penalties: false,
-  topK: true, // Claude's, through additionalModelRequestFields
-  jsonWithoutSchema: true, // through a forced tool, as on Anthropic's own API
-  forwardsExtensions: false,
   // Bedrock embeds through InvokeModel, not Converse: the provider says how many.
   maxEmbeddingInputs: 0,
-  embedsTokenIds: false,
 };
 
 /**
- * Whether a Bedrock model id names one of Anthropic's models: `anthropic.…`, a cross-region
- * inference profile (`us.anthropic.…`, `global.anthropic.…`), or an ARN ending in either. An
- * application inference profile's ARN names no model, and is taken for another family.
+ * Whether a Bedrock model id names one of Anthropic's models: `anthropic.…`, an inference profile
+ * (`us.anthropic.…`, `global.anthropic.…`), or an ARN of either. An application inference
+ * profile's ARN names no model, and is taken for another family.
  */
 export function isAnthropicModel(upstreamModel: string): boolean {
-  return /(?:^|[/.])anthropic\./.test(upstreamModel);
+  return parseBedrockModelId(upstreamModel).vendor === 'anthropic';
 }
 
-/** Amazon Nova, by the same rule. */
+/** Amazon Nova, by the same reading. */
 function isNovaModel(upstreamModel: string): boolean {
-  return /(?:^|[/.])amazon\.nova-/.test(upstreamModel);
+  const { vendor, model } = parseBedrockModelId(upstreamModel);
+  return vendor === 'amazon' && model !== undefined && model.startsWith('nova-');
 }
 
 /**

@@ -1,3 +1,4 @@
+import { parseBedrockModelId } from '../../config/cloud-model-ids.js';
 import type { EmbeddingRequest, EmbeddingResult, Embedding } from '../../generation/embedding.js';
 import { usageOf } from '../../generation/model.js';
 import { isObject } from '../../wire/json.js';
@@ -12,12 +13,22 @@ export type EmbeddingFamily = 'titan' | 'cohere';
 /** Cohere Embed's most texts in one call. */
 export const COHERE_MAX_TEXTS = 96;
 
-/** The family of an upstream model id (a cross-region profile's `us.` prefix allowed), or undefined when it embeds nothing here. */
+/** The family of an upstream model id (an inference profile or an ARN as well), or undefined when it embeds nothing here. */
 export function embeddingFamily(upstreamModel: string): EmbeddingFamily | undefined {
-  const id = upstreamModel.replace(/^[a-z]{2,4}\./, '');
-  if (id.startsWith('amazon.titan-embed-text')) return 'titan';
-  if (id.startsWith('cohere.embed')) return 'cohere';
+  const { vendor, model = '' } = parseBedrockModelId(upstreamModel);
+  if (vendor === 'amazon' && model.startsWith('titan-embed-text')) return 'titan';
+  if (vendor === 'cohere' && model.startsWith('embed')) return 'cohere';
   return undefined;
+}
+
+/**
+ * Whether the model makes vectors of a size asked for: Titan Text Embeddings v2 (256, 512 or 1024)
+ * and Cohere Embed v4 do; Titan v1 and Cohere Embed v3 make one size only.
+ */
+export function takesDimensions(upstreamModel: string): boolean {
+  const { model = '' } = parseBedrockModelId(upstreamModel);
+  const family = embeddingFamily(upstreamModel);
+  return family === 'titan' ? !model.startsWith('titan-embed-text-v1') : family === 'cohere' && model.startsWith('embed-v4');
 }
 
 /** Gemini's task types (what a Google caller sends, or an OpenAI caller's `task_type`) as Cohere's `input_type`. */
@@ -32,10 +43,10 @@ const COHERE_OWN_INPUT_TYPES = new Set(['search_document', 'search_query', 'clas
 
 /**
  * Titan's body: `inputText` (one), and for v2 its `dimensions` (256, 512 or 1024) and `normalize`
- * (true, as OpenAI's vectors are unit length). v1 takes the text alone.
+ * (true, as OpenAI's vectors are unit length). v1 takes the text alone (the provider refuses `dimensions` for it).
  */
 export function titanBody(upstreamModel: string, text: string, r: EmbeddingRequest): Json {
-  if (/titan-embed-text-v1/.test(upstreamModel)) return { inputText: text };
+  if (!takesDimensions(upstreamModel)) return { inputText: text };
   return { inputText: text, ...(r.dimensions === undefined ? {} : { dimensions: r.dimensions }), normalize: true };
 }
 
@@ -54,8 +65,7 @@ export function titanResult(body: Json): EmbeddingResult | string {
 export function cohereBody(upstreamModel: string, texts: readonly string[], r: EmbeddingRequest): Json {
   const own = r.extensions.input_type;
   const inputType = typeof own === 'string' && COHERE_OWN_INPUT_TYPES.has(own) ? own : (COHERE_INPUT_TYPES[r.taskType ?? ''] ?? 'search_document');
-  const v4 = /cohere\.embed-v4/.test(upstreamModel);
-  return { texts, input_type: inputType, embedding_types: ['float'], ...(v4 && r.dimensions !== undefined ? { output_dimension: r.dimensions } : {}) };
+  return { texts, input_type: inputType, embedding_types: ['float'], ...(takesDimensions(upstreamModel) && r.dimensions !== undefined ? { output_dimension: r.dimensions } : {}) };
 }
 
 /** `{embeddings: {float: [[…]]}}` (asked by type) or `{embeddings: [[…]]}`, one per text in order; Cohere on Bedrock reports no token count in the body. */

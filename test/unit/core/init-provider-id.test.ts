@@ -105,7 +105,7 @@ describe('sluice init: the cloud kinds', () => {
     assert.throws(() => parseInitProviders(['bedrock', 'bedrock']), /names the same server/);
   });
 
-  test('the file reads every credential from the environment, the AWS ones with :- so the SDK chain applies, and parses', () => {
+  test('the file reads every credential from the environment, the AWS ones with :- so the environment and profile file apply, and parses', () => {
     const providers = parseInitProviders(['azure=https://my-resource.openai.azure.com', 'bedrock', 'vertex']);
     const text = renderInitConfig(providers);
     checkInitConfig(text, providers);
@@ -121,7 +121,7 @@ describe('sluice init: the cloud kinds', () => {
     const byId = new Map(config.providers.map((p) => [p.id, p]));
     assert.equal(byId.get('my-resource')!.api_key, 'k');
     const bedrock = byId.get('bedrock')!;
-    assert.deepEqual([bedrock.region, bedrock.access_key_id, bedrock.secret_access_key, bedrock.session_token, bedrock.base_url], ['us-east-1', undefined, undefined, undefined, 'https://bedrock-runtime.us-east-1.amazonaws.com'], 'unset AWS variables leave the SDK chain to find credentials');
+    assert.deepEqual([bedrock.region, bedrock.access_key_id, bedrock.secret_access_key, bedrock.session_token, bedrock.base_url], ['us-east-1', undefined, undefined, undefined, 'https://bedrock-runtime.us-east-1.amazonaws.com'], 'unset AWS variables leave the environment and the profile file to supply credentials');
     const vertex = byId.get('vertex')!;
     assert.deepEqual([vertex.project, vertex.location, vertex.credentials_file, vertex.base_url], ['env-project', 'global', undefined, 'https://aiplatform.googleapis.com']);
     assert.deepEqual(config.models.map((m) => [m.id, m.provider, m.upstream_model]), [
@@ -144,5 +144,17 @@ describe('sluice init: the cloud kinds', () => {
     assert.deepEqual(config.providers.map((p) => [p.id, p.region ?? p.project, p.location]), [['bedrock', 'eu-west-1', undefined], ['vertex', 'my-project', 'europe-west4']]);
     assert.equal(config.models[0]!.upstream_model, 'eu.anthropic.claude-sonnet-4-5-20250929-v1:0');
     assert.deepEqual(providers[1]!.variables.map((v) => v.name), ['GOOGLE_APPLICATION_CREDENTIALS'], 'a project given needs no GOOGLE_CLOUD_PROJECT');
+  });
+
+  test('GovCloud gets its own us-gov. profile, a region of no known geography the global one; the hint claims no host role', () => {
+    for (const [region, profile] of [['us-gov-west-1', 'us-gov'], ['ap-northeast-1', 'apac'], ['sa-east-1', 'global']] as const) {
+      const providers = parseInitProviders([`bedrock=${region}`]);
+      const text = renderInitConfig(providers);
+      assert.equal(parseConfig(text, 'sluice.yaml', {}).models[0]!.upstream_model, `${profile}.anthropic.claude-sonnet-4-5-20250929-v1:0`, region);
+      const hint = providers[0]!.variables.find((v) => v.name === 'AWS_ACCESS_KEY_ID')!.note ?? '';
+      assert.doesNotMatch(hint, /nothing on a host with its own role/);
+      assert.match(hint, /instance, ECS and web-identity roles.*are not read/);
+      assert.doesNotMatch(text, /SDK's chain/);
+    }
   });
 });

@@ -12,8 +12,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
-import { EventStreamCodec } from '@smithy/eventstream-codec';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { HttpResponse, type HttpRequest } from '@smithy/protocol-http';
 import { modelFromConfig, type CatalogueModel } from '../../../src/catalogue/catalogue.js';
 import { modelSchema } from '../../../src/config/config-file.js';
@@ -22,6 +20,7 @@ import { generationRequest, type GenerationRequest, type GenerationResult, type 
 import { converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from '../../../src/providers/bedrock/converse.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../../src/providers/translating-provider.js';
 import type { Json } from '../../../src/providers/upstream-client.js';
+import { eventFrame } from '../../fakes/fake-bedrock.js';
 import { answerOfChoice, answerOfParts, assertAnswer, assertStreamContract } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
 import { SCENARIOS, type ScenarioName } from './scenarios.js';
@@ -579,17 +578,9 @@ describe("Bedrock Converse: AWS's own client agrees", () => {
   });
 
   test('every recorded stream, framed as AWS frames it, reads as recorded (the padding aside)', async () => {
-    const codec = new EventStreamCodec(toUtf8, fromUtf8);
     for (const file of readdirSync(join(FIXTURES, 'responses')).filter((name) => name.startsWith('stream-'))) {
       const events = fixture<ConverseStreamEvent[]>(`responses/${file}`);
-      const frames = events.map(({ eventType, payload }) =>
-        Buffer.from(
-          codec.encode({
-            headers: { ':event-type': { type: 'string', value: eventType }, ':message-type': { type: 'string', value: 'event' }, ':content-type': { type: 'string', value: 'application/json' } },
-            body: fromUtf8(JSON.stringify(payload)),
-          }),
-        ),
-      );
+      const frames = events.map(({ eventType, payload }) => Buffer.from(eventFrame(eventType, payload)));
       const { client } = clientAnswering('application/vnd.amazon.eventstream', frames);
       const answer = await client.send(new ConverseStreamCommand({ modelId: CLAUDE, messages: [{ role: 'user', content: [{ text: 'Hi' }] }] }));
       const read: Json[] = [];

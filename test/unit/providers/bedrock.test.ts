@@ -18,10 +18,12 @@ import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { providerSchema, type ProviderConfig } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
 import type { EmbeddingRequest } from '../../../src/generation/embedding.js';
+import type { UpstreamFailure } from '../../../src/core/upstream-errors.js';
+import { awsErrorType, awsFailures, identityRefused } from '../../../src/providers/bedrock/aws-errors.js';
 import { controlPlaneUrl, modelPath } from '../../../src/providers/bedrock/bedrock.js';
 import { isAnthropicModel } from '../../../src/providers/bedrock/converse.js';
 import { resolveAwsCredentials } from '../../../src/providers/bedrock/credentials.js';
-import { cohereBody, cohereResult, embeddingFamily, titanBody, titanResult } from '../../../src/providers/bedrock/embeddings.js';
+import { cohereBody, cohereResult, embeddingFamily, takesDimensions, titanBody, titanResult } from '../../../src/providers/bedrock/embeddings.js';
 import { eventStreamMessages, headerString } from '../../../src/providers/bedrock/event-stream.js';
 import { AwsIdentity, RequestSigner } from '../../../src/providers/bedrock/request-signer.js';
 import { AwsError, eventFrame, verifySignature, type AwsKey } from '../../fakes/fake-bedrock.js';
@@ -123,11 +125,11 @@ conformanceSuite({
       ],
     },
     {
-      // An exception frame after the stream began: throttling, which routing reads as the 429 it is.
+      // An exception frame after the stream began: throttling, the same 429 it is before a stream.
       name: 'stream-exception',
       scenario: 'text',
       expect: [parts.start('', NOW), ...parts.texts(['Hello!', ' How can I help'])],
-      error: { kind: 'upstream_overloaded', status: 503, upstreamFailure: 429, message: /throttlingException: Too many tokens/ },
+      error: { kind: 'upstream_rate_limited', status: 429, upstreamFailure: 429, code: 'ThrottlingException', message: /rate limiting requests mid-stream \(ThrottlingException\)/ },
     },
     {
       // A frame whose message CRC does not hold is not read: the upstream is unreadable.
@@ -157,13 +159,13 @@ conformanceSuite({
   },
 
   errors: [
-    { name: 'error-400-validation', situation: 'invalid_request', expect: { status: 400, upstreamFailure: 400, message: /^The model returned the following errors: Input is too long for requested model\.$/ } },
-    { name: 'error-403-signature', situation: 'bad_credential', expect: { status: 502, upstreamFailure: 403, message: /signature we calculated does not match.*Check its region \(us-east-1\), its access key and secret/ } },
-    { name: 'error-403-access-denied', situation: 'no_permission', expect: { status: 502, upstreamFailure: 403, message: /don't have access to the model.*model access is granted/ } },
-    { name: 'error-404-not-found', situation: 'not_found', expect: { status: 404, upstreamFailure: 404, message: /Could not resolve the foundation model/ } },
-    { name: 'error-429-throttling', situation: 'rate_limited', expect: { status: 429, upstreamFailure: 429 } },
-    { name: 'error-500-internal', situation: 'server_error', expect: { status: 502, upstreamFailure: 500 } },
-    { name: 'error-503-unavailable', situation: 'overloaded', expect: { status: 503, upstreamFailure: 503 } },
+    { name: 'error-400-validation', situation: 'invalid_request', expect: { status: 400, upstreamFailure: 400, code: 'ValidationException', message: /^The model returned the following errors: Input is too long for requested model\.$/ } },
+    { name: 'error-403-signature', situation: 'bad_credential', expect: { status: 502, upstreamFailure: 403, code: 'InvalidSignatureException', message: /refused the gateway's AWS credentials \(InvalidSignatureException: The request signature we calculated does not match/ } },
+    { name: 'error-403-access-denied', situation: 'no_permission', expect: { status: 502, upstreamFailure: 403, code: 'AccessDeniedException', message: /AccessDeniedException: You don't have access to the model/ } },
+    { name: 'error-404-not-found', situation: 'not_found', expect: { status: 404, upstreamFailure: 404, code: 'ResourceNotFoundException', message: /has no model 'us\.anthropic\.claude-sonnet-4-5-20250929-v1:0' in region us-east-1 \(ResourceNotFoundException: Could not resolve the foundation model.*upstream_model/ } },
+    { name: 'error-429-throttling', situation: 'rate_limited', expect: { status: 429, upstreamFailure: 429, code: 'ThrottlingException' } },
+    { name: 'error-500-internal', situation: 'server_error', expect: { status: 502, upstreamFailure: 500, code: 'InternalServerException' } },
+    { name: 'error-503-unavailable', situation: 'overloaded', expect: { status: 503, upstreamFailure: 503, code: 'ServiceUnavailableException' } },
   ],
 
   relays: [
@@ -197,7 +199,7 @@ conformanceSuite({
       operation: 'anthropic.messages',
       stream: true,
       body: { model: 'assistant', max_tokens: 1024, messages: [{ role: 'user', content: 'Say hello.' }], stream: true },
-      error: { kind: 'upstream_error', status: 502, upstreamFailure: 500, message: /modelStreamErrorException: The model encountered an error/, afterEvents: 4 },
+      error: { kind: 'upstream_error', status: 502, upstreamFailure: 502, code: 'ModelStreamErrorException', message: /failed mid-stream \(ModelStreamErrorException: The model encountered an error/, afterEvents: 4 },
     },
   ],
 
@@ -216,7 +218,7 @@ conformanceSuite({
         { id: 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6', displayName: 'team-claude', description: 'Routes requests to team-claude in several regions.' },
       ],
     },
-    { name: 'models-refused', pages: ['error-403-signature'], paths: ['/foundation-models?byInferenceType=ON_DEMAND'], error: { kind: 'upstream_auth_failed', status: 502, upstreamFailure: 403 } },
+    { name: 'models-refused', pages: ['error-403-signature'], paths: ['/foundation-models?byInferenceType=ON_DEMAND'], error: { kind: 'upstream_auth_failed', status: 502, upstreamFailure: 403, code: 'InvalidSignatureException' } },
   ],
 });
 
@@ -284,10 +286,10 @@ describe('AWS credentials, in the SDK’s order', () => {
   const env = { AWS_ACCESS_KEY_ID: 'AKIAENV', AWS_SECRET_ACCESS_KEY: 'env-secret', AWS_SESSION_TOKEN: 'env-token', AWS_SHARED_CREDENTIALS_FILE: file, AWS_PROFILE: 'team' };
 
   test('the provider’s fields first, then the environment, then AWS_PROFILE in the shared file, then `default`', async () => {
-    assert.deepEqual(await resolveAwsCredentials(config({ access_key_id: 'AKIAFIELD', secret_access_key: 'field-secret' }), env), { accessKeyId: 'AKIAFIELD', secretAccessKey: 'field-secret', source: "provider 'bedrock-test' access_key_id / secret_access_key" });
-    assert.deepEqual(await resolveAwsCredentials(config(), env), { accessKeyId: 'AKIAENV', secretAccessKey: 'env-secret', sessionToken: 'env-token', source: 'AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY' });
+    assert.deepEqual(await resolveAwsCredentials(config({ access_key_id: 'AKIAFIELD', secret_access_key: 'field-secret' }), env), { accessKeyId: 'AKIAFIELD', secretAccessKey: 'field-secret' });
+    assert.deepEqual(await resolveAwsCredentials(config(), env), { accessKeyId: 'AKIAENV', secretAccessKey: 'env-secret', sessionToken: 'env-token' });
     const fromProfile = await resolveAwsCredentials(config(), { ...env, AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '' });
-    assert.deepEqual(fromProfile, { accessKeyId: 'AKIATEAM', secretAccessKey: 'team-secret', sessionToken: 'team-token', source: `profile 'team' in ${file}` });
+    assert.deepEqual(fromProfile, { accessKeyId: 'AKIATEAM', secretAccessKey: 'team-secret', sessionToken: 'team-token' });
     assert.equal((await resolveAwsCredentials(config(), { AWS_SHARED_CREDENTIALS_FILE: file })).accessKeyId, 'AKIADEFAULT');
   });
 
@@ -295,14 +297,19 @@ describe('AWS credentials, in the SDK’s order', () => {
     const own = await resolveAwsCredentials({ ...config({ access_key_id: 'AKIAFIELD', secret_access_key: 'field-secret' }), ownCredentialsOnly: true }, env);
     assert.equal(own.accessKeyId, 'AKIAFIELD');
     const error = await resolveAwsCredentials({ ...config(), ownCredentialsOnly: true }, env).then(() => undefined, (e: unknown) => e);
-    assert.ok(error instanceof GatewayError && error.kind === 'upstream_auth_failed' && /entered in the console/.test(error.message), String(error));
+    assert.ok(error instanceof GatewayError && error.kind === 'upstream_auth_failed' && /entered in the console/.test(error.upstreamBody ?? ''), String(error));
   });
 
-  test('none anywhere: an error naming every setting, and no file content', async () => {
-    const error = await resolveAwsCredentials(config(), { AWS_SHARED_CREDENTIALS_FILE: join(dir, 'missing'), AWS_PROFILE: 'nobody' }).then(() => undefined, (e: unknown) => e);
+  test('none anywhere: the caller is told only that the gateway has none; every setting, the profile and the file go to the log detail', async () => {
+    const missing = join(dir, 'missing');
+    const error = await resolveAwsCredentials(config(), { AWS_SHARED_CREDENTIALS_FILE: missing, AWS_PROFILE: 'nobody' }).then(() => undefined, (e: unknown) => e);
     assert.ok(error instanceof GatewayError);
     assert.equal(error.kind, 'upstream_auth_failed');
-    for (const setting of ['access_key_id', 'secret_access_key', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', "AWS_PROFILE (now 'nobody')", 'AWS_SHARED_CREDENTIALS_FILE']) assert.ok(error.message.includes(setting), setting);
+    assert.equal(error.message, "The gateway has no AWS credentials for the upstream provider 'bedrock-test'. This is a gateway configuration problem; see /status.");
+    for (const setting of ['access_key_id', 'secret_access_key', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', "AWS_PROFILE (now 'nobody')", 'AWS_SHARED_CREDENTIALS_FILE', missing]) {
+      assert.ok(error.upstreamBody?.includes(setting), setting);
+      assert.ok(!error.message.includes(setting), `the caller's message names ${setting}`);
+    }
   });
 
   test('the identity is found once, forgotten when AWS refuses it, and every secret found is kept for redaction', async () => {
@@ -317,6 +324,56 @@ describe('AWS credentials, in the SDK’s order', () => {
     identity.forget();
     assert.equal((await identity.get()).accessKeyId, 'AKIANEW', 'read again once refused');
     assert.deepEqual(identity.secrets(), ['old-secret', 'old-token', 'new-secret', 'new-token']);
+  });
+});
+
+describe('AWS error types: one table before and inside a stream', () => {
+  const failures = awsFailures('us-east-1');
+  const failure = (status: number, message: string, body = JSON.stringify({ message })): UpstreamFailure => ({
+    providerId: 'bedrock-test', status, retryAfter: undefined, message, type: undefined, code: undefined, secrets: ['s3cr3t-value'], body, path: `/model/${encodeURIComponent(CLAUDE)}/converse`,
+  });
+  // [type as AWS sends it, its HTTP status, the caller's kind and status, what routing reads (retry_on), whether the identity is read again]
+  const table: readonly (readonly [string, number, string, number, number | string, boolean])[] = [
+    ['ThrottlingException', 429, 'upstream_rate_limited', 429, 429, false],
+    ['ServiceQuotaExceededException', 400, 'upstream_rate_limited', 429, 429, false],
+    ['ModelNotReadyException', 429, 'upstream_rate_limited', 429, 429, false],
+    ['ServiceUnavailableException', 503, 'upstream_overloaded', 503, 503, false],
+    ['InternalServerException', 500, 'upstream_error', 502, 500, false],
+    ['ModelTimeoutException', 408, 'upstream_timeout', 504, 'timeout', false],
+    ['ModelErrorException', 424, 'upstream_error', 502, 502, false],
+    ['ModelStreamErrorException', 424, 'upstream_error', 502, 502, false],
+    ['ValidationException', 400, 'upstream_rejected_request', 400, 400, false],
+    ['ResourceNotFoundException', 404, 'upstream_rejected_request', 404, 404, false],
+    ['AccessDeniedException', 403, 'upstream_auth_failed', 502, 403, false],
+    ['UnrecognizedClientException', 403, 'upstream_auth_failed', 502, 403, true],
+    ['InvalidSignatureException', 403, 'upstream_auth_failed', 502, 403, true],
+    ['SignatureDoesNotMatch', 403, 'upstream_auth_failed', 502, 403, true],
+    ['ExpiredTokenException', 403, 'upstream_auth_failed', 502, 403, true],
+  ];
+  for (const [type, status, kind, callerStatus, routing, forget] of table) {
+    test(`${type} (HTTP ${status}) → ${kind} ${callerStatus}, routing reads ${routing}${forget ? ', credentials read again' : ''}`, () => {
+      const error = failures(failure(status, 'It went wrong with s3cr3t-value.'), `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`);
+      assert.ok(error instanceof GatewayError);
+      assert.deepEqual({ kind: error.kind, status: error.status, upstreamFailure: error.upstreamFailure, code: error.code }, { kind, status: callerStatus, upstreamFailure: routing, code: type });
+      assert.equal(identityRefused(error), forget);
+      assert.ok(!error.message.includes('s3cr3t-value') && !error.upstreamBody!.includes('s3cr3t-value'), 'the secret redacted');
+    });
+  }
+
+  test('the type from a body’s `__type` when no header names it; an unknown type or none is left to the status', () => {
+    const body = JSON.stringify({ __type: 'com.amazon.coral.service#ExpiredTokenException', message: 'The security token included in the request is expired' });
+    const error = failures(failure(403, 'The security token included in the request is expired', body), undefined);
+    assert.ok(error instanceof GatewayError && error.code === 'ExpiredTokenException' && identityRefused(error), String(error));
+    assert.equal(failures(failure(418, 'teapot'), 'TeapotException:x'), undefined);
+    assert.equal(failures(failure(500, 'plain'), undefined), undefined);
+  });
+
+  test('error type names: the header’s namespace, a body’s prefix and a frame’s lower camel case dropped', () => {
+    assert.equal(awsErrorType('ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/'), 'ValidationException');
+    assert.equal(awsErrorType('com.amazon.coral.service#UnrecognizedClientException'), 'UnrecognizedClientException');
+    assert.equal(awsErrorType('modelTimeoutException'), 'ModelTimeoutException');
+    assert.equal(awsErrorType(''), undefined);
+    assert.equal(awsErrorType(undefined), undefined);
   });
 });
 
@@ -362,6 +419,11 @@ describe('embedding bodies', () => {
     assert.equal(cohereResult({ embeddings: [[1]] }, 2), 'a Cohere answer without 2 embedding(s)');
   });
 
+  test('which models take dimensions: Titan v2 and Cohere Embed v4, by id, profile or ARN; not Titan v1 or Cohere Embed v3', () => {
+    for (const id of ['amazon.titan-embed-text-v2:0', 'us-gov.amazon.titan-embed-text-v2:0', 'cohere.embed-v4:0', 'global.cohere.embed-v4:0', 'arn:aws:bedrock:us-east-1::foundation-model/cohere.embed-v4:0']) assert.equal(takesDimensions(id), true, id);
+    for (const id of ['amazon.titan-embed-text-v1', 'amazon.titan-embed-text-v1:2:8k', 'cohere.embed-english-v3', 'us.cohere.embed-multilingual-v3', 'amazon.nova-pro-v1:0']) assert.equal(takesDimensions(id), false, id);
+  });
+
   test('which models embed', () => {
     assert.equal(embeddingFamily('amazon.titan-embed-text-v2:0'), 'titan');
     assert.equal(embeddingFamily('us.cohere.embed-v4:0'), 'cohere');
@@ -372,6 +434,8 @@ describe('embedding bodies', () => {
 describe('ids and hosts', () => {
   test('the control plane beside the runtime: bedrock-runtime.… becomes bedrock.…, any other base URL serves both', () => {
     assert.equal(controlPlaneUrl('https://bedrock-runtime.eu-west-3.amazonaws.com'), 'https://bedrock.eu-west-3.amazonaws.com');
+    assert.equal(controlPlaneUrl('https://bedrock-runtime-fips.us-east-1.amazonaws.com'), 'https://bedrock-fips.us-east-1.amazonaws.com');
+    assert.equal(controlPlaneUrl('https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com'), 'https://bedrock-fips.us-gov-west-1.amazonaws.com');
     assert.equal(controlPlaneUrl('https://vpce-0a1b.bedrock-runtime.us-east-1.vpce.amazonaws.com'), 'https://vpce-0a1b.bedrock-runtime.us-east-1.vpce.amazonaws.com');
     assert.equal(controlPlaneUrl('http://127.0.0.1:4000/proxy/'), 'http://127.0.0.1:4000/proxy');
   });

@@ -77,6 +77,10 @@ conformanceSuite({
     // The publisher is chosen by the model: a claude- model takes Anthropic's wire instead.
     ['anthropic.messages', { upstream_model: 'claude-sonnet-4-5@20250929' }, true],
     ['gemini.generateContent', { upstream_model: 'claude-sonnet-4-5@20250929' }, false],
+    // A publisher model's resource name says its publisher: Anthropic's wire, as pricing reads it too (config/cloud-model-ids.ts).
+    ['anthropic.messages', { upstream_model: 'publishers/anthropic/models/claude-sonnet-4-5@20250929' }, true],
+    ['gemini.generateContent', { upstream_model: 'publishers/anthropic/models/claude-sonnet-4-5@20250929' }, false],
+    ['gemini.generateContent', { upstream_model: 'publishers/google/models/gemini-2.5-pro' }, true],
   ],
   relay: [
     {
