@@ -350,14 +350,20 @@ describe('Anthropic callers on Claude: relayed through InvokeModel', () => {
 
   test('Converse cache points: cache read and write tokens from a translated caller reach the ledger', async () => {
     const system = [{ type: 'text' as const, text: 'A stable system prompt for the translated caching test.', cache_control: { type: 'ephemeral' as const } }];
-    for (let i = 0; i < 2; i++) await anthropic().messages.create({ model: 'nova', max_tokens: 50, system, messages: [{ role: 'user', content: `question ${i}` }] });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { data, response } = await anthropic().messages.create({ model: 'nova', max_tokens: 50, system, messages: [{ role: 'user', content: `question ${i}` }] }).withResponse();
+      assert.ok(data.content.length > 0);
+      ids.push(response.headers.get('x-request-id')!);
+    }
     assert.deepEqual(bedrock.requests.at(-1)!.body.system.at(-1), { cachePoint: { type: 'default' } });
+    // The ledger is written in batches: its rows are found by request id, whenever they land and in whatever order.
     const rows = await eventually(async () => {
-      const found = (await sluice.ledger()).filter((r) => r.operation === 'messages' && r.model === 'nova');
-      return found.length >= 2 ? found : undefined;
-    });
-    assert.ok(rows.at(-2)!.cache_write_tokens > 0, JSON.stringify(rows.at(-2)));
-    assert.ok(rows.at(-1)!.cached_input_tokens > 0, JSON.stringify(rows.at(-1)));
+      const found = (await sluice.ledger()).filter((r) => ids.includes(r.request_id));
+      return found.length === 2 ? ids.map((id) => found.find((r) => r.request_id === id)!) : undefined;
+    }, 10_000, 'both ledger rows');
+    assert.ok(rows[0]!.cache_write_tokens > 0, JSON.stringify(rows[0]));
+    assert.ok(rows[1]!.cached_input_tokens > 0, JSON.stringify(rows[1]));
   });
 
   test('Claude Code through Sluice to a Bedrock Claude model: relayed, with its tools and betas', async () => {

@@ -378,10 +378,12 @@ describe('discovery', () => {
 
 describe('the ledger and secrets', () => {
   test('each call leaves a ledger row on the vertex provider', async () => {
+    // The ledger is written in batches: wait for the rows asserted on, not for a count.
     const rows = await eventually(async () => {
       const all = (await sluice.ledger()).filter((row) => row.provider_id === 'vertex-eu');
-      return all.length >= 10 ? all : undefined;
-    });
+      const landed = all.length >= 10 && all.some((row) => row.model === 'claude-vx' && row.status === 200) && all.some((row) => row.model === 'embed-vx') && all.some((row) => row.model === 'gemini-vx' && row.status === 429);
+      return landed ? all : undefined;
+    }, 10_000, 'the ledger rows of the calls before');
     const claude = rows.find((row) => row.model === 'claude-vx' && row.status === 200)!;
     assert.ok(claude.prompt_tokens > 0 && claude.completion_tokens > 0);
     assert.ok(rows.some((row) => row.model === 'embed-vx' && row.prompt_tokens === 6));
