@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { stepCountIs, streamText, tool } from 'ai';
+import { weatherInTwoSteps } from './support/ai-sdk.js';
 import { z } from 'zod';
 import type { FakeUpstream, RecordedRequest } from './fakes/fake-server.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
@@ -152,16 +153,7 @@ for (const upstream of UPSTREAMS) {
 
     test('the Vercel AI SDK’s Anthropic provider: tools over several steps, and a stream', async () => {
       const provider = createAnthropic({ apiKey: key, baseURL: `${sluice.url}/v1` });
-      const result = await generateText({
-        model: provider(model),
-        prompt: 'What is the weather in Paris?',
-        tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `snow in ${city}` }) },
-        stopWhen: stepCountIs(3),
-        maxRetries: 0,
-      });
-      assert.equal(result.steps.length, 2);
-      assert.equal(result.steps[0]!.toolCalls[0]!.toolName, 'get_weather');
-      assert.match(result.text, /snow in Paris/);
+      const result = await weatherInTwoSteps(provider(model));
       assert.ok(result.totalUsage.inputTokens! > 0);
       const sent = upstream.fake().requests.at(-1)!;
       assert.ok(upstream.sentMaxTokens(sent)! as number <= 8000, 'the SDK’s max_tokens for a model it does not know is capped');

@@ -3,9 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { stepCountIs, streamText, generateText, tool } from 'ai';
+import { streamText } from 'ai';
+import { weatherInTwoSteps } from './support/ai-sdk.js';
 import OpenAI, { AzureOpenAI } from 'openai';
-import { z } from 'zod';
 import { CONTENT_FILTER_TRIGGER, startFakeAzure, type FakeAzure } from './fakes/fake-azure.js';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
 import type { FakeUpstream } from './fakes/fake-server.js';
@@ -294,18 +294,7 @@ describe('the AI SDK (OpenAI provider) on Azure models', () => {
   const provider = () => createOpenAI({ apiKey: key, baseURL: `${sluice.url}/v1` });
 
   test('generateText over chat with a tool, two steps (Entra, api_version)', async () => {
-    const result = seen(
-      await generateText({
-        model: provider().chat('gpt-4o-entra-dated'),
-        prompt: 'What is the weather in Paris?',
-        tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `snow in ${city}` }) },
-        stopWhen: stepCountIs(3),
-        maxRetries: 0,
-      }),
-    );
-    assert.equal(result.steps.length, 2);
-    assert.equal(result.steps[0]!.toolCalls[0]!.toolName, 'get_weather');
-    assert.match(result.text, /snow in Paris/);
+    seen(await weatherInTwoSteps(provider().chat('gpt-4o-entra-dated')));
   });
 
   test('streamText over the Responses API (an api_version without it: the v1 API)', async () => {

@@ -6,9 +6,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAI } from '@ai-sdk/openai';
 import { GoogleGenAI } from '@google/genai';
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import { streamText } from 'ai';
+import { weatherInTwoSteps } from './support/ai-sdk.js';
 import OpenAI from 'openai';
-import { z } from 'zod';
 import AnthropicBedrock from '@anthropic-ai/bedrock-sdk';
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -241,16 +241,7 @@ describe('translated through Converse', () => {
 
   test('the AI SDK: tools over several steps, and a stream', async () => {
     const provider = createOpenAI({ apiKey: key, baseURL: `${sluice.url}/v1` });
-    const result = await generateText({
-      model: provider.chat('nova'),
-      prompt: 'What is the weather in Paris?',
-      tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `snow in ${city}` }) },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-    });
-    assert.equal(result.steps.length, 2);
-    assert.equal(result.steps[0]!.toolCalls[0]!.toolName, 'get_weather');
-    assert.match(result.text, /snow in Paris/);
+    await weatherInTwoSteps(provider.chat('nova'));
     const streamed = streamText({ model: provider.chat('nova'), prompt: 'Tell me a story', maxRetries: 0 });
     let text = '';
     for await (const delta of streamed.textStream) text += delta;
