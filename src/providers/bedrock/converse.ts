@@ -100,11 +100,14 @@ const DOCUMENT_FORMATS: Readonly<Record<DocumentMediaType, string>> = { 'applica
  * A file's extension is dropped (the format says it); a name left empty becomes `document k`.
  */
 export function documentName(name: string | undefined, k: number): string {
+  // Cut to 190 of Converse's 200 characters, room left for a ` (k)` that keeps names apart.
   const clean = (name ?? '')
-    .slice(0, 200)
+    .slice(0, 400)
     .replace(/\.[a-z0-9]{1,5}$/i, '')
     .replace(/[^a-zA-Z0-9\-()[\]]+/g, ' ')
-    .trim();
+    .trim()
+    .slice(0, 190)
+    .trimEnd();
   return clean === '' ? `document ${k}` : clean;
 }
 
