@@ -343,9 +343,10 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
   });
 
   test('what a translated upstream cannot carry is refused by name, never dropped', async () => {
-    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text' } };
+    // A document is carried; its citations are Anthropic's own.
+    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text' }, citations: { enabled: true } };
     for (const [body, param] of [
-      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [document] }] }, 'messages.0.content.0.type'],
+      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [document] }] }, 'messages.0.content.0.citations'],
       [{ model: 'gemini-flash', max_tokens: 5, mcp_servers: [], messages: [{ role: 'user', content: 'hi' }] }, 'mcp_servers'],
       [{ model: 'gemini-flash', max_tokens: 5, stop_sequences: ['a', 'b', 'c', 'd', 'e', 'f'], messages: [{ role: 'user', content: 'hi' }] }, 'stop_sequences'],
     ] as const) {

@@ -392,11 +392,17 @@ describe('Anthropic callers on Claude: relayed through InvokeModel', () => {
 
   test('Converse cache points: cache read and write tokens from a translated caller reach the ledger', async () => {
     const system = [{ type: 'text' as const, text: 'A stable system prompt for the translated caching test.', cache_control: { type: 'ephemeral' as const } }];
-    for (let i = 0; i < 2; i++) await anthropic().messages.create({ model: 'nova', max_tokens: 50, system, messages: [{ role: 'user', content: `question ${i}` }] });
+    // This test's rows, by request id: other tests call the same model.
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { response } = await anthropic().messages.create({ model: 'nova', max_tokens: 50, system, messages: [{ role: 'user', content: `question ${i}` }] }).withResponse();
+      ids.push(response.headers.get('x-request-id')!);
+    }
     assert.deepEqual(bedrock.requests.at(-1)!.body.system.at(-1), { cachePoint: { type: 'default' } });
     const rows = await eventually(async () => {
-      const found = (await sluice.ledger()).filter((r) => r.operation === 'messages' && r.model === 'nova');
-      return found.length >= 2 ? found : undefined;
+      const ledger = await sluice.ledger();
+      const found = ids.map((id) => ledger.find((r) => r.request_id === id));
+      return found.every((r) => r !== undefined) ? found : undefined;
     });
     assert.ok(rows.at(-2)!.cache_write_tokens > 0, JSON.stringify(rows.at(-2)));
     assert.ok(rows.at(-1)!.cached_input_tokens > 0, JSON.stringify(rows.at(-1)));
