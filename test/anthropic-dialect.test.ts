@@ -347,6 +347,8 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
     const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text' }, citations: { enabled: true } };
     for (const [body, param] of [
       [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [document] }] }, 'messages.0.content.0.citations'],
+      // A document by URL, which an OpenAI-compatible upstream cannot fetch.
+      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }, { type: 'text', text: 'Read it.' }] }] }, 'cannot take a document by URL'],
       [{ model: 'gemini-flash', max_tokens: 5, mcp_servers: [], messages: [{ role: 'user', content: 'hi' }] }, 'mcp_servers'],
       [{ model: 'gemini-flash', max_tokens: 5, stop_sequences: ['a', 'b', 'c', 'd', 'e', 'f'], messages: [{ role: 'user', content: 'hi' }] }, 'stop_sequences'],
     ] as const) {

@@ -158,7 +158,6 @@ function blocksOf(part: ContentPart, role: 'user' | 'assistant', target: Target)
     case 'image':
       return [imageBlock(part, target)];
     case 'document': {
-      if (role !== 'user') return [];
       const block = documentBlock(part, target);
       return part.cacheBreakpoint === true && target.family !== 'other' ? [block, CACHE_POINT] : [block];
     }

@@ -304,7 +304,10 @@ function imageOf(url: string, detail: unknown): ImagePart {
 function fileOf(p: Item, model: CatalogueModel, where: string): DocumentPart {
   const filename = typeof p.filename === 'string' ? p.filename : undefined;
   if (typeof p.file_data === 'string' && p.file_data !== '') return documentOfFileData(p.file_data, filename, `${where}.file_data`);
-  if (typeof p.file_url === 'string' && /^https?:/i.test(p.file_url)) return { type: 'document', source: { kind: 'url', url: p.file_url }, ...(filename === undefined ? {} : { name: filename }) };
+  if (typeof p.file_url === 'string') {
+    if (!/^https?:/i.test(p.file_url)) throw invalid(`${where}.file_url`, `Invalid '${where}.file_url': expected an http(s) URL.`, 'invalid_value');
+    return { type: 'document', source: { kind: 'url', url: p.file_url }, ...(filename === undefined ? {} : { name: filename }) };
+  }
   if (p.file_id != null) throw notTranslatable(model, `${where}.file_id`, "a file given by id (send its bytes as 'file_data')");
   throw invalid(`${where}.file_data`, `Missing required parameter: '${where}.file_data'.`, 'missing_required_parameter');
 }
