@@ -8,6 +8,7 @@ import { weatherInTwoSteps } from './support/ai-sdk.js';
 import { z } from 'zod';
 import type { FakeUpstream, RecordedRequest } from './fakes/fake-server.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { PDF_BASE64 } from './support/documents.js';
 import { cli, createKey, eventually, startSluice, type RunningSluice } from './support/sluice.js';
 
 let upstreams: ThreeUpstreams;
@@ -89,6 +90,38 @@ for (const upstream of UPSTREAMS) {
       assert.equal(row.status, 200);
       assert.equal(row.completion_tokens, 5);
       assert.equal(row.tokens_counted, 0);
+    });
+
+    test('documents: a base64 PDF and a plain-text document reach the upstream in its own shape', async () => {
+      const text = 'The grass is green.';
+      const message = await client.messages.create({
+        model,
+        max_tokens: 20,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF_BASE64 }, title: 'report.pdf', cache_control: { type: 'ephemeral' } },
+              { type: 'document', source: { type: 'text', media_type: 'text/plain', data: text } },
+              { type: 'text', text: 'Summarise both.' },
+            ],
+          },
+        ],
+      });
+      assert.equal(message.type, 'message');
+      const sent = upstream.fake().requests.at(-1)!.body;
+      const textBase64 = Buffer.from(text).toString('base64');
+      if (upstream.fake() === upstreams.anthropic) {
+        assert.deepEqual(sent.messages[0].content[0], { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF_BASE64 }, title: 'report.pdf', cache_control: { type: 'ephemeral' } });
+      } else if (upstream.fake() === upstreams.gemini) {
+        assert.deepEqual(sent.contents[0].parts, [{ inlineData: { mimeType: 'application/pdf', data: PDF_BASE64 } }, { inlineData: { mimeType: 'text/plain', data: textBase64 } }, { text: 'Summarise both.' }]);
+      } else {
+        assert.deepEqual(sent.messages.at(-1).content, [
+          { type: 'file', file: { file_data: `data:application/pdf;base64,${PDF_BASE64}`, filename: 'report.pdf' } },
+          { type: 'file', file: { file_data: `data:text/plain;base64,${textBase64}`, filename: 'document.txt' } },
+          { type: 'text', text: 'Summarise both.' },
+        ]);
+      }
     });
 
     test('messages.stream: events in order, the SDK’s helpers, usage in message_delta', async () => {
@@ -302,9 +335,12 @@ describe('Anthropic Messages: errors in Anthropic’s shape', () => {
   });
 
   test('what a translated upstream cannot carry is refused by name, never dropped', async () => {
-    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text' } };
+    // A document is carried; its citations are Anthropic's own.
+    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text' }, citations: { enabled: true } };
     for (const [body, param] of [
-      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [document] }] }, 'messages.0.content.0.type'],
+      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [document] }] }, 'messages.0.content.0.citations'],
+      // A document by URL, which an OpenAI-compatible upstream cannot fetch.
+      [{ model: 'llama-chat', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }, { type: 'text', text: 'Read it.' }] }] }, 'cannot take a document by URL'],
       [{ model: 'gemini-flash', max_tokens: 5, mcp_servers: [], messages: [{ role: 'user', content: 'hi' }] }, 'mcp_servers'],
       [{ model: 'gemini-flash', max_tokens: 5, stop_sequences: ['a', 'b', 'c', 'd', 'e', 'f'], messages: [{ role: 'user', content: 'hi' }] }, 'stop_sequences'],
     ] as const) {

@@ -15,6 +15,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { runClaudeCode } from './support/agent-cli.js';
 import { cli, createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 import { fakeVector } from './fakes/embedding-vectors.js';
+import { PDF_BASE64 } from './support/documents.js';
 import { bedrockFailure, CLAUDE_MODEL, COHERE_EMBED_MODEL, NOVA_MODEL, startFakeBedrock, TITAN_EMBED_MODEL, type FakeBedrock } from './fakes/fake-bedrock.js';
 
 /**
@@ -258,6 +259,47 @@ describe('translated through Converse', () => {
     for await (const chunk of await client.models.generateContentStream({ model: 'claude-bedrock', contents: 'stream gemini' })) text += chunk.text ?? '';
     assert.equal(text, '[stream gemini] The quick brown fox jumps over the lazy dog.');
     assert.match(bedrock.requests.at(-1)!.path, /\/converse-stream$/);
+  });
+
+  test('the Anthropic SDK: a PDF and a text document to Nova become Converse document blocks; a sixth, and one by URL, are refused by name', async () => {
+    const refusals = bedrock.refusals.length;
+    const pdf = PDF_BASE64;
+    const message = await anthropic().messages.create({
+      model: 'nova',
+      max_tokens: 60,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf }, title: 'Q3 report: final (v2).pdf' },
+            { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'The grass is green.' } },
+            { type: 'text', text: 'Summarise both documents.' },
+          ],
+        },
+      ],
+    });
+    answers.push(JSON.stringify(message));
+    assert.equal((message.content[0] as Anthropic.TextBlock).text, '[Summarise both documents.] The quick brown fox jumps over the lazy dog.');
+    const sent = lastSigned(refusals);
+    assert.equal(sent.path, `/model/${NOVA_MODEL.replace(':', '%3A')}/converse`);
+    assert.deepEqual(sent.body.messages[0].content, [
+      { document: { format: 'pdf', name: 'Q3 report final (v2)', source: { bytes: pdf } } },
+      { document: { format: 'txt', name: 'document 2', source: { bytes: Buffer.from('The grass is green.').toString('base64') } } },
+      { text: 'Summarise both documents.' },
+    ]);
+
+    const sentBefore = bedrock.requests.length;
+    const doc = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Page.' } };
+    const six = await postRaw('/v1/messages', { model: 'nova', max_tokens: 20, messages: [{ role: 'user', content: [doc, doc, doc, doc, doc, doc, { type: 'text', text: 'Compare.' }] }] }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+    answers.push(six.text);
+    assert.equal(six.status, 400);
+    assert.equal(JSON.parse(six.text).error.type, 'invalid_request_error');
+    assert.match(JSON.parse(six.text).error.message, /^Model `nova` cannot take more than 5 documents in one request/);
+    const byUrl = await postRaw('/v1/messages', { model: 'nova', max_tokens: 20, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }, { type: 'text', text: 'Read it.' }] }] }, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+    answers.push(byUrl.text);
+    assert.equal(byUrl.status, 400);
+    assert.match(JSON.parse(byUrl.text).error.message, /^Model `nova` cannot take a document by URL/);
+    assert.equal(bedrock.requests.length, sentBefore, 'nothing refused went to Bedrock');
   });
 
   test('a ValidationException is the caller’s 400 with AWS’s message', async () => {

@@ -9,6 +9,7 @@ import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { PDF_BASE64 } from './support/documents.js';
 import { createKey, startSluice, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -57,6 +58,19 @@ const weatherParameters: Record<string, unknown> = {
 for (const { name, model } of MODELS) {
   describe(`the openai SDK, chat on ${name}`, () => {
     const client = () => new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+
+    test('a PDF as a file part reaches the upstream as its own document', async () => {
+      const completion = await client().chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: [{ type: 'file', file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${PDF_BASE64}` } }, { type: 'text', text: 'Summarise the report.' }] }],
+      });
+      assert.match(completion.choices[0]!.message.content ?? '', /^\[Summarise the report\.\]/);
+      const fake = model === 'claude' ? upstreams.anthropic : model === 'gemini-flash' ? upstreams.gemini : upstreams.vllm;
+      const sent = fake.requests.at(-1)!.body;
+      if (fake === upstreams.anthropic) assert.deepEqual(sent.messages[0].content[0], { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF_BASE64 }, title: 'report.pdf' });
+      else if (fake === upstreams.gemini) assert.deepEqual(sent.contents[0].parts[0], { inlineData: { mimeType: 'application/pdf', data: PDF_BASE64 } });
+      else assert.deepEqual(sent.messages[0].content[0], { type: 'file', file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${PDF_BASE64}` } });
+    });
 
     test('tools over several turns: a call, its result sent back, an answer that uses it', async () => {
       const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', description: 'Weather in a city', parameters: weatherParameters } }];

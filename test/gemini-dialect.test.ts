@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { KNOWN_CACHE } from './fakes/fake-gemini.js';
 import type { FakeUpstream, RecordedRequest } from './fakes/fake-server.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+import { PDF_BASE64 } from './support/documents.js';
 import { cli, createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -144,6 +145,19 @@ for (const upstream of UPSTREAMS) {
       assert.equal(row!.completion_tokens, 3);
       assert.equal(row!.tokens_counted, 0);
       assert.equal(row!.provider_id, upstream.fake() === upstreams.gemini ? 'google' : upstream.fake() === upstreams.anthropic ? 'anthropic' : 'vllm');
+    });
+
+    test('a PDF as inlineData reaches the upstream as its own document', async () => {
+      const response = await genai().models.generateContent({
+        model,
+        contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'application/pdf', data: PDF_BASE64 } }, { text: 'Summarise this document' }] }],
+        config: { maxOutputTokens: 8 },
+      });
+      assert.match(response.text ?? '', /^\[Summarise this document\]/);
+      const sent = upstream.fake().requests.at(-1)!.body;
+      if (upstream.fake() === upstreams.gemini) assert.deepEqual(sent.contents[0].parts[0], { inlineData: { mimeType: 'application/pdf', data: PDF_BASE64 } });
+      else if (upstream.fake() === upstreams.anthropic) assert.deepEqual(sent.messages[0].content[0], { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF_BASE64 } });
+      else assert.deepEqual(sent.messages[0].content[0], { type: 'file', file: { file_data: `data:application/pdf;base64,${PDF_BASE64}`, filename: 'document.pdf' } });
     });
 
     test('a stream: several chunks, the finish reason and usage on the last, which has content; streamed in the ledger', async () => {

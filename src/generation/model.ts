@@ -25,6 +25,29 @@ export interface ImagePart {
   readonly detail?: 'auto' | 'low' | 'high';
 }
 
+/** The document types every translating upstream takes (Anthropic takes no other); refused at the caller's edge otherwise. */
+export const DOCUMENT_MEDIA_TYPES = ['application/pdf', 'text/plain'] as const;
+export type DocumentMediaType = (typeof DOCUMENT_MEDIA_TYPES)[number];
+
+export function isDocumentMediaType(mediaType: string): mediaType is DocumentMediaType {
+  return (DOCUMENT_MEDIA_TYPES as readonly string[]).includes(mediaType);
+}
+
+export type DocumentSource =
+  /** A document by URL, which only some upstreams fetch themselves (Anthropic's PDFs); the others refuse it. */
+  | { readonly kind: 'url'; readonly url: string }
+  /** Base64 bytes, whatever the caller's wire carried (a `data:` URL, an inline block, plain text encoded once). */
+  | { readonly kind: 'inline'; readonly mediaType: DocumentMediaType; readonly data: string };
+
+/** A file given to the model to read (a PDF, a text file), in a user turn. */
+export interface DocumentPart {
+  readonly type: 'document';
+  readonly source: DocumentSource;
+  /** The caller's file name or title, if any; each upstream shapes it as it needs. */
+  readonly name?: string;
+  readonly cacheBreakpoint?: boolean;
+}
+
 export interface ToolCallPart {
   readonly type: 'tool_call';
   readonly id: string;
@@ -51,7 +74,7 @@ export interface ReasoningPart {
   readonly redactedData?: string;
 }
 
-export type ContentPart = TextPart | ImagePart | ToolCallPart | ToolResultPart | ReasoningPart;
+export type ContentPart = TextPart | ImagePart | DocumentPart | ToolCallPart | ToolResultPart | ReasoningPart;
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 

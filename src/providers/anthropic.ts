@@ -1,7 +1,7 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { unsupported } from '../generation/capabilities.js';
-import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, JsonSchema, Message, ReasoningEffort, StreamPart, TextPart } from '../generation/model.js';
+import type { ContentPart, DocumentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, JsonSchema, Message, ReasoningEffort, StreamPart, TextPart } from '../generation/model.js';
 import type { Capabilities, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, outputLimit } from './translating-provider.js';
 import { UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
@@ -79,7 +79,22 @@ function imageBlock(part: ImagePart): Json {
     : { type: 'image', source: { type: 'base64', media_type: source.mediaType, data: source.data } };
 }
 
-function cacheMark(part: TextPart): Json {
+/**
+ * A `document` block: PDFs as base64 or by URL (Anthropic fetches it), plain text as the text
+ * source Anthropic wants, decoded here once from the model's base64.
+ */
+function documentBlock(part: DocumentPart): Json {
+  const { source } = part;
+  const wireSource =
+    source.kind === 'url'
+      ? { type: 'url', url: source.url }
+      : source.mediaType === 'text/plain'
+        ? { type: 'text', media_type: 'text/plain', data: Buffer.from(source.data, 'base64').toString('utf8') }
+        : { type: 'base64', media_type: source.mediaType, data: source.data };
+  return { type: 'document', source: wireSource, ...(part.name === undefined ? {} : { title: part.name }), ...cacheMark(part) };
+}
+
+function cacheMark(part: TextPart | DocumentPart): Json {
   return part.cacheBreakpoint ? { cache_control: { type: 'ephemeral' } } : {};
 }
 
@@ -89,6 +104,8 @@ function userBlock(part: ContentPart): Json {
       return { type: 'text', text: part.text, ...cacheMark(part) };
     case 'image':
       return imageBlock(part);
+    case 'document':
+      return documentBlock(part);
     case 'tool_result':
       return {
         type: 'tool_result',

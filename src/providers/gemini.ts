@@ -2,7 +2,7 @@ import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import type { GatewayError } from '../core/errors.js';
 import { newGenerationId } from '../generation/fan-out.js';
-import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
+import type { ContentPart, DocumentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
 import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, WireOperation } from '../generation/provider.js';
 import { TranslatingProvider, outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody } from './upstream-client.js';
@@ -71,6 +71,12 @@ function imagePart(part: ImagePart): Json {
   return { fileData: { fileUri: part.source.url, mimeType: Object.hasOwn(MIME_BY_EXTENSION, extension) ? MIME_BY_EXTENSION[extension] : 'image/jpeg' } };
 }
 
+/** A document as Gemini's inline blob, or by URL as file data (as images by URL go). */
+function documentPart(part: DocumentPart): Json {
+  const { source } = part;
+  return source.kind === 'inline' ? { inlineData: { mimeType: source.mediaType, data: source.data } } : { fileData: { fileUri: source.url, mimeType: 'application/pdf' } };
+}
+
 /**
  * Gemini's contents: `user` and `model` turns, consecutive ones of a role merged; a reasoning
  * signature rides on the part after it, as Gemini returned it; thought text is not sent back.
@@ -106,6 +112,9 @@ function addPart(part: ContentPart, add: (part: Json) => void, sign: (signature:
       return;
     case 'image':
       add(imagePart(part));
+      return;
+    case 'document':
+      add(documentPart(part));
       return;
     case 'reasoning':
       if (part.signature !== undefined && part.signature !== '') sign(part.signature);

@@ -1,6 +1,6 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { ProviderConfig } from '../config/config-file.js';
-import type { ContentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
+import type { ContentPart, DocumentPart, Finish, GeneratedChoice, GenerationRequest, GenerationResult, Message, StreamPart, TokenLogprob, Usage } from '../generation/model.js';
 import type { EmbeddingResult } from '../generation/embedding.js';
 import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
@@ -13,6 +13,7 @@ import { isObject } from '../wire/json.js';
 import { usageFromOpenAI, usageFromOpenAIEmbeddings } from '../wire/openai/usage.js';
 import { embeddingsFromOpenAI } from '../wire/openai/embedding.js';
 import { GatewayError } from '../core/errors.js';
+import { unsupported } from '../generation/capabilities.js';
 
 export const OPENAI_CAPABILITIES: Capabilities = {
   upstream: "the upstream's chat completions API",
@@ -92,7 +93,21 @@ function reasoningOf(message: Json): string | undefined {
   return typeof text === 'string' && text !== '' ? text : undefined;
 }
 
-function wireContent(parts: readonly ContentPart[]): string | Json[] {
+/** Chat's `file` part: the bytes as a `data:` URL, with a file name (OpenAI reads the type from it). */
+function filePart(part: DocumentPart, target: Target): Json {
+  const { source } = part;
+  if (source.kind === 'url') throw unsupported(target.model, target.caps, 'document', "a document by URL (OpenAI's chat takes a file's bytes only: send it inline)");
+  const filename = part.name ?? (source.mediaType === 'application/pdf' ? 'document.pdf' : 'document.txt');
+  return { type: 'file', file: { file_data: `data:${source.mediaType};base64,${source.data}`, filename } };
+}
+
+/** Who the messages are written for: a refusal names the model and its upstream. */
+interface Target {
+  readonly model: CatalogueModel;
+  readonly caps: Capabilities;
+}
+
+function wireContent(parts: readonly ContentPart[], target: Target): string | Json[] {
   if (parts.every((part) => part.type === 'text')) return parts.map((part) => (part as { text: string }).text).join('');
   return parts.flatMap((part): Json[] => {
     if (part.type === 'text') return [{ type: 'text', text: part.text }];
@@ -100,11 +115,12 @@ function wireContent(parts: readonly ContentPart[]): string | Json[] {
       const url = part.source.kind === 'url' ? part.source.url : `data:${part.source.mediaType};base64,${part.source.data}`;
       return [{ type: 'image_url', image_url: { url, ...(part.detail === undefined ? {} : { detail: part.detail }) } }];
     }
+    if (part.type === 'document') return [filePart(part, target)];
     return [];
   });
 }
 
-function wireMessages(messages: readonly Message[]): Json[] {
+function wireMessages(messages: readonly Message[], target: Target): Json[] {
   const out: Json[] = [];
   for (const message of messages) {
     if (message.role === 'assistant') {
@@ -112,14 +128,14 @@ function wireMessages(messages: readonly Message[]): Json[] {
       const calls = message.content.flatMap((part) =>
         part.type === 'tool_call' ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }] : [],
       );
-      out.push({ role: 'assistant', content: text.length === 0 ? null : wireContent(text), ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+      out.push({ role: 'assistant', content: text.length === 0 ? null : wireContent(text, target), ...(calls.length > 0 ? { tool_calls: calls } : {}) });
     } else if (message.role === 'tool' || message.content.some((part) => part.type === 'tool_result')) {
       for (const part of message.content) {
-        if (part.type === 'tool_result') out.push({ role: 'tool', tool_call_id: part.toolCallId, content: wireContent(part.content) });
-        else if (part.type === 'text' || part.type === 'image') out.push({ role: 'user', content: wireContent([part]) });
+        if (part.type === 'tool_result') out.push({ role: 'tool', tool_call_id: part.toolCallId, content: wireContent(part.content, target) });
+        else if (part.type === 'text' || part.type === 'image' || part.type === 'document') out.push({ role: 'user', content: wireContent([part], target) });
       }
     } else {
-      out.push({ role: message.role, content: wireContent(message.content) });
+      out.push({ role: message.role, content: wireContent(message.content, target) });
     }
   }
   return out;
@@ -297,7 +313,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
     return {
       ...r.extensions,
       model: call.model.upstreamModel,
-      messages: wireMessages(r.messages),
+      messages: wireMessages(r.messages, { model: call.model, caps: this.caps }),
       ...this.tools(r),
       ...this.responseFormat(r),
       max_tokens: outputLimit(r, call.model),

@@ -18,7 +18,9 @@ import { answer, decodeBase64, isPlainObject, planToolCalls, sniffImage, signatu
  * - Consecutive turns of the same role are combined into one turn, as the API documents (option
  *   `consecutiveTurns: 'reject'` refuses them instead, as the API once did).
  * - Blocks: text (non-empty), image (user; source base64 with media_type image/jpeg, png, gif or
- *   webp and data that is valid base64 of an image of that type, or source url http(s)), document,
+ *   webp and data that is valid base64 of an image of that type, or source url http(s)), document
+ *   (user; a base64 source application/pdf whose bytes are a PDF, a text source text/plain, a url,
+ *   content or file source; title and context strings),
  *   tool_use (assistant; id `^[a-zA-Z0-9_-]+$`, unique; input an object), tool_result (user;
  *   content a string or text / image / document blocks), thinking (assistant; its `signature`
  *   required and must be the one this fake issued for that text), redacted_thinking (assistant).
@@ -310,6 +312,29 @@ function checkImage(block: any, where: string): void {
   }
 }
 
+/** A document block as documented: a base64 PDF, plain text, a PDF by URL, content blocks or a file; title and context strings. */
+function checkDocument(block: any, where: string): void {
+  const source = block.source;
+  if (!isPlainObject(source)) fail(`${where}.document.source: Field required`);
+  for (const field of Object.keys(block)) {
+    if (!['type', 'source', 'title', 'context', 'citations', 'cache_control'].includes(field)) fail(`${where}.document.${field}: Extra inputs are not permitted`);
+  }
+  for (const field of ['title', 'context']) if (block[field] != null && typeof block[field] !== 'string') fail(`${where}.document.${field}: Input should be a valid string`);
+  if (source.type === 'base64') {
+    if (source.media_type !== 'application/pdf') fail(`${where}.document.source.base64.media_type: Input should be 'application/pdf'`);
+    const bytes = decodeBase64(source.data);
+    if (bytes === null) fail(`${where}.document.source.base64.data: Invalid base64 data`);
+    if (bytes.subarray(0, 5).toString('latin1') !== '%PDF-') fail('The PDF specified was not valid.');
+  } else if (source.type === 'text') {
+    if (source.media_type !== 'text/plain') fail(`${where}.document.source.text.media_type: Input should be 'text/plain'`);
+    if (typeof source.data !== 'string') fail(`${where}.document.source.text.data: Input should be a valid string`);
+  } else if (source.type === 'url') {
+    if (typeof source.url !== 'string' || !/^https?:\/\/[^\s/]+/.test(source.url)) fail(`${where}.document.source.url.url: Input should be a valid URL`);
+  } else if (source.type !== 'content' && source.type !== 'file') {
+    fail(`${where}.document.source: Input tag '${source.type}' found using 'type' does not match any of the expected tags: 'base64', 'text', 'content', 'url', 'file'`);
+  }
+}
+
 interface Turn {
   readonly role: 'user' | 'assistant';
   /** The index of the turn's first message in `messages`. */
@@ -477,6 +502,11 @@ function readMessagesRequest(body: any, consecutiveTurns: 'merge' | 'reject', ve
           checkImage(block, where);
           images++;
           tokens = 1;
+          break;
+        case 'document':
+          checkDocument(block, where);
+          if (block.source.type === 'text') texts.push(block.source.data);
+          tokens = block.source.type === 'text' ? words(block.source.data) : 1;
           break;
         case 'tool_use':
           if (typeof block.id !== 'string' || !/^[a-zA-Z0-9_-]+$/.test(block.id)) fail(`${where}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`);

@@ -347,6 +347,7 @@ async function converse(res: ServerResponse, body: Record<string, any>, modelId:
   const { tools, mode } = readToolConfig(body.toolConfig);
   const texts: string[] = [];
   let images = 0;
+  let documents = 0;
   let cachePoints = 0;
   /** Everything before each cache point, in order: the prefix a cache point marks. */
   const prefixes: { key: string; tokens: number }[] = [];
@@ -414,7 +415,7 @@ async function converse(res: ServerResponse, body: Record<string, any>, modelId:
           mark();
           continue;
         case 'document':
-          if (typeof value?.name !== 'string' || decodeBase64(value?.source?.bytes) === null) throw invalid(`The document at ${where} needs a name and bytes.`);
+          checkDocument(value, where, message.role, ++documents);
           break;
         default:
           throw invalid(`The ContentBlock object at ${where} has an unknown field ${String(kind)}.`);
@@ -485,6 +486,27 @@ async function converse(res: ServerResponse, body: Record<string, any>, modelId:
   }
   events.push(['messageStop', { stopReason }], ['metadata', { usage, metrics: { latencyMs: 12 } }]);
   await writeFrames(res, events.map(([type, payload]) => eventFrame(type, padded(payload))), behaviour);
+}
+
+const DOCUMENT_FORMATS = ['pdf', 'csv', 'doc', 'docx', 'xls', 'xlsx', 'html', 'txt', 'md'];
+/** DocumentBlock's name: alphanumerics, single whitespace, hyphens, parentheses, square brackets; 1 to 200 characters. */
+const DOCUMENT_NAME = /^(?!.*\s\s)[A-Za-z0-9\s\-()[\]]{1,200}$/;
+const MAX_DOCUMENTS = 5;
+
+/** A DocumentBlock as AWS documents it: in a user message, a valid name, a known format, one source whose bytes are of that format. */
+function checkDocument(value: any, where: string, role: string, count: number): void {
+  if (role !== 'user') throw invalid(`The document at ${where} is in an assistant message. Documents can only be in user messages.`);
+  if (count > MAX_DOCUMENTS) throw invalid(`A conversation can include up to ${MAX_DOCUMENTS} documents. Remove documents and try again.`);
+  if (!isPlainObject(value) || Object.keys(value).some((key) => !['format', 'name', 'source', 'context', 'citations'].includes(key))) throw invalid(`The DocumentBlock at ${where} has an unknown field.`);
+  if (typeof value.name !== 'string' || !DOCUMENT_NAME.test(value.name)) {
+    throw invalid('The document file name can only contain alphanumeric characters, whitespace characters, hyphens, parentheses, and square brackets. The name can\'t contain more than one consecutive whitespace character.');
+  }
+  if (value.format !== undefined && !DOCUMENT_FORMATS.includes(value.format)) throw invalid(`1 validation error detected: Value '${String(value.format)}' at '${where}.document.format' failed to satisfy constraint: Member must satisfy enum value set: [${DOCUMENT_FORMATS.join(', ')}]`);
+  if (!isPlainObject(value.source) || Object.keys(value.source).length !== 1) throw invalid(`The DocumentSource at ${where} must have exactly one member.`);
+  if (value.source.bytes === undefined) throw invalid(`The DocumentSource at ${where} is not bytes, which this fake does not serve.`);
+  const bytes = decodeBase64(value.source.bytes);
+  if (bytes === null || bytes.length === 0) throw invalid(`The document at ${where} could not be processed: its bytes are not base64.`);
+  if (value.format === 'pdf' && bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw invalid(`The document at ${where} could not be processed: it is not a valid pdf.`);
 }
 
 function readToolConfig(config: unknown): { tools: OfferedTool[]; mode: ToolMode } {

@@ -47,9 +47,9 @@ const CACHE_TOKENS = 10;
  * names anywhere (request, parts, tools, function declarations, schemas) are refused as
  * `Invalid JSON payload received. Unknown name "…" at '…': Cannot find field.`; roles only "user"
  * and "model"; parts non-empty, each with exactly one data field; inlineData with a mimeType and
- * base64 data; functionCall.name / functionResponse.name non-empty, args / response objects; a
- * function call turn must come right after a user turn or a function response turn, a function
- * response turn right after a function call turn, with as many responses as there were calls,
+ * base64 data (an application/pdf one a PDF's bytes); functionCall.name / functionResponse.name
+ * non-empty, args / response objects; a function call turn must come right after a user turn or
+ * a function response turn, a function response turn right after a function call turn, with as many responses as there were calls,
  * each naming a function called in that turn. Function declarations: name `^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$`;
  * `parameters` (and `responseSchema`) use the OpenAPI subset — `$schema`, `additionalProperties`,
  * `$ref`, `const`, `oneOf`… are unknown names, types must be Gemini's (any case), OBJECT needs
@@ -502,6 +502,7 @@ function readGenerateRequest(body: any): GeminiRequest {
         if (typeof blob.mimeType !== 'string' || blob.mimeType === '') violation(`${where}.inline_data.mime_type`, 'mime_type is not specified');
         if (decodeBytes(blob.data) === null || blob.data === '') fail(`Invalid value at '${where}.inline_data.data' (TYPE_BYTES), Base64 decoding failed for ${JSON.stringify(String(blob.data).slice(0, 40))}`);
         if (blob.mimeType.startsWith('image/')) images++;
+        else if (blob.mimeType === 'application/pdf' && !decodeBytes(blob.data)!.subarray(0, 5).equals(Buffer.from('%PDF-'))) violation(`${where}.inline_data.data`, 'The document has no pages.');
       }
       if (part.fileData !== undefined) {
         const file = part.fileData;

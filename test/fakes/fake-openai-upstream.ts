@@ -21,7 +21,8 @@ export type { FakeUpstream } from './fake-server.js';
  * Chat completions follow OpenAI's documented wire format and its request checks (error texts and
  * `param` as OpenAI words them, in vLLM's error body): roles system / developer / user / assistant
  * / tool; content a string or parts (text, image_url with an http(s) URL or a base64 data URL of a
- * png / jpeg / gif / webp whose bytes are such an image); assistant `tool_calls` whose
+ * png / jpeg / gif / webp whose bytes are such an image, file with a file_id or a base64 data URL
+ * `file_data` and its `filename`, a PDF's bytes a PDF); assistant `tool_calls` whose
  * `function.arguments` must be a string; each tool message must answer a `tool_call_id` of the
  * assistant message before it, and every tool call of that message must be answered; `tools`
  * (type function, name `^[a-zA-Z0-9_-]{1,64}$`), `tool_choice` (none / auto / required /
@@ -280,6 +281,21 @@ function textContent(content: unknown, where: string, allowed: readonly string[]
     .join('');
 }
 
+/** A `file` part: a file id, or `file_data` (a base64 data URL; a PDF's bytes must be one) with its `filename`. */
+function checkFile(file: any, at: string): void {
+  if (!isPlainObject(file)) throw new BadRequest(`Missing required parameter: '${at}'.`, at);
+  if (file.file_id !== undefined) {
+    if (typeof file.file_id !== 'string') throw new BadRequest(`Invalid type for '${at}.file_id': expected a string.`, `${at}.file_id`);
+    return;
+  }
+  if (typeof file.file_data !== 'string') throw new BadRequest(`Missing required parameter: '${at}.file_data'.`, `${at}.file_data`);
+  if (typeof file.filename !== 'string' || file.filename === '') throw new BadRequest(`Missing required parameter: '${at}.filename'.`, `${at}.filename`);
+  const data = /^data:([\w/.+-]+);base64,(.*)$/s.exec(file.file_data);
+  const bytes = data === null ? null : decodeBase64(data[2]);
+  if (data === null || bytes === null) throw new BadRequest(`Invalid '${at}.file_data': expected a base64-encoded data URL.`, `${at}.file_data`);
+  if (data[1] === 'application/pdf' && bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new BadRequest(`Invalid file data: '${at}.file_data'. The file is not a valid PDF.`, `${at}.file_data`);
+}
+
 /** A user message's text and image count; images are checked as OpenAI checks them. */
 function userContent(content: unknown, where: string): { text: string; images: number } {
   if (typeof content === 'string') return { text: content, images: 0 };
@@ -301,8 +317,10 @@ function userContent(content: unknown, where: string): { text: string; images: n
         images++;
         return;
       }
-      case 'input_audio':
       case 'file':
+        checkFile(part.file, `${at}.file`);
+        return;
+      case 'input_audio':
         return;
       default:
         throw new BadRequest(`Invalid value: '${part.type}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'.`, `${at}.type`);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CatalogueModel } from '../../catalogue/catalogue.js';
 import { unreadableUpstream } from '../../core/upstream-errors.js';
 import { unsupported } from '../../generation/capabilities.js';
-import type { ContentPart, Finish, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, ToolResultPart, Usage } from '../../generation/model.js';
+import type { ContentPart, DocumentMediaType, DocumentPart, Finish, GenerationRequest, GenerationResult, ImagePart, Message, StreamPart, ToolResultPart, Usage } from '../../generation/model.js';
 import type { Capabilities } from '../../generation/provider.js';
 import { isObject, toolArguments } from '../../wire/json.js';
 import { parseBedrockModelId } from '../../config/cloud-model-ids.js';
@@ -58,6 +58,8 @@ const CACHE_POINT: Json = { cachePoint: { type: 'default' } };
 interface Target {
   readonly model: CatalogueModel;
   readonly family: Family;
+  /** The next document's name on Converse, unique in the request. */
+  readonly nameDocument: (name: string | undefined) => string;
 }
 
 const TOOL_USE_ID = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -82,6 +84,50 @@ function imageBlock(part: ImagePart, target: Target): Json {
   return { image: { format, source: { bytes: source.data } } };
 }
 
+/** Converse's limit on documents in one request. */
+export const MAX_DOCUMENTS = 5;
+const DOCUMENT_FORMATS: Readonly<Record<DocumentMediaType, string>> = { 'application/pdf': 'pdf', 'text/plain': 'txt' };
+
+/**
+ * A name Converse takes: letters, digits, single spaces, hyphens, parentheses and square brackets.
+ * A file's extension is dropped (the format says it); a name left empty becomes `document k`.
+ */
+export function documentName(name: string | undefined, k: number): string {
+  // Cut to 190 of Converse's 200 characters, room left for a ` (k)` that keeps names apart.
+  const clean = (name ?? '')
+    .slice(0, 400)
+    .replace(/\.[a-z0-9]{1,5}$/i, '')
+    .replace(/[^a-zA-Z0-9\-()[\]]+/g, ' ')
+    .trim()
+    .slice(0, 190)
+    .trimEnd();
+  return clean === '' ? `document ${k}` : clean;
+}
+
+/**
+ * Names each document of a request, in order, distinct from the others' (a repeated one gets
+ * ` (2)`, …); beyond Converse's five documents the request is refused here, before anything is sent.
+ */
+function documentNamer(model: CatalogueModel): (name: string | undefined) => string {
+  const taken = new Set<string>();
+  return (wanted) => {
+    if (taken.size === MAX_DOCUMENTS) throw unsupported(model, CONVERSE_CAPABILITIES, 'document', `more than ${MAX_DOCUMENTS} documents in one request (Converse's limit)`);
+    const base = documentName(wanted, taken.size + 1);
+    let name = base;
+    for (let n = 2; taken.has(name); n++) name = `${base} (${n})`;
+    taken.add(name);
+    return name;
+  };
+}
+
+function documentBlock(part: DocumentPart, target: Target): Json {
+  const { source } = part;
+  if (source.kind === 'url') {
+    throw unsupported(target.model, CONVERSE_CAPABILITIES, 'document', 'a document by URL (Converse takes document bytes only: send it inline, base64)');
+  }
+  return { document: { format: DOCUMENT_FORMATS[source.mediaType], name: target.nameDocument(part.name), source: { bytes: source.data } } };
+}
+
 function toolResultBlock(part: ToolResultPart, target: Target): Json {
   return {
     toolResult: {
@@ -104,6 +150,10 @@ function blocksOf(part: ContentPart, role: 'user' | 'assistant', target: Target)
       return part.cacheBreakpoint === true && target.family !== 'other' ? [{ text: part.text }, CACHE_POINT] : [{ text: part.text }];
     case 'image':
       return [imageBlock(part, target)];
+    case 'document': {
+      const block = documentBlock(part, target);
+      return part.cacheBreakpoint === true && target.family !== 'other' ? [block, CACHE_POINT] : [block];
+    }
     case 'tool_result': {
       const marked = target.family !== 'other' && part.content.some((inner) => inner.type === 'text' && inner.cacheBreakpoint === true);
       return marked ? [toolResultBlock(part, target), CACHE_POINT] : [toolResultBlock(part, target)];
@@ -200,7 +250,11 @@ function toolConfig(r: GenerationRequest, target: Target, messages: readonly Jso
 /** The body of POST /model/{modelId}/converse and /converse-stream (no modelId in it). */
 export function converseRequest(request: GenerationRequest, model: CatalogueModel): Json {
   const r = request;
-  const target: Target = { model, family: isAnthropicModel(model.upstreamModel) ? 'anthropic' : isNovaModel(model.upstreamModel) ? 'nova' : 'other' };
+  const target: Target = {
+    model,
+    family: isAnthropicModel(model.upstreamModel) ? 'anthropic' : isNovaModel(model.upstreamModel) ? 'nova' : 'other',
+    nameDocument: documentNamer(model),
+  };
   // Answers are read without the request: a call of this name is always the answer's, never the caller's.
   if (r.tools.some((tool) => tool.name === JSON_MODE_TOOL)) throw unsupported(model, CONVERSE_CAPABILITIES, 'tools', `a tool named '${JSON_MODE_TOOL}' (the name Sluice gives the tool that carries JSON answers)`);
   if (target.family !== 'anthropic') {

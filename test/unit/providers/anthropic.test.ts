@@ -6,7 +6,7 @@
 import { generationRequest } from '../../../src/generation/model.js';
 import { conformanceSuite, NOW } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
-import { SCENARIOS } from './scenarios.js';
+import { DOCUMENT_REQUEST, SCENARIOS } from './scenarios.js';
 
 const HELLO = 'Hello! How can I help you today?';
 const TOOLS = [
@@ -32,6 +32,11 @@ conformanceSuite({
       // input_tokens leaves the cached part out; Sluice's input counts it.
       name: 'generate-text',
       scenario: 'text',
+      expect: { id: 'msg_01XFDUDYJgAACzvnptvVoYEL', created: NOW, choices: [choice(0, [text(HELLO)], END_TURN)], usage: usage(1209, 12, { cachedInput: 1188 }) },
+    },
+    {
+      name: 'generate-document',
+      request: DOCUMENT_REQUEST,
       expect: { id: 'msg_01XFDUDYJgAACzvnptvVoYEL', created: NOW, choices: [choice(0, [text(HELLO)], END_TURN)], usage: usage(1209, 12, { cachedInput: 1188 }) },
     },
     {

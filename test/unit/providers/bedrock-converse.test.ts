@@ -17,13 +17,13 @@ import { modelFromConfig, type CatalogueModel } from '../../../src/catalogue/cat
 import { modelSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
 import { generationRequest, type GenerationRequest, type GenerationResult, type Message, type StreamPart } from '../../../src/generation/model.js';
-import { converseRequest, converseResult, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from '../../../src/providers/bedrock/converse.js';
+import { MAX_DOCUMENTS, converseRequest, converseResult, documentName, converseStreamParts, isAnthropicModel, type ConverseStreamEvent } from '../../../src/providers/bedrock/converse.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../../src/providers/translating-provider.js';
 import type { Json } from '../../../src/providers/upstream-client.js';
 import { eventFrame } from '../../fakes/fake-bedrock.js';
 import { answerOfChoice, answerOfParts, assertAnswer, assertStreamContract } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
-import { SCENARIOS, type ScenarioName } from './scenarios.js';
+import { DOCUMENT_REQUEST, SCENARIOS, type ScenarioName } from './scenarios.js';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'providers', 'bedrock', 'converse');
 const fixture = <T = Json>(path: string): T => JSON.parse(readFileSync(join(FIXTURES, path), 'utf8')) as T;
@@ -305,6 +305,21 @@ describe('Bedrock Converse: requests', () => {
     assert.deepStrictEqual(body.messages, [{ role: 'user', content: [{ text: 'What is this?' }, { image: { format: 'png', source: { bytes: 'iVBORw0KGgo=' } } }] }]);
   });
 
+  test('documents go as bytes with their format and a name Converse takes', () => {
+    assert.deepStrictEqual(converseRequest(DOCUMENT_REQUEST, modelOf()), fixture('requests/documents.json'));
+  });
+
+  test("a document's name is made one Converse takes, and kept distinct from the others'", () => {
+    assert.equal(documentName('Q3  report (final) [v2] – draft.pdf', 1), 'Q3 report (final) [v2] draft');
+    assert.equal(documentName('../../etc/passwd', 1), 'etc passwd');
+    assert.equal(documentName('日本語.pdf', 3), 'document 3');
+    assert.equal(documentName(undefined, 2), 'document 2');
+    const pdf = (name: string) => ({ type: 'document' as const, source: { kind: 'inline' as const, mediaType: 'application/pdf' as const, data: 'JVBERi0=' }, name });
+    const body = converseRequest(ask({ messages: [{ role: 'user', content: [pdf('a.pdf'), pdf('a.pdf'), pdf('a'), { type: 'text', text: 'Compare.' }] }] }), modelOf(NOVA));
+    const names = (body.messages as { content: Json[] }[])[0]!.content.flatMap((block) => (block.document === undefined ? [] : [(block.document as { name: string }).name]));
+    assert.deepStrictEqual(names, ['a', 'a (2)', 'a (3)']);
+  });
+
   test('sampling, stop sequences and the output limit in inferenceConfig; top_k for Claude in additionalModelRequestFields', () => {
     const body = converseRequest(ask({ maxOutputTokens: 300, temperature: 0.5, topP: 0.8, topK: 40, stop: ['END'] }), modelOf());
     assert.deepStrictEqual(body.inferenceConfig, { maxTokens: 300, temperature: 0.5, topP: 0.8, stopSequences: ['END'] });
@@ -493,6 +508,14 @@ describe('Bedrock Converse: what it cannot take is refused, naming the parameter
       tools: SCENARIOS.tools.request.tools,
     });
     refused(inResult, modelOf(), 'image_url', /image by URL/);
+  });
+
+  test('a document by URL; more documents than Converse takes in one request', () => {
+    refused(ask({ messages: [{ role: 'user', content: [{ type: 'document', source: { kind: 'url', url: 'https://example.com/a.pdf' } }, { type: 'text', text: 'Q' }] }] }), modelOf(), 'document', /document by URL/);
+    const doc = { type: 'document' as const, source: { kind: 'inline' as const, mediaType: 'text/plain' as const, data: 'aGk=' } };
+    const turns = (count: number): Message[] => [{ role: 'user', content: [...Array.from({ length: count }, () => doc), { type: 'text', text: 'Q' }] }];
+    assert.equal((converseRequest(ask({ messages: turns(MAX_DOCUMENTS) }), modelOf()).messages as { content: Json[] }[])[0]!.content.length, MAX_DOCUMENTS + 1);
+    refused(ask({ messages: turns(MAX_DOCUMENTS + 1) }), modelOf(), 'document', /more than 5 documents/);
   });
 
   test('top_k and reasoning on a model of another family', () => {

@@ -6,7 +6,7 @@
 import { generationRequest } from '../../../src/generation/model.js';
 import { conformanceSuite, GENERATED_ID, NOW } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
-import { SCENARIOS } from './scenarios.js';
+import { DOCUMENT_REQUEST, SCENARIOS } from './scenarios.js';
 
 const HELLO = 'Hello! How can I help you today?';
 const SIGNATURE =
@@ -31,6 +31,11 @@ conformanceSuite({
     {
       name: 'generate-text',
       scenario: 'text',
+      expect: { id: 'xK8lacfHOqDWvdIPsZmB8Q0', created: NOW, choices: [choice(0, [text(HELLO)], STOP)], usage: usage(1209, 9, { cachedInput: 1024 }) },
+    },
+    {
+      name: 'generate-document',
+      request: DOCUMENT_REQUEST,
       expect: { id: 'xK8lacfHOqDWvdIPsZmB8Q0', created: NOW, choices: [choice(0, [text(HELLO)], STOP)], usage: usage(1209, 9, { cachedInput: 1024 }) },
     },
     {

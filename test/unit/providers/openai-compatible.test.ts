@@ -6,7 +6,7 @@
 import { generationRequest } from '../../../src/generation/model.js';
 import { conformanceSuite } from './conformance.js';
 import { choice, finish, parts, text, toolCall, usage } from './expectations.js';
-import { SCENARIOS } from './scenarios.js';
+import { DOCUMENT_REQUEST, SCENARIOS } from './scenarios.js';
 
 const HELLO_TOKENS = ['Hello', '!', ' How', ' can', ' I', ' help', ' you', ' today', '?'];
 const CREATED = 1764072000;
@@ -38,6 +38,11 @@ conformanceSuite({
     {
       name: 'generate-text',
       scenario: 'text',
+      expect: { id: 'chatcmpl-CHd7Ym5mTq0VwzJ2b1Rk8s4XcP3aN', created: CREATED, choices: [choice(0, [text('Hello! How can I help you today?')], STOP)], usage: TEXT_USAGE },
+    },
+    {
+      name: 'generate-document',
+      request: DOCUMENT_REQUEST,
       expect: { id: 'chatcmpl-CHd7Ym5mTq0VwzJ2b1Rk8s4XcP3aN', created: CREATED, choices: [choice(0, [text('Hello! How can I help you today?')], STOP)], usage: TEXT_USAGE },
     },
     {

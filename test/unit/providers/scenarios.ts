@@ -100,3 +100,22 @@ export const SCENARIOS = {
 } as const satisfies Record<string, Scenario>;
 
 export type ScenarioName = keyof typeof SCENARIOS;
+
+/**
+ * Documents in a user turn, as each translating adapter must write them (their answer is the text
+ * scenario's): a named PDF with a cache breakpoint and an unnamed plain-text file, both base64.
+ */
+export const DOCUMENT_REQUEST: GenerationRequest = generationRequest({
+  model: 'assistant',
+  messages: [
+    {
+      role: 'user',
+      content: [
+        { type: 'document', source: { kind: 'inline', mediaType: 'application/pdf', data: 'JVBERi0xLjcKJSVFT0YK' }, name: 'Q3 report.pdf', cacheBreakpoint: true },
+        { type: 'document', source: { kind: 'inline', mediaType: 'text/plain', data: Buffer.from('The grass is green.', 'utf8').toString('base64') } },
+        { type: 'text', text: 'Summarise both.' },
+      ],
+    },
+  ],
+  maxOutputTokens: 256,
+});

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../core/errors.js';
-import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type TextPart, type ToolChoice, type ToolResultPart } from '../../../generation/model.js';
+import { generationRequest, type ContentPart, type DocumentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type TextPart, type ToolChoice, type ToolResultPart } from '../../../generation/model.js';
 import type { WireRequest } from '../../../generation/operation.js';
 
 /**
@@ -37,6 +37,20 @@ const imageBlock = z.strictObject({
   ]),
   cache_control: cacheControl,
 });
+// A document: a PDF (base64 or by URL) or plain text. Content and file-id sources, and citations, stay Anthropic's.
+const documentBlock = z.strictObject({
+  type: z.literal('document'),
+  source: z.looseObject({ type: z.string() }),
+  title: z.string().nullish(),
+  context: z.string().nullish(),
+  citations: z.looseObject({ enabled: z.boolean().optional() }).nullish(),
+  cache_control: cacheControl,
+});
+const documentSource = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('base64'), media_type: z.literal('application/pdf'), data: z.string().min(1) }),
+  z.strictObject({ type: z.literal('text'), media_type: z.literal('text/plain'), data: z.string() }),
+  z.strictObject({ type: z.literal('url'), url: z.string().min(1) }),
+]);
 const toolUseBlock = z.strictObject({ type: z.literal('tool_use'), id: z.string().min(1), name: z.string().min(1), input: z.record(z.string(), z.unknown()), cache_control: cacheControl });
 const toolResultBlock = z.strictObject({
   type: z.literal('tool_result'),
@@ -47,7 +61,7 @@ const toolResultBlock = z.strictObject({
 });
 const thinkingBlock = z.strictObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() });
 const redactedThinkingBlock = z.strictObject({ type: z.literal('redacted_thinking'), data: z.string() });
-const BLOCKS = { text: textBlock, image: imageBlock, tool_use: toolUseBlock, tool_result: toolResultBlock, thinking: thinkingBlock, redacted_thinking: redactedThinkingBlock } as const;
+const BLOCKS = { text: textBlock, image: imageBlock, document: documentBlock, tool_use: toolUseBlock, tool_result: toolResultBlock, thinking: thinkingBlock, redacted_thinking: redactedThinkingBlock } as const;
 type Block = z.infer<(typeof BLOCKS)[keyof typeof BLOCKS]>;
 
 const tool = z.strictObject({
@@ -229,10 +243,11 @@ export function toGenerationRequest(request: MessagesRequest, model: CatalogueMo
     }
     // Tool results first, as their own messages (the shape the other upstreams want), then the user's words.
     const userParts: ContentPart[] = [];
-    for (const block of blocks) {
+    for (const [j, block] of blocks.entries()) {
       if (block.type === 'tool_result') messages.push({ role: 'tool', content: [toolResult(block, toolNames)] });
       else if (block.type === 'text') userParts.push(textPart(block));
       else if (block.type === 'image') userParts.push(imagePart(block));
+      else if (block.type === 'document') userParts.push(documentPart(block, model, ['messages', i, 'content', j]));
       else throw notTranslatable(model, `messages.${i}.content`, `a \`${block.type}\` block in a user turn`);
     }
     if (userParts.length > 0) messages.push({ role: 'user', content: userParts });
@@ -268,6 +283,25 @@ function textPart(block: z.infer<typeof textBlock>): TextPart {
 function imagePart(block: z.infer<typeof imageBlock>): ImagePart {
   const source = block.source;
   return { type: 'image', source: source.type === 'url' ? { kind: 'url', url: source.url } : { kind: 'inline', mediaType: source.media_type, data: source.data } };
+}
+
+function documentPart(block: z.infer<typeof documentBlock>, model: CatalogueModel, at: readonly (string | number)[]): DocumentPart {
+  const path = at.join('.');
+  const kind = block.source.type;
+  if (kind !== 'base64' && kind !== 'text' && kind !== 'url') throw notTranslatable(model, `${path}.source.type`, `a document with a \`${kind}\` source`);
+  if (block.citations?.enabled === true) throw notTranslatable(model, `${path}.citations`, 'citations');
+  if (block.context != null && block.context !== '') throw notTranslatable(model, `${path}.context`, "a document's context");
+  const source = parseOrThrow(documentSource, block.source, [...at, 'source']);
+  return {
+    type: 'document',
+    source:
+      source.type === 'url'
+        ? { kind: 'url', url: source.url }
+        : // Plain text is carried as base64 like every document, encoded once here.
+          { kind: 'inline', mediaType: source.media_type, data: source.type === 'text' ? Buffer.from(source.data, 'utf8').toString('base64') : source.data },
+    ...(block.title == null || block.title === '' ? {} : { name: block.title }),
+    ...(block.cache_control ? { cacheBreakpoint: true } : {}),
+  };
 }
 
 function toolResult(block: z.infer<typeof toolResultBlock>, toolNames: ReadonlyMap<string, string>): ToolResultPart {

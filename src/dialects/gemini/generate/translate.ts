@@ -1,6 +1,6 @@
 import type { GatewayError } from '../../../core/errors.js';
 import type { ModelledField } from '../../../generation/capabilities.js';
-import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition } from '../../../generation/model.js';
+import { isDocumentMediaType, type ContentPart, type DocumentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type ToolChoice, type ToolDefinition } from '../../../generation/model.js';
 import { isGoogleSchema, jsonSchemaOf } from './openapi-schema.js';
 import type { GenerateBody, GenerateRequest, Part } from './request.js';
 import { openSeal } from './thought-signatures.js';
@@ -240,12 +240,23 @@ function partOf(p: Part, at: string, role: 'user' | 'assistant', refuse: Refuse,
   }
   const media = p.inlineData ?? p.fileData;
   if (media !== undefined && role === 'user') {
-    const image = imageOf(p);
-    if (image !== undefined) return [image];
-    throw refuse(`${at}.${p.inlineData === undefined ? 'fileData' : 'inlineData'}`, `${media.mimeType ?? 'this'} media (images only, by http(s) URL or inline)`);
+    const part = imageOf(p) ?? documentOf(p);
+    if (part !== undefined) return [part];
+    throw refuse(`${at}.${p.inlineData === undefined ? 'fileData' : 'inlineData'}`, `${media.mimeType ?? 'this'} media (images; PDF and plain-text documents inline or a PDF by http(s) URL)`);
   }
   const kind = Object.keys(p).find((key) => key !== 'thought' && key !== 'thoughtSignature') ?? 'part';
   throw refuse(`${at}.${kind}`, `a '${kind}' part in a ${role === 'user' ? 'user' : 'model'} turn`);
+}
+
+function documentOf(p: Part): DocumentPart | undefined {
+  const blob = p.inlineData;
+  if (blob !== undefined) {
+    if (!isDocumentMediaType(blob.mimeType)) return undefined;
+    return { type: 'document', source: { kind: 'inline', mediaType: blob.mimeType, data: blob.data }, ...(blob.displayName ? { name: blob.displayName } : {}) };
+  }
+  const file = p.fileData!;
+  if (!isHttpUrl(file.fileUri) || file.mimeType !== 'application/pdf') return undefined;
+  return { type: 'document', source: { kind: 'url', url: file.fileUri }, ...(file.displayName ? { name: file.displayName } : {}) };
 }
 
 function imageOf(p: Part): ImagePart | undefined {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.js';
-import type { ContentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
+import type { ContentPart, DocumentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
+import { documentOfFileData } from '../file-input.js';
 import { invalid, logitBiasSchema, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 
 /**
@@ -16,6 +17,11 @@ const imagePart = z.looseObject({
   type: z.literal('image_url'),
   image_url: z.looseObject({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).nullish() }),
 });
+// A file inline (`file_data`) or uploaded (`file_id`, which only an OpenAI upstream can read).
+const filePart = z.looseObject({
+  type: z.literal('file'),
+  file: z.looseObject({ file_data: z.string().min(1).nullish(), file_id: z.string().min(1).nullish(), filename: z.string().nullish() }),
+});
 const toolCall = z.looseObject({
   id: z.string().min(1),
   type: z.literal('function').optional(),
@@ -24,7 +30,7 @@ const toolCall = z.looseObject({
 
 const message = z.discriminatedUnion('role', [
   z.looseObject({ role: z.enum(['system', 'developer']), content: z.union([z.string(), z.array(textPart)]), name: z.string().nullish() }),
-  z.looseObject({ role: z.literal('user'), content: z.union([z.string(), z.array(z.discriminatedUnion('type', [textPart, imagePart]))]), name: z.string().nullish() }),
+  z.looseObject({ role: z.literal('user'), content: z.union([z.string(), z.array(z.discriminatedUnion('type', [textPart, imagePart, filePart]))]), name: z.string().nullish() }),
   z.looseObject({
     role: z.literal('assistant'),
     content: z.union([z.string(), z.array(z.union([textPart, z.looseObject({ type: z.literal('refusal'), refusal: z.string() })]))]).nullish(),
@@ -146,11 +152,20 @@ function imageOf(url: string, detail: 'auto' | 'low' | 'high' | null | undefined
   return detail == null ? { type: 'image', source } : { type: 'image', source, detail };
 }
 
+function fileOf(file: { file_data?: string | null; file_id?: string | null; filename?: string | null }, at: string): DocumentPart {
+  if (file.file_data == null) {
+    const param = file.file_id == null ? `${at}.file_data` : `${at}.file_id`;
+    if (file.file_id == null) throw invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+    throw new GatewayError('unsupported_parameter', `'${param}': a file by id is read by OpenAI's own upstream only: send its bytes as 'file_data'.`, { param, code: 'unsupported_parameter' });
+  }
+  return documentOfFileData(file.file_data, file.filename, `${at}.file_data`);
+}
+
 /** The generation model of a chat request, for an upstream that does not speak OpenAI's chat. */
 export function toGenerationRequest(request: ChatRequest): GenerationRequest {
   const b = request.body;
   const toolNames = new Map<string, string>();
-  const messages: Message[] = b.messages.map((m): Message => {
+  const messages: Message[] = b.messages.map((m, i): Message => {
     switch (m.role) {
       case 'system':
       case 'developer':
@@ -158,7 +173,14 @@ export function toGenerationRequest(request: ChatRequest): GenerationRequest {
       case 'user':
         return {
           role: 'user',
-          content: typeof m.content === 'string' ? textParts(m.content) : m.content.map((part) => (part.type === 'text' ? { type: 'text', text: part.text } : imageOf(part.image_url.url, part.image_url.detail))),
+          content:
+            typeof m.content === 'string'
+              ? textParts(m.content)
+              : m.content.map((part, j): ContentPart => {
+                  if (part.type === 'text') return { type: 'text', text: part.text };
+                  if (part.type === 'image_url') return imageOf(part.image_url.url, part.image_url.detail);
+                  return fileOf(part.file, `messages[${i}].content[${j}].file`);
+                }),
         };
       case 'assistant': {
         const content: ContentPart[] = [];

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { CatalogueModel } from '../../../catalogue/catalogue.js';
 import { GatewayError } from '../../../core/errors.js';
-import { generationRequest, type ContentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice } from '../../../generation/model.js';
+import { generationRequest, type ContentPart, type DocumentPart, type GenerationRequest, type ImagePart, type Message, type ReasoningEffort, type ResponseFormat, type TextPart, type ToolChoice } from '../../../generation/model.js';
+import { documentOfFileData } from '../file-input.js';
 import { invalid, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
 import { reasoningPartOf } from './reasoning.js';
 import { checkToolList, CUSTOM_INPUT, type ResponsesTools } from './tools.js';
@@ -212,8 +213,11 @@ export function toGenerationRequest(request: ResponsesRequest, items: readonly I
     flush();
     const callId = item.call_id as string;
     const output = item.output as string | Item[];
-    const parts = typeof output === 'string' ? [{ type: 'text' as const, text: output }] : (userParts(output, model, `${at}.output`, true) as (TextPart | ImagePart)[]);
-    messages.push({ role: 'tool', content: [{ type: 'tool_result', toolCallId: callId, name: toolNames.get(callId), content: parts }] });
+    const parts = typeof output === 'string' ? [{ type: 'text' as const, text: output }] : userParts(output, model, `${at}.output`, true);
+    // A tool's output carries text and images to every upstream; a file there has no translation.
+    const file = parts.findIndex((part) => part.type === 'document');
+    if (file !== -1) throw notTranslatable(model, `${at}.output[${file}].type`, 'a file in a function call output');
+    messages.push({ role: 'tool', content: [{ type: 'tool_result', toolCallId: callId, name: toolNames.get(callId), content: parts as (TextPart | ImagePart)[] }] });
   };
   items.forEach((item, i) => {
     const type = itemType(item);
@@ -296,7 +300,19 @@ function imageOf(url: string, detail: unknown): ImagePart {
   return detail === 'low' || detail === 'high' || detail === 'auto' ? { type: 'image', source, detail } : { type: 'image', source };
 }
 
-/** Text and images of a user, system or developer message (or a function's output). */
+/** An `input_file`: its bytes inline, or a URL (which only some upstreams fetch); a file id is OpenAI's own. */
+function fileOf(p: Item, model: CatalogueModel, where: string): DocumentPart {
+  const filename = typeof p.filename === 'string' ? p.filename : undefined;
+  if (typeof p.file_data === 'string' && p.file_data !== '') return documentOfFileData(p.file_data, filename, `${where}.file_data`);
+  if (typeof p.file_url === 'string') {
+    if (!/^https?:/i.test(p.file_url)) throw invalid(`${where}.file_url`, `Invalid '${where}.file_url': expected an http(s) URL.`, 'invalid_value');
+    return { type: 'document', source: { kind: 'url', url: p.file_url }, ...(filename === undefined ? {} : { name: filename }) };
+  }
+  if (p.file_id != null) throw notTranslatable(model, `${where}.file_id`, "a file given by id (send its bytes as 'file_data')");
+  throw invalid(`${where}.file_data`, `Missing required parameter: '${where}.file_data'.`, 'missing_required_parameter');
+}
+
+/** Text, images and files of a user, system or developer message (or a function's output). */
 function userParts(content: string | readonly Item[], model: CatalogueModel, at: string, images: boolean): ContentPart[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   return content.map((p, j): ContentPart => {
@@ -309,6 +325,7 @@ function userParts(content: string | readonly Item[], model: CatalogueModel, at:
       }
       return imageOf(p.image_url, p.detail);
     }
+    if (p.type === 'input_file' && images) return fileOf(p, model, where);
     if (p.type === 'input_text' || p.type === 'output_text') throw invalid(`${where}.text`, `Missing required parameter: '${where}.text'.`, 'missing_required_parameter');
     throw notTranslatable(model, `${where}.type`, `a content part of type \`${String(p.type)}\``);
   });
