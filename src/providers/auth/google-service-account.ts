@@ -82,9 +82,12 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     return this.privateKeyPem === undefined ? [] : [this.privateKeyPem];
   }
 
+  /** `problem` names the setting only (callers see it); the file's path, the host's own, goes to the operator's log alone. */
   private keyProblem(problem: string): GatewayError {
+    const where = this.source === undefined || this.source.setting === 'credentials' ? undefined : describeKeySource(this.source);
     return new CredentialUnavailable('upstream_auth_failed', `The upstream provider '${this.providerId}' has no usable service-account key: ${problem}. This is a gateway configuration problem; see /status.`, {
       upstreamFailure: 401,
+      ...(where === undefined ? {} : { upstreamBody: `the key is read from ${where}` }),
     });
   }
 
@@ -95,7 +98,7 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
   private async loadKey(): Promise<SigningKey> {
     const source = this.source;
     if (source === undefined) throw this.keyProblem('set credentials or credentials_file, or GOOGLE_APPLICATION_CREDENTIALS in the environment');
-    const where = describeKeySource(source);
+    const where = source.setting;
     let text: string;
     if (source.setting === 'credentials') text = source.json;
     else {
@@ -111,6 +114,11 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     } catch {
       // The parser's message may quote the key; it is not repeated.
       throw this.keyProblem(`${where} is not JSON (a service-account key file is)`);
+    }
+    // gcloud's application-default login writes an `authorized_user` file, which holds no key to sign with.
+    const type = typeof parsed === 'object' && parsed !== null ? (parsed as { type?: unknown }).type : undefined;
+    if (typeof type === 'string' && type !== 'service_account') {
+      throw this.keyProblem(`${where} holds ${/^[a-z_]{1,40}$/.test(type) ? `a '${type}' credential` : 'another kind of credential'}, not a service-account key: create a key for a service account (IAM, Service accounts, Keys) and use its JSON file`);
     }
     const read = serviceAccountKey.safeParse(parsed);
     if (!read.success) {
@@ -144,7 +152,7 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     return requestToken(endpoint, form, ASSERTION_LIFETIME_S, () => [assertion, ...this.secrets()], (refusal, said) =>
       new CredentialUnavailable(
         'upstream_auth_failed',
-        `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${describeKeySource(this.source!)}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
+        `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${this.source!.setting}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
         { upstreamFailure: 401, upstreamBody: refusal.body },
       ),
     );

@@ -7,7 +7,8 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
  * A provider's own credential could not be had at all: no usable key or secret is configured, or
- * its issuer refused it or answered without a token. Callers see it as any refused credential
+ * its issuer refused it, answered without a token or could not be reached (then of kind
+ * upstream_unreachable or upstream_timeout, retryable as any unreachable upstream). Callers see it as any refused credential
  * (`upstream_auth_failed`); `sluice doctor` tells it apart, to name the credential settings.
  */
 export class CredentialUnavailable extends GatewayError {}
@@ -62,7 +63,7 @@ export async function requestToken(
     text = await readCapped(answer.body);
   } catch (error) {
     const failure = upstreamTransportError(endpoint.providerId, error);
-    throw new GatewayError(failure.kind === 'upstream_error' ? 'upstream_unreachable' : failure.kind, `${failure.message.replace(/\.$/, '')} for a token: ${endpoint.issuer} at ${endpoint.url} (${endpoint.addressSetting}) did not answer.`, {
+    throw new CredentialUnavailable(failure.kind === 'upstream_error' ? 'upstream_unreachable' : failure.kind, `${failure.message.replace(/\.$/, '')} for a token: ${endpoint.issuer} at ${endpoint.url} (${endpoint.addressSetting}) did not answer.`, {
       upstreamFailure: failure.upstreamFailure ?? 'connect_error',
       cause: error,
     });
