@@ -188,7 +188,8 @@ const AZURE_CALLS = 1;
 /**
  * One model listing: reachable, credential accepted; then each model entry the upstream does not
  * list. On Bedrock and Vertex, where a listing needs a permission of its own and says nothing of a
- * model's access, also a one-token call to each model entry of the provider (at most MAX_CALLS).
+ * model's access, also a one-token call to each model entry of the provider (at most MAX_CALLS); on
+ * Azure, one call (AZURE_CALLS), for the entry's api_version.
  */
 async function checkProvider(provider: ProviderConfig, models: readonly ModelConfig[]): Promise<Check[]> {
   const name = `provider ${provider.id}`;

@@ -55,7 +55,8 @@ export function azurePath(apiVersion: string | undefined, endpoint: string, depl
  * deployments, with the `api-key` header or a Microsoft Entra ID token. What is Azure's own: the
  * paths, the credentials, the deployment list, and its answers: a prompt its content filter refused
  * (a 400 `content_filter`) reaches a caller of another dialect as a refusal, an OpenAI caller as
- * Azure's own 400; a missing deployment or API version names the setting to fix.
+ * Azure's own 400; a missing deployment or API version names the setting to fix. A caller's
+ * `data_sources` (On Your Data) is refused unless the provider allows it.
  */
 export class AzureOpenAIProvider extends OpenAICompatibleProvider {
   private readonly apiVersion: string | undefined;
@@ -218,7 +219,6 @@ async function* refusedStream(call: GenerationCall): AsyncGenerator<StreamPart> 
   for (let choice = 0; choice < call.choices; choice++) yield { type: 'finish', choice, finish: { reason: 'content_filter', raw: 'content_filter' } };
   yield { type: 'usage', usage: NO_USAGE };
 }
-
 
 /** An instruct deployment (gpt-35-turbo-instruct) serves legacy completions only: Azure refuses it chat ("The chatCompletion operation does not work with the specified model"). */
 function isInstruct(id: string, vendorModel: string | undefined): boolean {

@@ -280,7 +280,7 @@ export class VertexProvider implements ProviderAdapter {
 /** A resource name's project and location (`//aiplatform.googleapis.com/projects/P/locations/L/`, or a bare `projects/P`), left out of a message. */
 const RESOURCE_PATH = /(?:\/\/[a-z0-9.-]*googleapis\.com\/)?(?:v1(?:beta1)?\/)?projects\/[^/\s'"`]+(?:\/locations\/[^/\s'"`]+)?\/?/g;
 
-export function withoutResourcePath(message: string): string {
+function withoutResourcePath(message: string): string {
   return message.replace(RESOURCE_PATH, '');
 }
 
