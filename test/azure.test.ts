@@ -6,7 +6,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { streamText } from 'ai';
 import { weatherInTwoSteps } from './support/ai-sdk.js';
 import OpenAI, { AzureOpenAI } from 'openai';
-import { CONTENT_FILTER_TRIGGER, startFakeAzure, type FakeAzure } from './fakes/fake-azure.js';
+import { CONTENT_FILTER_TRIGGER, FILTER_CHUNK_ONLY_TRIGGER, startFakeAzure, type FakeAzure } from './fakes/fake-azure.js';
 import { startFakeOpenAI } from './fakes/fake-openai-upstream.js';
 import type { FakeUpstream } from './fakes/fake-server.js';
 import { createKey, eventually, startSluice, type LedgerRow, type RunningSluice } from './support/sluice.js';
@@ -64,12 +64,14 @@ providers:
   - { id: azure-bad-secret, kind: azure, base_url: '${azure.url}', entra: ${entra(azure, BAD_SECRET)} }
   - { id: azure-discovered, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}', discover: { interval_ms: 1000, id_prefix: 'azd/' } }
   - { id: azure-load, kind: azure, base_url: '${shortLived.url}', entra: ${entra(shortLived)} }
+  - { id: azure-ods, kind: azure, base_url: '${azure.url}', api_key: '${AZ_KEY}', api_version: '2024-10-21', allow_data_sources: true }
   - { id: openai-direct, kind: openai, base_url: '${openaiDirect.url}', api_key: openai-credential }
 models:
   - { id: gpt-4o-key, provider: azure-key, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-v1, provider: azure-key-v1, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-entra, provider: azure-entra, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
   - { id: gpt-4o-entra-dated, provider: azure-entra-dated, upstream_model: gpt4o-dep, endpoints: [chat, completions, responses], pricing: ${PRICING} }
+  - { id: gpt-4o-ods, provider: azure-ods, upstream_model: gpt4o-dep, endpoints: [chat] }
   - { id: gpt-4o-old, provider: azure-old, upstream_model: gpt4o-dep, endpoints: [chat], pricing: ${PRICING} }
   - { id: embed-key, provider: azure-key, upstream_model: search-vectors, endpoints: [embeddings], pricing: { input_per_mtok: 0.02 } }
   - { id: embed-entra, provider: azure-entra, upstream_model: search-vectors, endpoints: [embeddings] }
@@ -370,6 +372,57 @@ describe('content filtering', () => {
   });
 });
 
+describe('On Your Data (data_sources)', () => {
+  const dataSources = [{ type: 'azure_search', parameters: { endpoint: 'https://search.example.net', index_name: 'hr-records', authentication: { type: 'system_assigned_managed_identity' } } }];
+
+  test('refused with the caller’s 400 naming data_sources, nothing sent to the resource; a provider that allows it passes it on', async () => {
+    const from = azure.requests.length;
+    for (const stream of [false, true]) {
+      await assert.rejects(openai().chat.completions.create({ model: 'gpt-4o-key', messages: [{ role: 'user', content: 'What is in the index?' }], stream, ...({ data_sources: dataSources } as object) }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.param, 'data_sources');
+        assert.match(error.message, /'data_sources' \(Azure OpenAI On Your Data\) is not allowed on model 'gpt-4o-key'/);
+        seen(error.error);
+        return true;
+      });
+    }
+    const translated = await fetch(`${sluice.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-key', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], data_sources: dataSources }) });
+    const refusal = seen(await translated.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(translated.status, 400, JSON.stringify(refusal));
+    assert.match(refusal.error.message, /data_sources/);
+    assert.deepEqual(pathsSince(from), [], 'the resource got none of them');
+    const allowed = seen(await openai().chat.completions.create({ model: 'gpt-4o-ods', messages: [{ role: 'user', content: 'What is in the index?' }], ...({ data_sources: dataSources } as object) }));
+    assert.ok(allowed.choices[0]!.message.content!.length > 0);
+    assert.deepEqual(azure.requests.at(-1)!.body.data_sources, dataSources);
+  });
+});
+
+describe('a stream of nothing but Azure’s prompt-filter chunk and [DONE]', () => {
+  const prompt = `Hello ${FILTER_CHUNK_ONLY_TRIGGER}`;
+  const failsOrErrs = async (run: () => Promise<unknown>, caller: string) => {
+    const outcome = await run().then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    assert.equal(outcome.ok, false, `${caller}: a stream that finished nothing ended as a success: ${JSON.stringify(outcome.ok ? outcome.value : null)}`);
+    seen(String(outcome.ok ? '' : outcome.error));
+  };
+
+  test('is a failure for every caller, not an empty success: OpenAI (relayed), Anthropic and Gemini (translated)', async () => {
+    await failsOrErrs(async () => {
+      const chunks: unknown[] = [];
+      for await (const chunk of await openai().chat.completions.create({ model: 'gpt-4o-key', messages: [{ role: 'user', content: prompt }], stream: true })) chunks.push(chunk);
+      return chunks;
+    }, 'OpenAI');
+    await failsOrErrs(() => anthropic().messages.stream({ model: 'gpt-4o-key', max_tokens: 50, messages: [{ role: 'user', content: prompt }] }).finalMessage(), 'Anthropic');
+    await failsOrErrs(async () => {
+      const chunks: unknown[] = [];
+      for await (const chunk of await genai().models.generateContentStream({ model: 'gpt-4o-key', contents: prompt })) chunks.push(chunk);
+      return chunks;
+    }, 'Gemini');
+  });
+});
+
 describe('failures name what to fix', () => {
   test('a deployment the resource does not have: named, with the setting (upstream_model)', async () => {
     await assert.rejects(openai().chat.completions.create({ model: 'gpt-4o-missing', messages: [{ role: 'user', content: 'Hi' }] }), (error: unknown) => {
@@ -467,6 +520,12 @@ describe('discovery, the ledger and prices', () => {
     assert.ok(chat.choices[0]!.message.content!.length > 0);
     const vectors = seen(await openai().embeddings.create({ model: 'azd/search-vectors', input: 'the sea' }));
     assert.equal(vectors.data.length, 1);
+    // The instruct deployment serves legacy completions only: relayed to /completions, never translated over chat (which it refuses).
+    const listed = await (await fetch(`${sluice.url}/v1/models/azd%2Finstruct-dep`, { headers: { authorization: `Bearer ${key}` } })).json();
+    const from = azure.requests.length;
+    const completion = seen(await openai().completions.create({ model: 'azd/instruct-dep', prompt: 'Once upon a time', max_tokens: 8 }));
+    assert.ok(completion.choices[0]!.text.length > 0, JSON.stringify(listed));
+    assert.deepEqual(pathsSince(from), ['POST /openai/v1/completions']);
   });
 
   test('ledger rows name the Azure provider, count the tokens and price them', async () => {
@@ -482,6 +541,10 @@ describe('discovery, the ledger and prices', () => {
     }
     const embedded = rows.find((row) => row.model === 'embed-key' && row.status === 200)!;
     assert.ok(embedded.prompt_tokens > 0 && embedded.cost_usd > 0);
+    // The discovered instruct deployment reports gpt-35-turbo-instruct: priced as OpenAI's gpt-3.5-turbo-instruct.
+    const instruct = await eventually(async () => (await sluice.ledger()).find((row) => row.model === 'azd/instruct-dep' && row.status === 200), 5000, 'the instruct row');
+    assert.ok(instruct.cost_usd > 0 && instruct.unpriced === 0, JSON.stringify(instruct));
+    assert.ok(Math.abs(instruct.cost_usd - (instruct.prompt_tokens * 1.5 + instruct.completion_tokens * 2) / 1e6) < 1e-9, JSON.stringify(instruct));
     const load = rows.filter((row) => row.model === 'gpt-4o-load');
     assert.ok(load.length >= 64 && load.every((row) => row.status === 200 && row.cost_usd > 0));
   });

@@ -17,6 +17,8 @@ import { cli, configFor, startSluice, tempDir, type RunningSluice } from './supp
 import { queryStore, storeContains, storeEnv } from './support/store.js';
 
 const PASSWORD = 'clouds-admin-password';
+/** A key file's path on the gateway's host: the console names the setting, never the path. */
+const KEY_FILE_PATH = '/run/secrets/vertex-sa-7f3e.json';
 const CHROMIUM = '/usr/bin/chromium';
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -55,7 +57,12 @@ before(async () => {
   fake = await startFakeOpenAI();
   const dataDir = tempDir();
   await createAccount(dataDir, 'admin', PASSWORD, true);
-  sluice = await startSluice({ dataDir, config: configFor(fake.url) });
+  // Two Vertex providers of the configuration file whose keys come from the host: a file, and the environment.
+  const config = configFor(fake.url).replace(
+    'providers:\n',
+    `providers:\n  - { id: vertex-file, kind: vertex, project: file-project, location: global, credentials_file: ${KEY_FILE_PATH} }\n  - { id: vertex-adc, kind: vertex, project: file-project, location: global }\n`,
+  );
+  sluice = await startSluice({ dataDir, config });
   client = new ConsoleClient(sluice.url);
   csrf = await client.signIn('admin', PASSWORD);
 });
@@ -82,7 +89,7 @@ async function unsealed(id: string) {
   return { row, config: read.config };
 }
 
-const AZURE = { id: 'azure-east', kind: 'azure', base_url: 'https://my-resource.openai.azure.com', api_version: '2024-10-21', entra_tenant_id: 'contoso.onmicrosoft.com', entra_client_id: '00000000-0000-0000-0000-000000000001', entra_client_secret: SECRETS.entra, entra_authority_url: 'http://127.0.0.1:9' };
+const AZURE = { id: 'azure-east', kind: 'azure', base_url: 'https://my-resource.openai.azure.com', api_version: '2024-10-21', allow_data_sources: '1', entra_tenant_id: 'contoso.onmicrosoft.com', entra_client_id: '00000000-0000-0000-0000-000000000001', entra_client_secret: SECRETS.entra, entra_authority_url: 'http://127.0.0.1:9' };
 const BEDROCK = { id: 'bedrock-us', kind: 'bedrock', region: 'us-east-1', access_key_id: SECRETS.accessKeyId, secret_access_key: SECRETS.secretAccessKey, session_token: SECRETS.sessionToken };
 const VERTEX = { id: 'vertex-eu', kind: 'vertex', project: 'console-project', location: 'europe-west4', credentials: SERVICE_ACCOUNT };
 
@@ -91,7 +98,7 @@ describe('the provider form for the cloud kinds', () => {
     const form = await client.get('/app/catalogue/providers/new');
     assert.equal(form.status, 200);
     for (const kind of ['azure', 'bedrock', 'vertex']) assert.match(form.text, new RegExp(`<option value="${kind}"`));
-    for (const [kind, fields] of [['azure', ['api_version', 'entra_tenant_id', 'entra_client_id', 'entra_client_secret', 'entra_authority_url']], ['bedrock', ['region', 'access_key_id', 'secret_access_key', 'session_token']], ['vertex', ['project', 'location', 'credentials']]] as const) {
+    for (const [kind, fields] of [['azure', ['api_version', 'allow_data_sources', 'entra_tenant_id', 'entra_client_id', 'entra_client_secret', 'entra_authority_url']], ['bedrock', ['region', 'access_key_id', 'secret_access_key', 'session_token']], ['vertex', ['project', 'location', 'credentials']]] as const) {
       const group = new RegExp(`<fieldset class="field" data-kinds="${kind}">([\\s\\S]*?)</fieldset>`).exec(form.text);
       assert.ok(group, `a group of ${kind}'s fields`);
       for (const field of fields) assert.match(group[1]!, new RegExp(`name="${field}"`), `${kind}: ${field}`);
@@ -114,6 +121,7 @@ describe('the provider form for the cloud kinds', () => {
     assert.deepEqual(JSON.parse(azure.row.config).entra, { tenant_id: 'contoso.onmicrosoft.com', client_id: '00000000-0000-0000-0000-000000000001', authority_url: 'http://127.0.0.1:9' }, 'the plain part of entra, without its secret');
     assert.deepEqual(azure.config.entra, { tenant_id: 'contoso.onmicrosoft.com', client_id: '00000000-0000-0000-0000-000000000001', client_secret: SECRETS.entra, authority_url: 'http://127.0.0.1:9' });
     assert.equal(azure.config.api_version, '2024-10-21');
+    assert.equal(azure.config.allow_data_sources, true, 'the On Your Data box, ticked');
     assert.equal(azure.config.ownCredentialsOnly, true, 'the adapters are told not to use the host’s credentials');
 
     const bedrock = await unsealed('bedrock-us');
@@ -131,6 +139,10 @@ describe('the provider form for the cloud kinds', () => {
     assert.match(cell('azure-east'), /Entra client secret set/);
     assert.match(cell('bedrock-us'), /AWS access key id set<br>AWS secret access key set<br>AWS session token set/);
     assert.match(cell('vertex-eu'), /Service-account key set/);
+    // Configuration-file Vertex providers: where the key comes from, by setting; never the file's path.
+    assert.match(cell('vertex-file'), /Key from credentials_file/);
+    assert.match(cell('vertex-adc'), /Key from GOOGLE_APPLICATION_CREDENTIALS/);
+    assert.ok(!overview.text.includes(KEY_FILE_PATH), 'the host’s key path is not shown');
     for (const id of ['azure-east', 'bedrock-us', 'vertex-eu']) {
       const edit = await client.get(`/app/catalogue/providers/${id}/edit`);
       assert.equal(edit.status, 200);

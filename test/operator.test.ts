@@ -158,6 +158,25 @@ describe('sluice init', () => {
     assert.match(unset.stderr, /environment variable GOOGLE_CLOUD_PROJECT is not set/);
   });
 
+  test('init with two Azure resources: the second reads a key variable of its own; Next: names each variable once; …/openai is refused', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'sluice.yaml');
+    const result = await cli(['init', '--provider', 'azure=https://east-res.openai.azure.com', '--provider', 'azure=https://west-res.openai.azure.com', '--provider', 'bedrock=eu-west-1', '--provider', 'bedrock=us-east-1', '--config', config]);
+    assert.equal(result.code, 0, result.stderr);
+    const text = readFileSync(config, 'utf8');
+    assert.match(text, /- id: east-res\n {4}kind: azure\n {4}base_url: https:\/\/east-res\.openai\.azure\.com\n {4}api_key: \$\{AZURE_OPENAI_API_KEY\}/);
+    assert.match(text, /- id: west-res\n {4}kind: azure\n {4}base_url: https:\/\/west-res\.openai\.azure\.com\n {4}api_key: \$\{WEST_RES_API_KEY\}/);
+    const exports = result.stdout.split('\n').filter((line) => line.trim().startsWith('export ')).map((line) => line.trim().split('=')[0]);
+    assert.deepEqual(exports, ['export AZURE_OPENAI_API_KEY', 'export WEST_RES_API_KEY', 'export AWS_ACCESS_KEY_ID', 'export AWS_SECRET_ACCESS_KEY'], result.stdout);
+    // The file starts with each resource's own key.
+    const loaded = await cli(['keys', 'create', '--account', 'a', '--models', 'x', '--config', config, '--data', join(dir, 'data')], { AZURE_OPENAI_API_KEY: 'k1', WEST_RES_API_KEY: 'k2' });
+    assert.match(loaded.stderr, /has no model 'x'/);
+
+    const withPath = await cli(['init', '--provider', 'azure=https://east-res.openai.azure.com/openai/', '--config', join(dir, 'other.yaml')]);
+    assert.notEqual(withPath.code, 0);
+    assert.match(withPath.stderr, /give the resource's endpoint without \/openai .*--provider azure=https:\/\/east-res\.openai\.azure\.com/);
+  });
+
   test('a server on an IP address gets a readable id, several get distinct ones, and the file starts', async () => {
     const upstream = await startFakeOpenAI({ models: ['served-by-ip'] });
     try {

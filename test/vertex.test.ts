@@ -76,6 +76,13 @@ models:
   - { id: gemini-embed-vx, provider: vertex-eu, upstream_model: gemini-embedding-001, endpoints: [embeddings] }
   - { id: gemini-wrong-key, provider: vertex-wrong-key, upstream_model: ${GEMINI}, endpoints: [chat] }
   - { id: gemini-no-file, provider: vertex-no-file, upstream_model: ${GEMINI}, endpoints: [chat] }
+  - { id: gemini-gone, provider: vertex-eu, upstream_model: gemini-0.9-retired, endpoints: [chat] }
+  - { id: claude-gone, provider: vertex-eu, upstream_model: claude-2-retired, endpoints: [chat] }
+  - id: gemini-fallover
+    endpoints: [chat]
+    deployments:
+      - { provider: vertex-eu, upstream_model: gemini-0.9-retired }
+      - { provider: vertex-eu, upstream_model: ${GEMINI}, priority: 1 }
 `,
   });
   key = (await createKey(sluice.dataDir, 'acme')).key;
@@ -323,7 +330,23 @@ describe('credentials', () => {
     const text = seen(await response.text());
     assert.equal(response.status, 502);
     assert.match(text, /credentials_file cannot be read \(ENOENT\)/);
-    assert.ok(!text.includes('absent.json'), text);
+    assert.ok(!text.includes('absent.json'), 'the host’s path is not the caller’s to see');
+    await eventually(async () => ((sluice.stdout() + sluice.stderr()).includes('absent.json') ? true : undefined), 5000, 'the path in the operator’s log');
+  });
+
+  test('a gcloud authorized_user file is named as such: a service-account key is needed', async () => {
+    const file = join(tempDir(), 'adc.json');
+    writeFileSync(file, JSON.stringify({ type: 'authorized_user', client_id: 'x.apps.googleusercontent.com', client_secret: 'd-secret', refresh_token: '1//refresh-token-value' }));
+    const adapter = createProvider(vertexConfig('adc', file));
+    try {
+      await assert.rejects(adapter.listModels(AbortSignal.timeout(5000)), (error: Error) => {
+        assert.match(error.message, /is not a service-account key \(its 'type' is not service_account; a user's gcloud login, authorized_user, cannot be used/);
+        assert.ok(!error.message.includes('refresh-token-value') && !error.message.includes('adc.json'));
+        return true;
+      });
+    } finally {
+      await adapter.close();
+    }
   });
 
   test('a key file without its private key is refused before any token request, naming the field', async () => {
@@ -337,6 +360,33 @@ describe('credentials', () => {
     } finally {
       await adapter.close();
     }
+  });
+});
+
+describe('a model Vertex does not serve', () => {
+  test('is the operator’s 502 naming upstream_model and the location, never the project path; Gemini and Claude alike', async () => {
+    for (const model of ['gemini-gone', 'claude-gone']) {
+      const response = await fetch(`${sluice.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }] }) });
+      const text = seen(await response.text());
+      assert.equal(response.status, 502, text);
+      assert.match(text, new RegExp(`does not serve '${model === 'gemini-gone' ? 'gemini-0.9-retired' : 'claude-2-retired'}' in location '${LOCATION}': check the upstream_model of model '${model}'`));
+      assert.ok(!text.includes(`projects/${PROJECT}`) && !text.includes(PROJECT), text);
+    }
+  });
+
+  test('is tried on the model’s next deployment', async () => {
+    const from = vertex.requests.length;
+    const chat = seen(await openai().chat.completions.create({ model: 'gemini-fallover', messages: [{ role: 'user', content: 'Hi' }] }));
+    assert.equal(chat.choices[0]!.message.content, '[Hi] The quick brown fox jumps over the lazy dog.');
+    assert.deepEqual(vertex.requests.slice(from).map((r) => r.path), [`${GOOGLE_PATH}/gemini-0.9-retired:generateContent`, `${GOOGLE_PATH}/${GEMINI}:generateContent`]);
+  });
+
+  test('an embedding model’s refusal names Vertex’s :predict API, not generateContent', async () => {
+    const response = await fetch(`${sluice.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'embed-vx', input: [[1, 2, 3]] }) });
+    const text = seen(await response.text());
+    assert.equal(response.status, 400, text);
+    assert.match(text, /text-embeddings API \(:predict\)/);
+    assert.doesNotMatch(text, /generateContent/);
   });
 });
 

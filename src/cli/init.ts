@@ -30,8 +30,10 @@ export function addInitCommand(program: SluiceCommand): void {
       }
       console.log(`Wrote ${path} with ${providers.map((p) => `${p.id} (${p.kind})`).join(', ')}.`);
       console.log('Next:');
+      const named = new Set<string>();
       for (const p of providers) {
-        for (const variable of p.variables) console.log(`  export ${variable.name}=…${variable.note === undefined ? '' : `   (${variable.note})`}${variable.optional && p.kind === 'openai' ? '   (only if the server wants a key)' : ''}`);
+        // Two providers of a kind may read one variable (AWS's, Google's): it is named once.
+        for (const variable of p.variables.filter((v) => !named.has(v.name) && named.add(v.name))) console.log(`  export ${variable.name}=…${variable.note === undefined ? '' : `   (${variable.note})`}${variable.optional && p.kind === 'openai' ? '   (only if the server wants a key)' : ''}`);
       }
       const configFlag = opts.config === undefined ? '' : ` --config ${path}`;
       console.log(`  sluice doctor${configFlag}     checks the file, the store and each provider`);

@@ -52,6 +52,7 @@ export const ENTRA_AUTHORITY = 'https://login.microsoftonline.com';
 const KIND_FIELDS = {
   api_version: 'azure',
   entra: 'azure',
+  allow_data_sources: 'azure',
   region: 'bedrock',
   access_key_id: 'bedrock',
   secret_access_key: 'bedrock',
@@ -274,6 +275,11 @@ export const providerSchema = z.strictObject({
       authority_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).default(ENTRA_AUTHORITY),
     })
     .optional(),
+  /**
+   * azure: let callers' `data_sources` (On Your Data) through. Off by default: the resource would
+   * query Search indexes, Cosmos DB or blob storage with its own managed identity for any key holder.
+   */
+  allow_data_sources: z.boolean().optional(),
   /** bedrock: the AWS region (`us-east-1`). */
   region: z.string().regex(/^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/, 'must be an AWS region such as us-east-1').optional(),
   /** bedrock: static credentials; unset (say `${AWS_ACCESS_KEY_ID:-}` with it unset), the environment and then AWS_PROFILE's shared credentials are read. */

@@ -81,9 +81,15 @@ function parseSpec(spec: string): ParsedSpec {
       }
       return { spec, kind, baseUrl: undefined, url: undefined, project: project!, ...(location === undefined ? {} : { location }) };
     }
-    case 'azure':
+    case 'azure': {
       if (value === undefined) throw new UserError(`--provider ${spec}: give the resource's endpoint: --provider azure=https://RESOURCE.openai.azure.com`);
-      return { spec, kind, baseUrl: value, url: parseBaseUrl(spec, kind, value) };
+      const url = parseBaseUrl(spec, kind, value);
+      // The portal shows `…/openai/…` URLs; a base_url with that path would be asked for /openai/openai/….
+      if (/\/openai(?:\/v1)?\/*$/i.test(url.pathname)) {
+        throw new UserError(`--provider ${spec}: give the resource's endpoint without /openai (Sluice adds Azure's paths itself): --provider azure=${url.origin}${url.pathname.replace(/\/openai(?:\/v1)?\/*$/i, '')}`);
+      }
+      return { spec, kind, baseUrl: value, url };
+    }
     default:
       return { spec, kind: kind as ProviderKind, baseUrl: value, url: value === undefined ? undefined : parseBaseUrl(spec, kind, value) };
   }
@@ -102,6 +108,8 @@ export function parseInitProviders(specs: readonly string[]): InitProvider[] {
   const parsed = specs.map(parseSpec);
   const ids = distinctIds(parsed.map(idCandidates));
   return parsed.map(({ spec, kind, baseUrl, region, project, location }, index) => {
+    // A second Azure resource has keys of its own: a variable named for its id, the first keeps the vendor's name.
+    const ownKey = kind === 'azure' && parsed.slice(0, index).some((other) => other.kind === 'azure');
     const id = ids[index];
     if (id === undefined) {
       const same = parsed.filter((_, other) => other !== index && ids[other] === undefined).map((p) => p.spec);
@@ -111,7 +119,7 @@ export function parseInitProviders(specs: readonly string[]): InitProvider[] {
     if (kind === 'bedrock') return { id, kind, baseUrl, ...where, variables: BEDROCK_VARIABLES };
     if (kind === 'vertex') return { id, kind, baseUrl, ...where, variables: project === undefined ? VERTEX_VARIABLES : VERTEX_VARIABLES.slice(0, 1) };
     const selfHosted = baseUrl !== undefined && kind === 'openai';
-    const name = selfHosted ? `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY` : VENDOR_KEY_VARIABLES[kind]!;
+    const name = selfHosted || ownKey ? `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY` : VENDOR_KEY_VARIABLES[kind]!;
     return { id, kind, baseUrl, variables: [{ name, optional: selfHosted }] };
   });
 }
@@ -156,7 +164,7 @@ function credentialLines(provider: InitProvider): string[] {
   switch (provider.kind) {
     case 'azure':
       return [
-        '    api_key: ${AZURE_OPENAI_API_KEY}   # sent as api-key; or, instead, Microsoft Entra ID client credentials:',
+        `    api_key: \${${provider.variables[0]!.name}}   # sent as api-key; or, instead, Microsoft Entra ID client credentials:`,
         '    # entra: { tenant_id: ${AZURE_TENANT_ID}, client_id: ${AZURE_CLIENT_ID}, client_secret: ${AZURE_CLIENT_SECRET} }',
         '    # api_version: 2024-10-21        # unset: the v1 API (/openai/v1/...)',
       ];

@@ -6,7 +6,8 @@ import { CredentialUnavailable } from '../providers/auth/token-endpoint.js';
  * The vendors' own error codes that say which setting is wrong, as their APIs name them (AWS's
  * `__type`/`x-amzn-errortype`, Google's `error.status`, Azure's `error.code`), plus
  * `token_unavailable`: an adapter's credential could not be had at all (CredentialUnavailable: no
- * usable key, or Entra ID, a Google token endpoint or the AWS credential chain gave none).
+ * usable key, or Entra ID, a Google token endpoint or the AWS credential chain gave none or could
+ * not be reached).
  */
 const KNOWN_CODES = [
   'token_unavailable',
@@ -25,23 +26,30 @@ const KNOWN_CODES = [
   'PERMISSION_DENIED',
   'NOT_FOUND',
   'DeploymentNotFound',
-  'invalid_client',
-  'unauthorized_client',
-  'invalid_grant',
 ] as const;
 type KnownCode = (typeof KNOWN_CODES)[number];
 
 /** The vendor's code for a failure: the adapter's `code`, else the first known code in the upstream's (redacted) body or the message. */
 export function vendorCodeOf(failure: GatewayError): KnownCode | undefined {
-  if (failure instanceof CredentialUnavailable) return 'token_unavailable';
+  if (credentialUnavailable(failure)) return 'token_unavailable';
   // Bounded: an upstream body is already truncated, and the codes come early in it.
   const text = `${failure.code ?? ''} ${failure.upstreamBody ?? ''} ${failure.message}`.slice(0, 4096);
   return KNOWN_CODES.find((code) => new RegExp(`\\b${code}\\b`).test(text));
 }
 
-/** Whether the failure is the provider's token flow failing to get a token (the issuer refused, or could not be reached). */
-function tokenUnavailable(code: KnownCode | undefined, failure: GatewayError): boolean {
-  return code === 'token_unavailable' || code === 'invalid_client' || code === 'unauthorized_client' || code === 'invalid_grant' || /\b(?:obtain|get|fetch)\b[^.]{0,80}\btoken\b|\btoken\b[^.]{0,80}\b(?:could not|cannot|refused|failed)\b/i.test(failure.message.slice(0, 1000));
+/** Whether the failure is, or wraps, a CredentialUnavailable: a model listing's error keeps the adapter's as its cause. */
+function credentialUnavailable(failure: GatewayError): boolean {
+  let error: unknown = failure;
+  for (let depth = 0; depth < 4 && error instanceof Error; depth++, error = error.cause) if (error instanceof CredentialUnavailable) return true;
+  return false;
+}
+
+/** A token endpoint that did not answer is its own address's fault, not the upstream's base_url. */
+const unanswered = (failure: GatewayError): boolean => failure.kind === 'upstream_unreachable' || failure.kind === 'upstream_timeout';
+
+/** An Azure base_url with Azure's paths on it (`…/openai`, `…/openai/v1`): Sluice adds them itself. */
+export function azureBaseUrlWithPath(baseUrl: string): boolean {
+  return /\/openai(?:\/v1)?\/*$/i.test(baseUrl);
 }
 
 const statusOf = (failure: GatewayError): number | undefined => (typeof failure.upstreamFailure === 'number' ? failure.upstreamFailure : undefined);
@@ -53,7 +61,7 @@ const statusOf = (failure: GatewayError): number | undefined => (typeof failure.
  */
 export function adviceFor(provider: ProviderConfig, failure: GatewayError, modelId?: string): string {
   const p = `provider '${provider.id}'`;
-  if (failure.kind === 'upstream_unreachable' || failure.kind === 'upstream_timeout') return whereAdvice(provider, failure);
+  if (unanswered(failure) && !credentialUnavailable(failure)) return whereAdvice(provider, failure);
   switch (provider.kind) {
     case 'azure':
       return azureAdvice(provider, failure, p, modelId);
@@ -86,15 +94,23 @@ const forModel = (modelId: string | undefined): string => (modelId === undefined
 function azureAdvice(provider: ProviderConfig, failure: GatewayError, p: string, modelId: string | undefined): string {
   const code = vendorCodeOf(failure);
   const status = statusOf(failure);
-  if (provider.entra !== undefined && tokenUnavailable(code, failure)) {
-    return `the Entra ID token could not be obtained: check entra.tenant_id, entra.client_id and entra.client_secret of ${p}, and entra.authority_url (${provider.entra.authority_url})`;
+  if (provider.entra !== undefined && code === 'token_unavailable') {
+    if (unanswered(failure)) return `Microsoft Entra ID did not answer: check entra.authority_url (${provider.entra.authority_url}) of ${p}, and that this host can reach it`;
+    return `the Entra ID token could not be obtained: check entra.tenant_id, entra.client_id and entra.client_secret of ${p} (the message above names the one Entra ID refused), and entra.authority_url (${provider.entra.authority_url})`;
+  }
+  if (azureBaseUrlWithPath(provider.base_url)) {
+    return `base_url ${provider.base_url} of ${p} ends in Azure's API path: give the resource's endpoint alone (https://RESOURCE.openai.azure.com); Sluice adds /openai/… itself`;
   }
   if (failure.kind === 'upstream_auth_failed') {
     return provider.entra !== undefined
       ? `the resource refused the Entra ID token: give the app registration (entra.client_id) the Cognitive Services OpenAI User role on the resource, and check that base_url ${provider.base_url} is that resource`
       : `check the api_key of ${p} (one of the resource's two keys) and that base_url ${provider.base_url} is the resource it belongs to`;
   }
-  if (code === 'DeploymentNotFound' || status === 404) return `check upstream_model of ${forModel(modelId)} (on Azure, the deployment's name) and base_url ${provider.base_url}`;
+  if (code === 'DeploymentNotFound') return `check upstream_model of ${forModel(modelId)} (on Azure, the deployment's name) and base_url ${provider.base_url}`;
+  if (/\bResource not found\b/.test(failure.upstreamBody ?? '')) {
+    return `check api_version of ${p} (${provider.api_version ?? 'unset: the v1 API'}): a version the resource serves, such as 2024-10-21, or none for the v1 API; and base_url ${provider.base_url}`;
+  }
+  if (status === 404) return `check upstream_model of ${forModel(modelId)} (on Azure, the deployment's name) and base_url ${provider.base_url}`;
   if (status === 400 && /api-version/i.test(`${failure.message} ${failure.upstreamBody ?? ''}`)) {
     return `check api_version of ${p} (${provider.api_version ?? 'unset: the v1 API'}): a version the resource serves, such as 2024-10-21, or none for the v1 API`;
   }
@@ -135,7 +151,10 @@ function vertexAdvice(provider: ProviderConfig, failure: GatewayError, p: string
   const code = vendorCodeOf(failure);
   const status = statusOf(failure);
   const key = provider.credentials !== undefined ? 'credentials (the pasted service-account key)' : provider.credentials_file !== undefined ? `credentials_file (${provider.credentials_file})` : 'GOOGLE_APPLICATION_CREDENTIALS (no credentials or credentials_file is set)';
-  if (tokenUnavailable(code, failure)) return `the service account's token could not be obtained: check ${key} of ${p}: the key's private_key and token_uri, and that the key is not disabled or deleted`;
+  if (code === 'token_unavailable') {
+    if (unanswered(failure)) return `the service account's token endpoint did not answer: check the token_uri of the key in ${key} of ${p}, and that this host can reach it`;
+    return `the service account's token could not be obtained: check ${key} of ${p}: the key's private_key and token_uri, and that the key is not disabled or deleted`;
+  }
   if (code === 'SERVICE_DISABLED') return `enable the Vertex AI API (aiplatform.googleapis.com) in project ${provider.project}`;
   if (code === 'UNAUTHENTICATED' || status === 401) return `Google refused the service account's token: check ${key} of ${p}`;
   if (code === 'PERMISSION_DENIED' || status === 403 || failure.kind === 'upstream_auth_failed') {

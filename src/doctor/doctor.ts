@@ -177,11 +177,19 @@ async function storedCatalogue(catalogue: CatalogueRepository, options: DoctorOp
 const CALLED_KINDS: ReadonlySet<ProviderConfig['kind']> = new Set(['bedrock', 'vertex']);
 /** At most this many one-token calls per provider: the doctor is a check, not a load. */
 const MAX_CALLS = 5;
+/**
+ * Azure's listing reads deployments with a fixed old api-version and says nothing of the entry's
+ * api_version: one chat call (chat, since instruct deployments serve completions only) shows a
+ * wrong api_version, key or deployment as a request would meet it. The listing already names a
+ * deployment the resource lacks, so one call is enough.
+ */
+const AZURE_CALLS = 1;
 
 /**
  * One model listing: reachable, credential accepted; then each model entry the upstream does not
  * list. On Bedrock and Vertex, where a listing needs a permission of its own and says nothing of a
- * model's access, also a one-token call to each model entry of the provider (at most MAX_CALLS).
+ * model's access, also a one-token call to each model entry of the provider (at most MAX_CALLS); on
+ * Azure, one call (AZURE_CALLS), for the entry's api_version.
  */
 async function checkProvider(provider: ProviderConfig, models: readonly ModelConfig[]): Promise<Check[]> {
   const name = `provider ${provider.id}`;
@@ -220,6 +228,7 @@ async function checkProvider(provider: ProviderConfig, models: readonly ModelCon
       }
     }
     if (CALLED_KINDS.has(provider.kind)) checks.push(...(await callModels(adapter, provider, mine, hide)));
+    if (provider.kind === 'azure') checks.push(...(await callModels(adapter, provider, mine.filter((entry) => modelFromConfig(entry).endpoints.has('chat')), hide, AZURE_CALLS)));
     return checks;
   } finally {
     await adapter.close().catch(() => undefined);
@@ -227,10 +236,10 @@ async function checkProvider(provider: ProviderConfig, models: readonly ModelCon
 }
 
 /** A one-token call to each generation model of the provider (up to MAX_CALLS): the model's access, region or location, as a request would meet them. */
-async function callModels(adapter: ProviderAdapter, provider: ProviderConfig, models: readonly ModelConfig[], hide: (text: string) => string): Promise<Check[]> {
+async function callModels(adapter: ProviderAdapter, provider: ProviderConfig, models: readonly ModelConfig[], hide: (text: string) => string, limit = MAX_CALLS): Promise<Check[]> {
   const generating = models.map((entry) => modelFromConfig(entry)).filter((model) => model.endpoints.has('chat') || model.endpoints.has('completions') || model.endpoints.has('responses'));
   const checks: Check[] = [];
-  for (const model of generating.slice(0, MAX_CALLS)) {
+  for (const model of generating.slice(0, limit)) {
     const deployment = model.deployments.find((d) => d.providerId === provider.id)!;
     const name = `model ${model.id}`;
     try {
@@ -242,7 +251,7 @@ async function callModels(adapter: ProviderAdapter, provider: ProviderConfig, mo
       checks.push(check(name, 'fail', `a one-token call to '${deployment.upstreamModel}' on provider '${provider.id}' failed: ${hide(failure.message)}`, adviceFor(provider, failure, model.id)));
     }
   }
-  if (generating.length > MAX_CALLS) checks.push(check(`provider ${provider.id}`, 'warn', `${generating.length - MAX_CALLS} more model(s) not called`, `the doctor calls ${MAX_CALLS} models per provider; run a request to each of the others`));
+  if (limit === MAX_CALLS && generating.length > MAX_CALLS) checks.push(check(`provider ${provider.id}`, 'warn', `${generating.length - MAX_CALLS} more model(s) not called`, `the doctor calls ${MAX_CALLS} models per provider; run a request to each of the others`));
   return checks;
 }
 

@@ -37,12 +37,18 @@ export function vendorModelOf(kind: ProviderKind, upstreamModel: string, reporte
     case 'gemini':
       return { family: 'google', names: [upstreamModel.replace(/^models\//, '')] };
     case 'azure':
-      return reported === undefined ? undefined : { family: 'openai', names: [reported] };
+      return reported === undefined ? undefined : azureModel(reported);
     case 'bedrock':
       return bedrockModel(upstreamModel);
     case 'vertex':
       return vertexModel(upstreamModel);
   }
+}
+
+/** Azure names OpenAI's GPT-3.5 models `gpt-35-turbo…` (no dot in a deployment's model name); OpenAI's list, `gpt-3.5-turbo…`. */
+function azureModel(reported: string): VendorModel {
+  const openai = reported.replace(/^gpt-35-/, 'gpt-3.5-');
+  return { family: 'openai', names: openai === reported ? [reported] : [reported, openai] };
 }
 
 function bedrockModel(upstreamModel: string): VendorModel | undefined {

@@ -3,6 +3,7 @@ import { endpointsByName } from '../catalogue/model-kind.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { ProviderConfig } from '../config/config-file.js';
 import { GatewayError } from '../core/errors.js';
+import { unreadableUpstream } from '../core/upstream-errors.js';
 import type { EmbeddingResult } from '../generation/embedding.js';
 import type { GenerationResult, StreamPart, Usage } from '../generation/model.js';
 import type { Capabilities, EmbedCall, GenerationCall, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
@@ -10,6 +11,7 @@ import { EntraAuth } from './auth/entra-token.js';
 import { CredentialUnavailable } from './auth/token-endpoint.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import { OPENAI_CAPABILITIES, OpenAICompatibleProvider } from './openai-compatible.js';
+import { isObject } from '../wire/json.js';
 
 const CAPABILITIES: Capabilities = {
   ...OPENAI_CAPABILITIES,
@@ -53,11 +55,13 @@ export function azurePath(apiVersion: string | undefined, endpoint: string, depl
  * deployments, with the `api-key` header or a Microsoft Entra ID token. What is Azure's own: the
  * paths, the credentials, the deployment list, and its answers: a prompt its content filter refused
  * (a 400 `content_filter`) reaches a caller of another dialect as a refusal, an OpenAI caller as
- * Azure's own 400; a missing deployment or API version names the setting to fix.
+ * Azure's own 400; a missing deployment or API version names the setting to fix. A caller's
+ * `data_sources` (On Your Data) is refused unless the provider allows it.
  */
 export class AzureOpenAIProvider extends OpenAICompatibleProvider {
   private readonly apiVersion: string | undefined;
   private readonly credentialSetting: string;
+  private readonly allowsDataSources: boolean;
 
   constructor(config: ProviderConfig) {
     const apiVersion = config.api_version;
@@ -70,6 +74,7 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
       streamUsage: apiVersion === undefined || apiVersion.slice(0, 10) >= FIRST_STREAM_USAGE_VERSION,
     });
     this.apiVersion = apiVersion;
+    this.allowsDataSources = config.allow_data_sources === true;
     this.credentialSetting = config.entra === undefined ? 'api_key' : "entra (the application's role on the resource: Cognitive Services OpenAI User)";
   }
 
@@ -94,45 +99,58 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
   }
 
   override async relay(call: RelayCall): Promise<RelayResponse> {
-    try {
-      return await super.relay(call);
-    } catch (error) {
-      throw this.failure(error, call.model);
-    }
+    this.refuseDataSources(call.body, call.model);
+    const response = await this.advised(call.model, () => super.relay(call));
+    // Responses streams check their own ending; chat and completions streams must finish a choice.
+    if (!response.stream || call.operation === 'openai.responses') return response;
+    return { stream: true, events: finishedChunks(response.events, this.id) };
   }
 
   override async generate(call: GenerationCall): Promise<GenerationResult> {
-    try {
-      return await super.generate(call);
-    } catch (error) {
-      if (isPromptFiltered(error)) return { id: `filtered-${call.requestId}`, created: Math.floor(Date.now() / 1000), choices: refusedChoices(call.choices), usage: NO_USAGE };
-      throw this.failure(error, call.model);
-    }
+    this.refuseDataSources(call.request.extensions, call.model);
+    return await this.advised(
+      call.model,
+      () => super.generate(call),
+      () => ({ id: `filtered-${call.requestId}`, created: Math.floor(Date.now() / 1000), choices: refusedChoices(call.choices), usage: NO_USAGE }),
+    );
   }
 
   override async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    try {
-      return await super.stream(call);
-    } catch (error) {
-      if (isPromptFiltered(error)) return refusedStream(call);
-      throw this.failure(error, call.model);
-    }
+    this.refuseDataSources(call.request.extensions, call.model);
+    const parts = await this.advised(call.model, () => super.stream(call), () => refusedStream(call));
+    return finishedParts(parts, this.id);
   }
 
   override async embed(call: EmbedCall): Promise<EmbeddingResult> {
+    this.refuseDataSources(call.request.extensions, call.model);
+    return await this.advised(call.model, () => super.embed(call));
+  }
+
+  override transfer(call: TransferCall): Promise<Transferred> {
+    return this.advised(call.model, () => super.transfer(call));
+  }
+
+  /** Azure's refusals that are the configuration's, said with the setting to fix; a prompt its content filter refused is `filtered`'s answer, where there is one. */
+  private async advised<T>(model: CatalogueModel, work: () => Promise<T>, filtered?: () => T): Promise<T> {
     try {
-      return await super.embed(call);
+      return await work();
     } catch (error) {
-      throw this.failure(error, call.model);
+      if (filtered !== undefined && isPromptFiltered(error)) return filtered();
+      throw this.failure(error, model);
     }
   }
 
-  override async transfer(call: TransferCall): Promise<Transferred> {
-    try {
-      return await super.transfer(call);
-    } catch (error) {
-      throw this.failure(error, call.model);
-    }
+  /**
+   * On Your Data (`data_sources`) makes the resource itself query Azure AI Search, Cosmos DB or
+   * blob storage with its own managed identity, on whatever index a caller names: any key holder
+   * could read what the resource can. Refused unless the operator allows it on this provider.
+   */
+  private refuseDataSources(body: Readonly<Record<string, unknown>>, model: CatalogueModel): void {
+    if (this.allowsDataSources) return;
+    // `dataSources` is the 2023 previews' spelling of the same field.
+    const field = ['data_sources', 'dataSources'].find((name) => body[name] !== undefined);
+    if (field === undefined) return;
+    throw new GatewayError('unsupported_parameter', `'${field}' (Azure OpenAI On Your Data) is not allowed on model '${model.id}' through this gateway.`, { param: field });
   }
 
   /**
@@ -149,7 +167,7 @@ export class AzureOpenAIProvider extends OpenAICompatibleProvider {
         if (id === undefined || (item.status !== undefined && item.status !== 'succeeded')) return [];
         const vendorModel = optionalString(item.model);
         // A deployment's name is the operator's choice: an embedding (or speech, image) deployment is told by the model it carries.
-        const endpoints = endpointsByName(id) === undefined && vendorModel !== undefined ? endpointsByName(vendorModel) : undefined;
+        const endpoints = isInstruct(id, vendorModel) ? ['completions' as const] : endpointsByName(id) === undefined && vendorModel !== undefined ? endpointsByName(vendorModel) : undefined;
         return [upstreamModel({ id, vendorModel, ownedBy: optionalString(item.owner), created: optionalCount(item.created_at), contextWindow: undefined, displayName: undefined, description: undefined, maxOutputTokens: undefined, endpoints })];
       });
       return { models, next: undefined };
@@ -200,4 +218,29 @@ async function* refusedStream(call: GenerationCall): AsyncGenerator<StreamPart> 
   yield { type: 'start', id: `filtered-${call.requestId}`, created: Math.floor(Date.now() / 1000) };
   for (let choice = 0; choice < call.choices; choice++) yield { type: 'finish', choice, finish: { reason: 'content_filter', raw: 'content_filter' } };
   yield { type: 'usage', usage: NO_USAGE };
+}
+
+/** An instruct deployment (gpt-35-turbo-instruct) serves legacy completions only: Azure refuses it chat ("The chatCompletion operation does not work with the specified model"). */
+function isInstruct(id: string, vendorModel: string | undefined): boolean {
+  return /instruct/i.test(vendorModel ?? '') || /instruct/i.test(id);
+}
+
+/** A translated stream that ends without finishing any choice (Azure's prompt-filter chunk, then [DONE]) is an answer nobody can read, as with every adapter. */
+async function* finishedParts(parts: AsyncIterable<StreamPart>, providerId: string): AsyncGenerator<StreamPart> {
+  let finished = false;
+  for await (const part of parts) {
+    if (part.type === 'finish') finished = true;
+    yield part;
+  }
+  if (!finished) throw unreadableUpstream(providerId, 'a stream that ended without a finish reason');
+}
+
+/** The same for a relayed chat or completions stream: an OpenAI caller would otherwise get a bare [DONE] and take it for an empty success. */
+async function* finishedChunks(chunks: AsyncIterable<Readonly<Record<string, unknown>>>, providerId: string): AsyncGenerator<Readonly<Record<string, unknown>>> {
+  let finished = false;
+  for await (const chunk of chunks) {
+    if (Array.isArray(chunk.choices) && chunk.choices.some((choice) => isObject(choice) && typeof choice.finish_reason === 'string')) finished = true;
+    yield chunk;
+  }
+  if (!finished) throw unreadableUpstream(providerId, 'a stream that ended without a finish reason');
 }

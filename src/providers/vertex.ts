@@ -1,6 +1,7 @@
 import type { CatalogueModel } from '../catalogue/catalogue.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import type { ProviderConfig } from '../config/config-file.js';
+import { GatewayError } from '../core/errors.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
 import type { EmbeddingResult } from '../generation/embedding.js';
 import { usageOf, type GenerationResult, type StreamPart } from '../generation/model.js';
@@ -67,7 +68,11 @@ class VertexGemini extends GeminiProvider {
   /** Each model's own embedding limit (an operator's max_embedding_inputs may lower it); generation as on Google's API. */
   override capabilities(model: CatalogueModel): Capabilities {
     const limit = embeddingInputsOf(vertexModelId(model));
-    return { ...super.capabilities(model), maxEmbeddingInputs: this.maxEmbeddingInputs === undefined ? limit : Math.min(limit, this.maxEmbeddingInputs) };
+    return {
+      ...super.capabilities(model),
+      upstream: limit > 0 ? "Vertex AI's text-embeddings API (:predict)" : "Vertex AI's Gemini generateContent API",
+      maxEmbeddingInputs: this.maxEmbeddingInputs === undefined ? limit : Math.min(limit, this.maxEmbeddingInputs),
+    };
   }
 
   /** Vertex names a model by its full resource name. */
@@ -149,9 +154,11 @@ export class VertexProvider implements ProviderAdapter {
   private readonly client: UpstreamClient;
   private readonly gemini: VertexGemini;
   private readonly claude: VertexClaude;
+  private readonly location: string;
 
   constructor(config: ProviderConfig, env: NodeJS.ProcessEnv = process.env) {
     this.id = config.id;
+    this.location = config.location ?? '';
     this.client = new UpstreamClient(config, new GoogleServiceAccountAuth(config.id, keySourceOf(config, env)));
     const location = `projects/${config.project}/locations/${config.location}`;
     this.gemini = new VertexGemini(config, this.client, `${location}/publishers/google`);
@@ -171,27 +178,72 @@ export class VertexProvider implements ProviderAdapter {
   }
 
   generate(call: GenerationCall): Promise<GenerationResult> {
-    return this.publisherOf(call.model).generate(call);
+    return this.advised(call.model, this.publisherOf(call.model).generate(call));
   }
 
-  stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
-    return this.publisherOf(call.model).stream(call);
+  async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
+    return this.advisedStream(call.model, await this.advised(call.model, this.publisherOf(call.model).stream(call)));
   }
 
   relays(operation: WireOperation | TransferOperation, model: CatalogueModel): boolean {
     return this.publisherOf(model).relays(operation, model);
   }
 
-  relay(call: RelayCall): Promise<RelayResponse> {
-    return this.publisherOf(call.model).relay(call);
+  async relay(call: RelayCall): Promise<RelayResponse> {
+    const response = await this.advised(call.model, this.publisherOf(call.model).relay(call));
+    return response.stream ? { stream: true, events: this.advisedStream(call.model, response.events) } : response;
   }
 
   embed(call: EmbedCall): Promise<EmbeddingResult> {
-    return this.publisherOf(call.model).embed(call);
+    return this.advised(call.model, this.publisherOf(call.model).embed(call));
   }
 
   transfer(call: TransferCall): Promise<Transferred> {
-    return this.publisherOf(call.model).transfer(call);
+    return this.advised(call.model, this.publisherOf(call.model).transfer(call));
+  }
+
+  private advised<T>(model: CatalogueModel, work: Promise<T>): Promise<T> {
+    return work.catch((error: unknown) => {
+      throw this.failure(error, model);
+    });
+  }
+
+  private async *advisedStream<T>(model: CatalogueModel, items: AsyncIterable<T>): AsyncGenerator<T> {
+    try {
+      yield* items;
+    } catch (error) {
+      throw this.failure(error, model);
+    }
+  }
+
+  /**
+   * Vertex's answers as a caller may see them. A publisher model the location does not serve (or
+   * the project may not use) is the configuration's: a 502 naming the setting, which routing tries
+   * on another deployment. No message shows the project and location path: it is the operator's.
+   */
+  private failure(error: unknown, model: CatalogueModel): unknown {
+    if (!(error instanceof GatewayError)) return error;
+    if (error.kind === 'upstream_rejected_request' && error.status === 404 && /\bPublisher Model\b/i.test(error.message)) {
+      return new GatewayError(
+        'upstream_error',
+        `Vertex AI (provider '${this.id}') does not serve '${model.upstreamModel}' in location '${this.location}': check the upstream_model of model '${model.id}', and that the model is offered in that location and enabled for the project. This is a gateway configuration problem; see /status.`,
+        { upstreamBody: error.upstreamBody, cause: error, upstreamFailure: 502, logOnceAs: `vertex_model:${this.id}:${model.upstreamModel}` },
+      );
+    }
+    const message = withoutResourcePath(error.message);
+    if (message === error.message) return error;
+    return new GatewayError(error.kind, message, {
+      param: error.param,
+      status: error.status,
+      ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
+      ...(error.headers === undefined ? {} : { headers: error.headers }),
+      ...(error.type === undefined ? {} : { type: error.type }),
+      ...(error.code === undefined ? {} : { code: error.code }),
+      ...(error.upstreamFailure === undefined ? {} : { upstreamFailure: error.upstreamFailure }),
+      ...(error.upstreamBody === undefined ? {} : { upstreamBody: error.upstreamBody }),
+      ...(error.logOnceAs === undefined ? {} : { logOnceAs: error.logOnceAs }),
+      cause: error,
+    });
   }
 
   /**
@@ -229,6 +281,13 @@ export class VertexProvider implements ProviderAdapter {
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+/** A resource name's project and location (`//aiplatform.googleapis.com/projects/P/locations/L/`, or a bare `projects/P`), left out of a message. */
+const RESOURCE_PATH = /(?:\/\/[a-z0-9.-]*googleapis\.com\/)?(?:v1(?:beta1)?\/)?projects\/[^/\s'"`]+(?:\/locations\/[^/\s'"`]+)?\/?/g;
+
+function withoutResourcePath(message: string): string {
+  return message.replace(RESOURCE_PATH, '');
 }
 
 function claudeId(name: string, version: string | undefined): UpstreamModel | undefined {

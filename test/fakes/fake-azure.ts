@@ -53,6 +53,8 @@ export interface FakeAzure extends FakeUpstream {
 
 export const AZURE_API_VERSIONS = new Set(['2022-12-01', '2023-05-15', '2024-02-01', '2024-06-01', '2024-09-01-preview', '2024-10-21', '2024-12-01-preview', '2025-01-01-preview', '2025-03-01-preview', '2025-04-01-preview']);
 export const CONTENT_FILTER_TRIGGER = 'FILTERME';
+/** A streamed chat whose prompt contains this gets only Azure's prompt-filter chunk and then [DONE] (what reviewers saw a resource send). */
+export const FILTER_CHUNK_ONLY_TRIGGER = 'NOTHINGBUTFILTER';
 const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
 const DEPLOYMENT_ENDPOINTS = new Set(['chat/completions', 'completions', 'embeddings']);
 const V1_ENDPOINTS = new Set(['chat/completions', 'completions', 'embeddings', 'responses']);
@@ -149,7 +151,20 @@ export async function startFakeAzure(options: FakeAzureOptions): Promise<FakeAzu
     if (request.body.stream_options !== undefined && version !== null && version < '2024-09-01') {
       return json(res, 400, { error: { message: 'Unrecognized request argument supplied: stream_options', type: 'invalid_request_error', param: null, code: null } });
     }
+    // An instruct deployment serves legacy completions only, as Azure's do.
+    if (endpoint === 'chat/completions' && model.includes('instruct')) {
+      return azureError(res, 400, 'OperationNotSupported', `The chatCompletion operation does not work with the specified model, ${model}. Please choose different model and try again. You can learn more about which models can be used with each operation here: https://go.microsoft.com/fwlink/?linkid=2197993.`);
+    }
     if (endpoint !== 'embeddings' && JSON.stringify(request.body).includes(CONTENT_FILTER_TRIGGER)) return contentFilterRefusal(res);
+    if (endpoint === 'chat/completions' && request.body.stream === true && JSON.stringify(request.body).includes(FILTER_CHUNK_ONLY_TRIGGER)) {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
+      res.end(`data: ${JSON.stringify({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: PROMPT_FILTER_RESULTS })}
+
+data: [DONE]
+
+`);
+      return;
+    }
     const answer = await fetch(`${backend.url}/${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...request.body, model }) });
     const chat = endpoint === 'chat/completions';
     if (!answer.headers.get('content-type')?.startsWith('text/event-stream')) {

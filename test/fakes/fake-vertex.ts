@@ -66,6 +66,8 @@ export interface FakeVertex extends FakeUpstream {
  *   title?}], parameters?: {outputDimensionality?, autoTruncate?}}`; at most 250 instances (1 for
  *   gemini-embedding models); each prediction `{embeddings: {values, statistics: {token_count,
  *   truncated}}}` with fake-embedding vectors; token_count is the text's words.
+ * - A model the fake does not serve: Vertex's 404 NOT_FOUND "Publisher Model `projects/…/models/…`
+ *   was not found or your project does not have access to it."
  * - Publisher models (`GET /v1beta1/publishers/{google|anthropic}/models?pageSize&pageToken`):
  *   `{publisherModels: [{name: "publishers/…/models/…", versionId}], nextPageToken}`, `listPageMax` a page.
  * - Failures on demand through `behaviour` (a 429 RESOURCE_EXHAUSTED body, say), as every fake.
@@ -172,6 +174,11 @@ export async function startFakeVertex(options: {
     const [, project, location, publisher, model, method, sse] = call as unknown as string[];
     if (project !== options.project || location !== options.location) {
       return googleError(res, 403, 'PERMISSION_DENIED', `Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/projects/${project}/locations/${location}/publishers/${publisher}/models/${model}' (or it may not exist).`);
+    }
+    // A publisher model the location does not serve, or the project may not use, is Vertex's own 404 naming the full resource.
+    const known = publisher === 'anthropic' ? model === 'count-tokens' || claudeModels.includes(model!) : method === 'predict' || geminiModels.includes(model!);
+    if (!known) {
+      return googleError(res, 404, 'NOT_FOUND', `Publisher Model \`projects/${project}/locations/${location}/publishers/${publisher}/models/${model}\` was not found or your project does not have access to it. Please ensure you are using a valid model version. For more information, see: https://cloud.google.com/vertex-ai/generative-ai/docs/learn/model-versions`);
     }
     if (publisher === 'anthropic') {
       const body = request.body;

@@ -28,11 +28,6 @@ interface SigningKey {
   readonly key: PrivateKey;
 }
 
-/** Which setting holds the key, for messages: the setting's name, never a path on the gateway's host (callers see these messages). */
-function describeKeySource(source: KeySource): string {
-  return source.setting;
-}
-
 /**
  * The key's source for a provider: its own setting, else GOOGLE_APPLICATION_CREDENTIALS; undefined
  * when there is none. A provider entered in the console has only its pasted key: a console admin
@@ -72,9 +67,12 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     return this.privateKeySecrets;
   }
 
+  /** `problem` names the setting only (callers see it); the file's path, the host's own, goes to the operator's log alone. */
   private keyProblem(problem: string): GatewayError {
+    const path = this.source === undefined || this.source.setting === 'credentials' ? undefined : this.source.path;
     return new CredentialUnavailable('upstream_auth_failed', `The upstream provider '${this.providerId}' has no usable service-account key: ${problem}. This is a gateway configuration problem; see /status.`, {
       upstreamFailure: 401,
+      ...(path === undefined ? {} : { upstreamBody: `the key is read from ${this.source!.setting} (${path})` }),
     });
   }
 
@@ -90,7 +88,8 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
   private async loadKey(): Promise<SigningKey> {
     const source = this.source;
     if (source === undefined) throw this.keyProblem('set credentials or credentials_file, or GOOGLE_APPLICATION_CREDENTIALS in the environment');
-    const where = describeKeySource(source);
+    // Callers see these messages: the setting's name, never a path on the gateway's host (keyProblem logs that).
+    const where = source.setting;
     let text: string;
     if (source.setting === 'credentials') text = source.json;
     else {
@@ -129,7 +128,7 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     return requestToken(endpoint, form, ASSERTION_LIFETIME_S, () => [assertion, ...this.secrets()], (refusal, said) =>
       new CredentialUnavailable(
         'upstream_auth_failed',
-        `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${describeKeySource(this.source!)}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
+        `The token endpoint of provider '${this.providerId}' (${key.tokenUri}) refused its service account ${key.email} (${said}). Check the key in ${this.source!.setting}: that it is current (not deleted or disabled) and that the gateway's clock is right. This is a gateway configuration problem; see /status.`,
         { upstreamFailure: 401, upstreamBody: refusal.body },
       ),
     );

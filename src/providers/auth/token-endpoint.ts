@@ -9,7 +9,8 @@ const MAX_DESCRIPTION_CHARS = 300;
 
 /**
  * A provider's own credential could not be had at all: no usable key or secret is configured, or
- * its issuer refused it or answered without a token. Callers see it as any refused credential
+ * its issuer refused it, answered without a token or could not be reached (then of kind
+ * upstream_unreachable or upstream_timeout, retryable as any unreachable upstream). Callers see it as any refused credential
  * (`upstream_auth_failed`); `sluice doctor` tells it apart, to name the credential settings.
  */
 export class CredentialUnavailable extends GatewayError {}
@@ -65,7 +66,7 @@ export async function requestToken(
   } catch (error) {
     // AbortSignal.timeout's error is no undici code: it is a timeout all the same.
     const failure = (error as Error | null)?.name === 'TimeoutError' ? new GatewayError('upstream_timeout', `The upstream provider '${endpoint.providerId}' did not answer in time.`, { upstreamFailure: 'timeout' }) : upstreamTransportError(endpoint.providerId, error);
-    throw new GatewayError(failure.kind === 'upstream_error' ? 'upstream_unreachable' : failure.kind, `${failure.message.replace(/\.$/, '')} for a token: ${endpoint.issuer} at ${endpoint.url} (${endpoint.addressSetting}) did not answer.`, {
+    throw new CredentialUnavailable(failure.kind === 'upstream_error' ? 'upstream_unreachable' : failure.kind, `${failure.message.replace(/\.$/, '')} for a token: ${endpoint.issuer} at ${endpoint.url} (${endpoint.addressSetting}) did not answer.`, {
       upstreamFailure: failure.upstreamFailure ?? 'connect_error',
       cause: error,
     });

@@ -9,6 +9,7 @@ import { parseConfig, type ProviderConfig } from '../../../src/config/config-fil
 import { GatewayError, type ErrorKind } from '../../../src/core/errors.js';
 import { adviceFor, vendorCodeOf } from '../../../src/doctor/advice.js';
 import { CredentialUnavailable } from '../../../src/providers/auth/token-endpoint.js';
+import { ModelListingError } from '../../../src/providers/model-listing.js';
 
 const SECRETS = ['az-api-key-value', 'entra-secret-value', 'AKIAUNITKEYID', 'aws-secret-value', 'aws-session-value', 'sa-private-key-value'];
 
@@ -55,9 +56,35 @@ describe('the vendor code of a failure', () => {
 describe('Azure OpenAI', () => {
   test('an Entra token not obtained names the entra fields; a refused token names the role; a refused key names api_key', () => {
     assert.match(advise('az-entra', failure('upstream_auth_failed', 401, { code: 'token_unavailable' })), /entra\.tenant_id, entra\.client_id and entra\.client_secret of provider 'az-entra'.*entra\.authority_url \(https:\/\/login\.microsoftonline\.com\)/);
-    assert.match(advise('az-entra', failure('upstream_auth_failed', 400, { body: '{"error":"invalid_client","error_description":"AADSTS7000215"}' })), /Entra ID token could not be obtained/);
     assert.match(advise('az-entra', failure('upstream_auth_failed', 401)), /Cognitive Services OpenAI User role/);
     assert.match(advise('az-key', failure('upstream_auth_failed', 401)), /check the api_key of provider 'az-key'/);
+  });
+
+  test('a wrong tenant met by the model listing (its error wraps the adapter’s) is a token not obtained, not a missing role', () => {
+    const refused = new CredentialUnavailable('upstream_auth_failed', "Microsoft Entra ID refused the client credentials of provider 'az-entra' (HTTP 400, invalid_request: AADSTS90002: Tenant 'nope' not found.): check entra.tenant_id of provider 'az-entra'.", { upstreamFailure: 401, upstreamBody: '{"error":"invalid_request","error_codes":[90002]}' });
+    const listed = new ModelListingError(refused, 'https://res.openai.azure.com/openai/deployments?api-version=2022-12-01');
+    assert.equal(vendorCodeOf(listed), 'token_unavailable');
+    const advice = advise('az-entra', listed);
+    assert.match(advice, /Entra ID token could not be obtained/);
+    assert.doesNotMatch(advice, /Cognitive Services OpenAI User/);
+  });
+
+  test('a token endpoint that does not answer names entra.authority_url (or the key’s token_uri), not base_url', () => {
+    const unreachable = () => new ModelListingError(new CredentialUnavailable('upstream_unreachable', 'could not be reached for a token', { upstreamFailure: 'connect_error' }), 'https://x');
+    const azure = advise('az-entra', unreachable());
+    assert.match(azure, /Microsoft Entra ID did not answer: check entra\.authority_url \(https:\/\/login\.microsoftonline\.com\)/);
+    assert.doesNotMatch(azure, /base_url/);
+    const vertex = advise('vx-file', unreachable());
+    assert.match(vertex, /token endpoint did not answer: check the token_uri of the key in credentials_file/);
+    assert.doesNotMatch(vertex, /base_url/);
+    // The upstream itself unreachable still names base_url.
+    assert.match(advise('az-entra', failure('upstream_unreachable', 'connect_error')), /check base_url/);
+  });
+
+  test('a base_url ending in /openai is named as such; "Resource not found" names api_version', () => {
+    const withPath = parseConfig(`providers:\n  - { id: az-path, kind: azure, base_url: 'https://res.openai.azure.com/openai/', api_key: k }\n`, 'path.yaml').providers[0]!;
+    assert.match(adviceFor(withPath, failure('upstream_error', 502, { body: '{"error":{"code":"404","message":"Resource not found"}}' })), /ends in Azure's API path: give the resource's endpoint alone/);
+    assert.match(advise('az-key', failure('upstream_error', 502, { body: '{"error":{"code":"404","message":"Resource not found"}}' })), /check api_version of provider 'az-key' \(2024-10-21\)/);
   });
 
   test('a missing deployment names upstream_model; an unknown api-version names api_version; no answer names base_url', () => {
@@ -90,7 +117,7 @@ describe('Amazon Bedrock', () => {
 
 describe('Google Vertex AI', () => {
   test('a token not obtained names the key in use: pasted, a file, or GOOGLE_APPLICATION_CREDENTIALS', () => {
-    assert.match(advise('vx', failure('upstream_auth_failed', 400, { body: '{"error":"invalid_grant","error_description":"Invalid JWT Signature."}' })), /token could not be obtained: check credentials \(the pasted service-account key\) of provider 'vx'/);
+    assert.match(advise('vx', failure('upstream_auth_failed', 400, { code: 'token_unavailable', message: 'refused its service account (HTTP 400, invalid_grant: Invalid JWT Signature.)' })), /token could not be obtained: check credentials \(the pasted service-account key\) of provider 'vx'/);
     assert.match(advise('vx-file', failure('upstream_auth_failed', 401, { code: 'token_unavailable' })), /credentials_file \(\/run\/secrets\/sa\.json\)/);
     assert.match(advise('vx', failure('upstream_auth_failed', 401, { body: '{"error":{"code":401,"status":"UNAUTHENTICATED"}}' })), /Google refused the service account's token/);
   });

@@ -349,6 +349,11 @@ describe('the vendor model a cloud deployment carries', () => {
     assert.deepEqual(vendorModelOf('azure', 'my-gpt4o-deployment', 'gpt-4o'), { family: 'openai', names: ['gpt-4o'] });
   });
 
+  test('Azure’s gpt-35-turbo names are OpenAI’s gpt-3.5-turbo ones', () => {
+    assert.deepEqual(vendorModelOf('azure', 'instruct-dep', 'gpt-35-turbo-instruct'), { family: 'openai', names: ['gpt-35-turbo-instruct', 'gpt-3.5-turbo-instruct'] });
+    assert.deepEqual(vendorModelOf('azure', 'chat-dep', 'gpt-35-turbo'), { family: 'openai', names: ['gpt-35-turbo', 'gpt-3.5-turbo'] });
+  });
+
   test('the direct vendors keep their own names', () => {
     assert.deepEqual(vendorModelOf('openai', 'gpt-4o'), { family: 'openai', names: ['gpt-4o'] });
     assert.deepEqual(vendorModelOf('anthropic', 'claude-sonnet-4-5'), { family: 'anthropic', names: ['claude-sonnet-4-5'] });
@@ -366,6 +371,8 @@ providers:
 models:
   - { id: azure-named, provider: az, upstream_model: my-gpt4o-deployment }
   - { id: azure-unreported, provider: az, upstream_model: gpt-4o }
+  - { id: azure-instruct, provider: az, upstream_model: instruct-dep }
+  - { id: azure-35, provider: az, upstream_model: chat35 }
   - { id: bedrock-claude, provider: br, upstream_model: us.anthropic.claude-sonnet-4-5-20250929-v1:0 }
   - { id: bedrock-arn, provider: br, upstream_model: 'arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-haiku-4-5-20251001-v1:0' }
   - { id: nova, provider: br, upstream_model: amazon.nova-pro-v1:0 }
@@ -379,7 +386,11 @@ models:
     'clouds.yaml',
   );
   const kinds = new Map<string, ProviderKind>(config.providers.map((provider) => [provider.id, provider.kind]));
-  const reported = new Map([['az\u0000my-gpt4o-deployment', 'gpt-4o']]);
+  const reported = new Map([
+    ['az\u0000my-gpt4o-deployment', 'gpt-4o'],
+    ['az\u0000instruct-dep', 'gpt-35-turbo-instruct'],
+    ['az\u0000chat35', 'gpt-35-turbo'],
+  ]);
   const catalogue = withListPrices(Catalogue.fromConfig(config), { list: shippedPriceList(), origin: 'shipped' }, (id) => kinds.get(id), (provider, upstream) => reported.get(`${provider}\u0000${upstream}`));
   const input = (id: string) => catalogue.get(id)!.pricing?.inputPerMtok;
 
@@ -402,5 +413,7 @@ models:
   test('an Azure deployment by the model its resource reports; unreported, it stays unpriced whatever its name', () => {
     assert.equal(input('azure-named'), 2.5);
     assert.equal(catalogue.get('azure-unreported')!.pricing, undefined);
+    assert.deepEqual([input('azure-instruct'), catalogue.get('azure-instruct')!.pricing!.outputPerMtok], [1.5, 2], 'gpt-35-turbo-instruct at gpt-3.5-turbo-instruct’s price');
+    assert.equal(input('azure-35'), 0.5);
   });
 });

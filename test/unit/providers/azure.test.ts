@@ -6,10 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { modelFromConfig } from '../../../src/catalogue/catalogue.js';
+import { modelSchema, providerSchema } from '../../../src/config/config-file.js';
 import { GatewayError } from '../../../src/core/errors.js';
 import { generationRequest } from '../../../src/generation/model.js';
 import { EntraAuth } from '../../../src/providers/auth/entra-token.js';
 import { azurePath, servesResponses } from '../../../src/providers/azure.js';
+import { createProvider } from '../../../src/providers/registry.js';
 import type { UpstreamAuth } from '../../../src/providers/upstream-client.js';
 import { json, startFakeServer, type FakeUpstream } from '../../fakes/fake-server.js';
 import { conformanceSuite, NOW } from './conformance.js';
@@ -116,10 +119,11 @@ conformanceSuite({
   ],
   relay: [
     {
-      // Azure's own fields (`data_sources`, "On Your Data") go upstream untouched; its answer comes back with its filter results.
+      // Azure's own fields (`data_sources`, "On Your Data", on a provider that allows it) go upstream untouched; its answer comes back with its filter results.
       name: 'relay-chat',
       operation: 'openai.chat',
       stream: false,
+      provider: { allow_data_sources: true },
       body: { model: 'assistant', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16, data_sources: [{ type: 'azure_search', parameters: { endpoint: 'https://search.example.net', index_name: 'docs' } }] },
     },
     {
@@ -280,6 +284,91 @@ describe('Entra ID client credentials', () => {
       assert.ok(failure instanceof GatewayError && failure.kind === 'upstream_error' && failure.upstreamFailure === 502, String(failure));
     } finally {
       await empty.close();
+    }
+  });
+});
+
+describe('what the Azure adapter refuses or reads as broken', () => {
+  const KEY = 'azure-unit-key-0123456789';
+  let upstream: FakeUpstream;
+  /** What the fake answers a chat call: Azure's prompt-filter chunk and then [DONE], nothing else. */
+  const FILTER_ONLY = `data: ${JSON.stringify({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }] })}\n\ndata: [DONE]\n\n`;
+
+  before(async () => {
+    upstream = await startFakeServer('', (request, res) => {
+      if (request.method === 'GET') {
+        return json(res, 200, {
+          object: 'list',
+          data: [
+            { id: 'legacy', model: 'gpt-35-turbo-instruct', status: 'succeeded', object: 'deployment' },
+            { id: 'my-instruct-dep', model: 'some-future-model', status: 'succeeded', object: 'deployment' },
+            { id: 'chat', model: 'gpt-4o', status: 'succeeded', object: 'deployment' },
+          ],
+        });
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(FILTER_ONLY);
+    });
+  });
+  after(() => upstream.close());
+
+  const adapter = (more: Record<string, unknown> = {}) => createProvider({ ...providerSchema.parse({ id: 'az-unit', kind: 'azure', base_url: upstream.url, api_key: KEY, ...more }), base_url: upstream.url });
+  const model = modelFromConfig(modelSchema.parse({ id: 'assistant', provider: 'az-unit', upstream_model: 'chat' }));
+  const call = (extensions: Record<string, unknown> = {}) => ({
+    request: { ...generationRequest({ model: 'assistant', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }), extensions },
+    model: model.deployments[0]!.model,
+    requestId: 'req-unit',
+    signal: new AbortController().signal,
+    choices: 1,
+  });
+  const relayCall = (body: Record<string, unknown>, stream = false) => ({ operation: 'openai.chat' as const, body, stream, model: model.deployments[0]!.model, requestId: 'req-unit', signal: new AbortController().signal });
+  const refusesDataSources = (field: string) => (error: unknown) => error instanceof GatewayError && error.kind === 'unsupported_parameter' && error.status === 400 && error.param === field && error.message.includes(field);
+
+  test('data_sources (On Your Data) is the caller’s 400 naming it, relayed or translated, and nothing goes upstream', async () => {
+    const provider = adapter();
+    const before = upstream.requests.length;
+    try {
+      const source = [{ type: 'azure_search', parameters: { endpoint: 'https://search.example.net', index_name: 'hr-records' } }];
+      await assert.rejects(provider.relay(relayCall({ model: 'assistant', messages: [{ role: 'user', content: 'x' }], data_sources: source })), refusesDataSources('data_sources'));
+      await assert.rejects(provider.relay(relayCall({ model: 'assistant', messages: [{ role: 'user', content: 'x' }], dataSources: source })), refusesDataSources('dataSources'));
+      await assert.rejects(provider.generate(call({ data_sources: source })), refusesDataSources('data_sources'));
+      await assert.rejects(provider.stream(call({ data_sources: source })), refusesDataSources('data_sources'));
+      assert.equal(upstream.requests.length, before, 'nothing reached the resource');
+    } finally {
+      await provider.close();
+    }
+  });
+
+  test('a stream of only the prompt-filter chunk and [DONE] is an unreadable upstream, translated or relayed', async () => {
+    const provider = adapter();
+    const unreadable = (error: unknown) => error instanceof GatewayError && error.kind === 'upstream_error' && error.upstreamFailure === 502 && /without a finish reason/.test(error.message);
+    try {
+      const parts = await provider.stream(call());
+      await assert.rejects(async () => {
+        for await (const _ of parts);
+      }, unreadable);
+      const relayed = await provider.relay(relayCall({ model: 'assistant', messages: [{ role: 'user', content: 'x' }], stream: true }, true));
+      assert.ok(relayed.stream);
+      await assert.rejects(async () => {
+        for await (const _ of relayed.events);
+      }, unreadable);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  test('a discovered instruct deployment serves legacy completions only (relayed); others as before', async () => {
+    const provider = adapter();
+    try {
+      const listed = await provider.listModels(AbortSignal.timeout(5000));
+      const endpoints = Object.fromEntries(listed.map((m) => [m.id, m.endpoints]));
+      assert.deepEqual(endpoints.legacy, ['completions']);
+      assert.deepEqual(endpoints['my-instruct-dep'], ['completions']);
+      assert.equal(endpoints.chat, undefined);
+      const instruct = modelFromConfig(modelSchema.parse({ id: 'legacy', provider: 'az-unit', endpoints: endpoints.legacy })).deployments[0]!.model;
+      assert.equal(provider.relays('openai.completions', instruct), true);
+    } finally {
+      await provider.close();
     }
   });
 });

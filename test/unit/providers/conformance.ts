@@ -120,8 +120,8 @@ export interface RelayCase {
   readonly body: Readonly<Record<string, unknown>>;
   readonly headers?: Readonly<Record<string, string>>;
   readonly model?: ModelOverrides;
-  /** Provider configuration beyond the key (an operator's `anthropic-beta`). */
-  readonly provider?: { readonly headers?: Record<string, string> };
+  /** Provider configuration beyond the key (an operator's `anthropic-beta`, Azure's allow_data_sources). */
+  readonly provider?: { readonly headers?: Record<string, string>; readonly allow_data_sources?: boolean };
   /** The stream fails after this many of the recorded events, with this error. */
   readonly error?: ExpectedError & { readonly afterEvents: number };
   readonly todo?: string;

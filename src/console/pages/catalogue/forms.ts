@@ -127,6 +127,7 @@ function readCloudFields(form: URLSearchParams, raw: Record<string, unknown>): v
     if (value !== undefined) entra[name] = value;
   }
   if (Object.keys(entra).length > 0) raw.entra = entra;
+  if (form.get('allow_data_sources') === '1') raw.allow_data_sources = true;
 }
 
 /**

@@ -198,9 +198,18 @@ const SECRET_LABELS: Readonly<Record<SecretField, string>> = {
 const capitalised = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
 
 /** Which credentials a provider holds, by name: "API key set", or none; header names (no values). */
+/** Where a cloud provider with no stored credential takes one from: the setting's name, never its value (a file's path is the host's). */
+function credentialSource(config: ProviderEntry['config']): string | undefined {
+  if (config.ownCredentialsOnly === true) return undefined;
+  if (config.kind === 'vertex') return config.credentials_file !== undefined ? 'Key from credentials_file' : 'Key from GOOGLE_APPLICATION_CREDENTIALS';
+  if (config.kind === 'bedrock') return 'AWS credentials from the environment or AWS_PROFILE';
+  return undefined;
+}
+
 function credentialsCell(p: ProviderEntry): Html {
   const named = p.secretsSet.filter((field) => field !== 'headers');
-  return html`${named.length === 0 ? html`<span class="muted">none</span>` : named.map((field, i) => html`${i > 0 ? html`<br>` : ''}${capitalised(SECRET_LABELS[field])} set`)}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}`;
+  const source = named.length === 0 ? credentialSource(p.config) : undefined;
+  return html`${named.length === 0 ? (source === undefined ? html`<span class="muted">none</span>` : source) : named.map((field, i) => html`${i > 0 ? html`<br>` : ''}${capitalised(SECRET_LABELS[field])} set`)}${p.headerNames.length > 0 ? html`<br><span class="muted small">headers: ${p.headerNames.join(', ')}</span>` : ''}`;
 }
 
 /** What the provider form says of the stored credentials, which it never shows. */
@@ -275,7 +284,9 @@ ${errorSummary(errors)}
     ${field('entra_tenant_id', 'Entra tenant id', values, errors)}
     ${field('entra_client_id', 'Entra client id', values, errors)}
     ${secretField('entra_client_secret', mode, errors, secrets, 'The app registration’s client secret.')}
-    ${field('entra_authority_url', 'Entra authority URL', values, errors, { type: 'url', placeholder: 'https://login.microsoftonline.com', hint: 'A sovereign or private cloud’s own; default the public cloud’s.' })}`)}
+    ${field('entra_authority_url', 'Entra authority URL', values, errors, { type: 'url', placeholder: 'https://login.microsoftonline.com', hint: 'A sovereign or private cloud’s own; default the public cloud’s.' })}
+    <label class="check"><input type="checkbox" name="allow_data_sources" value="1"${values.allow_data_sources === 'true' ? html` checked` : ''}> Let callers use On Your Data (<code>data_sources</code>)</label>
+    <p class="hint">The resource then queries the Search indexes, Cosmos DB or blob storage a caller names, with its own managed identity. Off: such a request is refused.</p>`)}
   ${kindGroup('bedrock', 'Amazon Bedrock', html`
     ${field('region', 'AWS region', values, errors, { placeholder: 'us-east-1' })}
     ${secretField('access_key_id', mode, errors, secrets, 'Required: a console provider never uses the gateway host’s AWS environment or profiles.')}
