@@ -1,7 +1,7 @@
 import http, { type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { json, startFakeServer, type FakeUpstream, type RecordedRequest } from './fake-server.js';
+import { extendFake, json, startFakeServer, type FakeUpstream, type RecordedRequest } from './fake-server.js';
 import { startFakeOpenAI } from './fake-openai-upstream.js';
 
 /**
@@ -180,22 +180,7 @@ data: [DONE]
     res.end();
   });
 
-  const fake: FakeAzure = {
-    url: front.url,
-    requests: front.requests,
-    aborted: front.aborted,
-    get connections() {
-      return front.connections;
-    },
-    get dropped() {
-      return front.dropped;
-    },
-    get behaviour() {
-      return front.behaviour;
-    },
-    set behaviour(value: FakeUpstream['behaviour']) {
-      front.behaviour = value;
-    },
+  const fake: FakeAzure = extendFake(front, {
     authorityUrl: entra?.url ?? '',
     get tokensIssued() {
       return counts.issued;
@@ -212,7 +197,7 @@ data: [DONE]
     close: async () => {
       await Promise.all([front.close(), backend.close(), entra?.close()]);
     },
-  };
+  });
   return fake;
 }
 

@@ -71,6 +71,38 @@ export interface FakeUpstream {
   close(): Promise<void>;
 }
 
+/**
+ * A fake built around another's server (a cloud's front on a vendor's fake): that server's
+ * recording and behaviour seen through as they change, with the fake's own members beside them
+ * (getters kept as getters).
+ */
+export function extendFake<Own extends { close(): Promise<void> }>(upstream: FakeUpstream, own: Own): FakeUpstream & Own {
+  const view = {
+    get url() {
+      return upstream.url;
+    },
+    get requests() {
+      return upstream.requests;
+    },
+    get aborted() {
+      return upstream.aborted;
+    },
+    get connections() {
+      return upstream.connections;
+    },
+    get dropped() {
+      return upstream.dropped;
+    },
+    get behaviour() {
+      return upstream.behaviour;
+    },
+    set behaviour(value: Behaviour) {
+      upstream.behaviour = value;
+    },
+  };
+  return Object.defineProperties(view, Object.getOwnPropertyDescriptors(own)) as unknown as FakeUpstream & Own;
+}
+
 export type FakeHandler = (request: RecordedRequest, res: ServerResponse, behaviour: Behaviour, req: IncomingMessage) => Promise<void> | void;
 
 /**

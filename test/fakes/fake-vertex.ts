@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { anthropicHandler } from './fake-anthropic.js';
 import { geminiHandler } from './fake-gemini.js';
 import { fakeVector, NATIVE_DIMENSIONS } from './embedding-vectors.js';
-import { json, startFakeServer, type FakeUpstream, type RecordedRequest } from './fake-server.js';
+import { extendFake, json, startFakeServer, type FakeUpstream, type RecordedRequest } from './fake-server.js';
 
 const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
@@ -240,24 +240,7 @@ export async function startFakeVertex(options: {
   const keyFile = join(mkdtempSync(join(tmpdir(), 'sluice-vertex-')), 'service-account.json');
   writeFileSync(keyFile, JSON.stringify(key, null, 2), { mode: 0o600 });
 
-  const fake: FakeVertex = {
-    get url() {
-      return upstream.url;
-    },
-    requests: upstream.requests,
-    aborted: upstream.aborted,
-    get connections() {
-      return upstream.connections;
-    },
-    get dropped() {
-      return upstream.dropped;
-    },
-    get behaviour() {
-      return upstream.behaviour;
-    },
-    set behaviour(value) {
-      upstream.behaviour = value;
-    },
+  const fake: FakeVertex = extendFake(upstream, {
     tokenUri,
     key,
     keyFile,
@@ -276,6 +259,6 @@ export async function startFakeVertex(options: {
       tokenServer.closeAllConnections();
       await Promise.all([upstream.close(), new Promise<void>((resolve) => tokenServer.close(() => resolve()))]);
     },
-  };
+  });
   return fake;
 }
