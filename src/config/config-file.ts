@@ -45,6 +45,11 @@ export function defaultBaseUrl(provider: { readonly kind: ProviderKind; readonly
   }
 }
 
+/** What a bedrock provider's `region` and a vertex provider's `project` and `location` look like (a project may be domain-scoped, `example.com:proj`). */
+export const AWS_REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
+export const GOOGLE_CLOUD_PROJECT = /^[a-z0-9][a-z0-9.:-]{0,99}$/;
+export const GOOGLE_CLOUD_LOCATION = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
 /** Microsoft Entra ID's public cloud, where `entra` tokens come from unless `authority_url` names another. */
 export const ENTRA_AUTHORITY = 'https://login.microsoftonline.com';
 
@@ -281,14 +286,14 @@ export const providerSchema = z.strictObject({
    */
   allow_data_sources: z.boolean().optional(),
   /** bedrock: the AWS region (`us-east-1`). */
-  region: z.string().regex(/^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/, 'must be an AWS region such as us-east-1').optional(),
+  region: z.string().regex(AWS_REGION, 'must be an AWS region such as us-east-1').optional(),
   /** bedrock: static credentials; unset (say `${AWS_ACCESS_KEY_ID:-}` with it unset), the environment and then AWS_PROFILE's shared credentials are read. */
   access_key_id: z.string().optional().transform((value) => (value === '' ? undefined : value)),
   secret_access_key: z.string().optional().transform((value) => (value === '' ? undefined : value)),
   session_token: z.string().optional().transform((value) => (value === '' ? undefined : value)),
   /** vertex: the Google Cloud project and location (`europe-west4`, or `global`). */
-  project: z.string().regex(/^[a-z0-9][a-z0-9.:-]{0,99}$/, 'must be a Google Cloud project id').optional(),
-  location: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'must be a Google Cloud location such as europe-west4 or global').optional(),
+  project: z.string().regex(GOOGLE_CLOUD_PROJECT, 'must be a Google Cloud project id').optional(),
+  location: z.string().regex(GOOGLE_CLOUD_LOCATION, 'must be a Google Cloud location such as europe-west4 or global').optional(),
   /** vertex: a service-account key file (configuration file only); unset, GOOGLE_APPLICATION_CREDENTIALS. */
   credentials_file: z.string().min(1).optional(),
   /** vertex: a service-account key's JSON itself (what the console takes, sealed like api_key). */

@@ -1,4 +1,4 @@
-import { parseConfig, PROVIDER_KINDS, type ProviderKind } from './config-file.js';
+import { AWS_REGION, GOOGLE_CLOUD_LOCATION, GOOGLE_CLOUD_PROJECT, parseConfig, PROVIDER_KINDS, type ProviderKind } from './config-file.js';
 import { inferenceProfilePrefixOf } from './cloud-model-ids.js';
 import { UserError } from '../core/user-error.js';
 import { distinctIds, providerIdCandidates } from './init-provider-id.js';
@@ -46,9 +46,6 @@ const VERTEX_VARIABLES: readonly InitVariable[] = [
   { name: 'GOOGLE_CLOUD_PROJECT', optional: false },
 ];
 
-const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
-const PROJECT = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
-const LOCATION = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 const USAGE =
   'name at least one provider: --provider openai=http://127.0.0.1:8000/v1, --provider openai (OpenAI itself), --provider anthropic, --provider gemini, --provider azure=https://RESOURCE.openai.azure.com, --provider bedrock[=REGION] or --provider vertex[=PROJECT[/LOCATION]]';
@@ -71,12 +68,12 @@ function parseSpec(spec: string): ParsedSpec {
   if (!(PROVIDER_KINDS as readonly string[]).includes(kind)) throw new UserError(`--provider ${spec}: the kind must be one of ${PROVIDER_KINDS.join(', ')}, optionally followed by =BASE_URL (bedrock: =REGION; vertex: =PROJECT or =PROJECT/LOCATION)`);
   switch (kind) {
     case 'bedrock':
-      if (value !== undefined && !REGION.test(value)) throw new UserError(`--provider ${spec}: '${value}' is not an AWS region such as us-east-1 (bedrock takes a region, not a URL)`);
+      if (value !== undefined && !AWS_REGION.test(value)) throw new UserError(`--provider ${spec}: '${value}' is not an AWS region such as us-east-1 (bedrock takes a region, not a URL)`);
       return { spec, kind, baseUrl: undefined, url: undefined, ...(value === undefined ? {} : { region: value }) };
     case 'vertex': {
       if (value === undefined) return { spec, kind, baseUrl: undefined, url: undefined };
       const [project, location, ...rest] = value.split('/');
-      if (rest.length > 0 || !PROJECT.test(project ?? '') || (location !== undefined && !LOCATION.test(location))) {
+      if (rest.length > 0 || !GOOGLE_CLOUD_PROJECT.test(project ?? '') || (location !== undefined && !GOOGLE_CLOUD_LOCATION.test(location))) {
         throw new UserError(`--provider ${spec}: write vertex=PROJECT or vertex=PROJECT/LOCATION (a Google Cloud project id such as my-project, a location such as europe-west4 or global)`);
       }
       return { spec, kind, baseUrl: undefined, url: undefined, project: project!, ...(location === undefined ? {} : { location }) };

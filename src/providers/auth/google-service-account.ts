@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { importPKCS8, SignJWT } from 'jose';
+import type { importPKCS8 } from 'jose';
 import { privateKeySecrets, readServiceAccountKey } from '../../config/service-account-key.js';
 import { GatewayError } from '../../core/errors.js';
 import { BearerTokenAuth } from './bearer-token-auth.js';
@@ -104,6 +104,8 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
     const fields = read.key;
     let key: PrivateKey;
     try {
+      // jose is loaded with the first key: only a gateway with a Vertex provider in use needs it.
+      const { importPKCS8 } = await import('jose');
       key = await importPKCS8(fields.private_key, 'RS256');
     } catch {
       throw this.keyProblem(`${where}: field 'private_key' is not an RSA private key in PKCS #8 PEM`);
@@ -115,6 +117,7 @@ export class GoogleServiceAccountAuth extends BearerTokenAuth {
   /** One assertion signed and exchanged at the key's own token_uri. */
   protected async obtain(): Promise<IssuedToken> {
     const key = await this.key();
+    const { SignJWT } = await import('jose');
     const assertion = await new SignJWT({ scope: CLOUD_PLATFORM_SCOPE })
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: key.keyId })
       .setIssuer(key.email)

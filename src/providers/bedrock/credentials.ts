@@ -1,4 +1,3 @@
-import { getProfileName, loadSharedConfigFiles } from '@smithy/shared-ini-file-loader';
 import type { ProviderConfig } from '../../config/config-file.js';
 import { CredentialUnavailable } from '../auth/token-endpoint.js';
 
@@ -27,6 +26,8 @@ export async function resolveAwsCredentials(config: ProviderConfig, env: NodeJS.
   if (config.ownCredentialsOnly === true) throw noCredentials(config, 'a provider entered in the console signs only with its own access_key_id and secret_access_key, and it has none');
   const fromEnv = { id: env.AWS_ACCESS_KEY_ID, secret: env.AWS_SECRET_ACCESS_KEY };
   if (fromEnv.id && fromEnv.secret) return withToken(fromEnv.id, fromEnv.secret, env.AWS_SESSION_TOKEN || undefined);
+  // Loaded only when the fields and the environment gave nothing.
+  const { getProfileName, loadSharedConfigFiles } = await import('@smithy/shared-ini-file-loader');
   const profile = getProfileName({ profile: env.AWS_PROFILE || undefined });
   const file = env.AWS_SHARED_CREDENTIALS_FILE || '~/.aws/credentials';
   let section: Record<string, string | undefined> | undefined;

@@ -1,9 +1,13 @@
-import { EventStreamCodec } from '@smithy/eventstream-codec';
-import type { Message } from '@smithy/eventstream-codec';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import type { EventStreamCodec, Message } from '@smithy/eventstream-codec';
 import { unreadableUpstream } from '../../core/upstream-errors.js';
 
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
+/** Loaded with the first stream: only a gateway with a Bedrock provider in use needs it. */
+let codecOnce: Promise<EventStreamCodec> | undefined;
+
+function codec(): Promise<EventStreamCodec> {
+  codecOnce ??= Promise.all([import('@smithy/eventstream-codec'), import('@smithy/util-utf8')]).then(([{ EventStreamCodec }, { fromUtf8, toUtf8 }]) => new EventStreamCodec(toUtf8, fromUtf8));
+  return codecOnce;
+}
 
 /** A frame's prelude (total and headers length, prelude CRC) and trailing message CRC: the least a frame can be. */
 const PRELUDE_BYTES = 12;
@@ -18,6 +22,7 @@ const MIN_FRAME_BYTES = 16;
  * frame are joined once, when it is whole, so a frame split into many reads costs linear time.
  */
 export async function* eventStreamMessages(body: AsyncIterable<Buffer>, providerId: string, maxFrameBytes: number): AsyncGenerator<Message> {
+  const decoder = await codec();
   let chunks: Buffer[] = [];
   let buffered = 0;
   for await (const chunk of body) {
@@ -35,7 +40,7 @@ export async function* eventStreamMessages(body: AsyncIterable<Buffer>, provider
       buffered = rest.length;
       let message: Message;
       try {
-        message = codec.decode(all.subarray(0, length));
+        message = decoder.decode(all.subarray(0, length));
       } catch {
         throw unreadableUpstream(providerId, 'an event-stream frame that fails its checksum');
       }

@@ -1,4 +1,4 @@
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import type { ProviderConfig } from '../../config/config-file.js';
 import type { OutgoingRequest, UpstreamAuth } from '../upstream-client.js';
 import { resolveAwsCredentials, type AwsCredentials } from './credentials.js';
@@ -58,7 +58,8 @@ export class AwsIdentity {
  * service but S3: an id sent as `…v1%3A0` is signed as `…v1%253A0`, as AWS computes it.
  */
 export class RequestSigner implements UpstreamAuth {
-  private readonly signer: SignatureV4;
+  /** Made with the first request: the signing library is loaded only by a gateway that has a Bedrock provider in use. */
+  private signer: Promise<SignatureV4> | undefined;
   private readonly protocol: string;
   private readonly hostname: string;
   private readonly port: number | undefined;
@@ -67,11 +68,9 @@ export class RequestSigner implements UpstreamAuth {
 
   constructor(
     private readonly identity: AwsIdentity,
-    region: string,
+    private readonly region: string,
     origin: string,
   ) {
-    // No x-amz-content-sha256 header: only S3 wants the payload's hash sent; SigV4 signs it all the same.
-    this.signer = new SignatureV4({ service: SERVICE, region, credentials: () => identity.get(), sha256: Sha256, uriEscapePath: true, applyChecksum: false });
     const url = new URL(origin);
     this.protocol = url.protocol;
     this.hostname = url.hostname;
@@ -81,7 +80,11 @@ export class RequestSigner implements UpstreamAuth {
 
   async headersFor(request: OutgoingRequest): Promise<Readonly<Record<string, string>>> {
     const mark = request.path.indexOf('?');
-    const signed = await this.signer.sign({
+    this.signer ??= import('@smithy/signature-v4').then(
+      // No x-amz-content-sha256 header: only S3 wants the payload's hash sent; SigV4 signs it all the same.
+      ({ SignatureV4 }) => new SignatureV4({ service: SERVICE, region: this.region, credentials: () => this.identity.get(), sha256: Sha256, uriEscapePath: true, applyChecksum: false }),
+    );
+    const signed = await (await this.signer).sign({
       method: request.method,
       protocol: this.protocol,
       hostname: this.hostname,
