@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
-import { AGENT_BIN, runCli } from './support/agent-cli.js';
+import { AGENT_BIN, runClaudeCode, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -53,25 +53,9 @@ function home(prefix: string): { home: string; work: string } {
   return { home: dir, work };
 }
 
-/** `claude -p`, with the two lines a developer sets: ANTHROPIC_BASE_URL and the key. */
+/** `claude -p`, with the two lines a developer sets: ANTHROPIC_BASE_URL and the key (no `--model`). */
 function claude(sluice: RunningSluice, prompt: string) {
-  const { home: dir, work } = home('sluice-claude-');
-  return runCli(
-    join(AGENT_BIN, 'claude'),
-    ['-p', prompt, '--output-format', 'json'],
-    {
-      ANTHROPIC_BASE_URL: sluice.url,
-      ANTHROPIC_API_KEY: keys.get(sluice)!,
-      HOME: dir,
-      CLAUDE_CONFIG_DIR: join(dir, '.claude'),
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_TELEMETRY: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-    },
-    work,
-  );
+  return runClaudeCode(sluice.url, keys.get(sluice)!, undefined, prompt);
 }
 
 /**

@@ -24,17 +24,17 @@ export function runCli(command: string, args: string[], env: Record<string, stri
 }
 
 /**
- * Claude Code in print mode (`claude -p PROMPT --output-format json --model MODEL`) against the
+ * Claude Code in print mode (`claude -p PROMPT --output-format json`, with `--model MODEL` when given) against the
  * gateway: a fresh home and config directory, a work directory of its own, and no telemetry,
  * auto-update, error reports or retries, so that every call it makes is the test's.
  */
-export function runClaudeCode(gatewayUrl: string, apiKey: string, model: string, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runClaudeCode(gatewayUrl: string, apiKey: string, model: string | undefined, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const home = tempDir('sluice-claude-');
   const work = join(home, 'work');
   mkdirSync(work);
   return runCli(
     join(AGENT_BIN, 'claude'),
-    ['-p', prompt, '--output-format', 'json', '--model', model],
+    ['-p', prompt, '--output-format', 'json', ...(model === undefined ? [] : ['--model', model])],
     {
       HOME: home,
       CLAUDE_CONFIG_DIR: join(home, '.claude'),
