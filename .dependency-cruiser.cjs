@@ -35,9 +35,14 @@ const LAYERS = [
     mayImport: ['core', 'generation', 'wire', 'config', 'catalogue', 'dialects', 'routing', 'limits', 'usage', 'telemetry', 'auth', 'pricing'],
     why: 'the pipeline runs the stages through their contracts; it knows no HTTP server',
   },
+  {
+    folder: 'mcp',
+    mayImport: ['core', 'generation', 'config', 'catalogue', 'limits', 'usage', 'telemetry', 'auth', 'pricing', 'store', 'changes'],
+    why: 'the MCP gateway: upstream tool servers, aggregated behind the same keys, limits and ledger; it knows no model provider and no HTTP server',
+  },
   ...['status', 'discovery', 'doctor'].map((folder) => ({
     folder,
-    mayImport: ['core', 'generation', 'config', 'catalogue', 'providers', 'routing', 'limits', 'telemetry', 'store', 'pricing'],
+    mayImport: ['core', 'generation', 'config', 'catalogue', 'providers', 'routing', 'limits', 'telemetry', 'store', 'pricing', 'mcp'],
     why: 'an operator tool over the catalogue and the providers; the request path does not use it',
   })),
 ];

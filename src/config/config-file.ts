@@ -3,6 +3,7 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { UpstreamFailureCondition } from '../core/errors.js';
 import { UserError } from '../core/user-error.js';
+import { MCP_SERVER_ID, MCP_SERVER_ID_RULE } from '../core/mcp-access.js';
 
 /**
  * Public operations a model can serve, named as in the configuration file. `responses`: OpenAI's
@@ -450,6 +451,62 @@ const limitsSectionSchema = z.strictObject({
   default_max_output_tokens: z.number().int().positive().default(LIMITS_DEFAULTS.default_max_output_tokens),
 });
 
+/** Defaults of the `mcp:` section (docs/mcp.md). */
+export const MCP_DEFAULTS = { max_result_bytes: 4 * 1024 * 1024, call_timeout_ms: 120_000 } as const;
+
+const mcpSectionSchema = z.strictObject({
+  /** The largest answer an upstream MCP server may give one call (a tool result, a resource, a prompt); a larger one is refused. */
+  max_result_bytes: z.number().int().min(1024).default(MCP_DEFAULTS.max_result_bytes),
+  /** How long a call may wait on an upstream MCP server before the caller gets an error and the upstream a cancellation. */
+  call_timeout_ms: z.number().int().min(100).default(MCP_DEFAULTS.call_timeout_ms),
+});
+
+export const MCP_TRANSPORTS = ['streamable_http', 'sse'] as const;
+export type McpTransport = (typeof MCP_TRANSPORTS)[number];
+
+const mcpServerFields = {
+  id: z.string().regex(MCP_SERVER_ID, MCP_SERVER_ID_RULE),
+  /** USD charged per tool call to the key's and account's budgets; absent: tool calls are free and budgets do not count them. */
+  price_per_call: z.number().nonnegative().finite().optional(),
+};
+
+/** An upstream MCP server reached over HTTP: Streamable HTTP (default) or the older HTTP+SSE transport. */
+export const mcpHttpServerSchema = z.strictObject({
+  ...mcpServerFields,
+  url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  transport: z.enum(MCP_TRANSPORTS).default('streamable_http'),
+  /** Sent on every request to the server (its token): secrets, redacted like a provider's api_key. */
+  headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name'), z.string()).default({}),
+});
+
+/** A stdio MCP server: a process on the gateway's host, started and kept running by Sluice. Only the configuration file declares one. */
+export const mcpStdioServerSchema = z.strictObject({
+  ...mcpServerFields,
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  /** Added to a minimal environment (PATH, HOME, …), never the gateway's whole one: values are secrets, redacted. */
+  env: z.record(z.string(), z.string()).default({}),
+  /** The working directory; default the gateway's. */
+  cwd: z.string().min(1).optional(),
+});
+
+const mcpServerSchema = z.union([mcpHttpServerSchema, mcpStdioServerSchema], { error: "must have either 'url' (an HTTP server) or 'command' (a stdio server), with only that kind's fields" });
+
+export type McpHttpServerConfig = z.output<typeof mcpHttpServerSchema>;
+export type McpStdioServerConfig = z.output<typeof mcpStdioServerSchema>;
+/** One upstream MCP server; `url` tells an HTTP one from a stdio one. `fromConsole` is set on servers registered in the console. */
+export type McpServerConfig = (McpHttpServerConfig | McpStdioServerConfig) & { readonly fromConsole?: true };
+
+export function isStdioServer(server: McpServerConfig): server is McpStdioServerConfig & { readonly fromConsole?: true } {
+  return 'command' in server;
+}
+
+/** The `mcp:` section as the gateway uses it. */
+export interface McpSettings {
+  readonly maxResultBytes: number;
+  readonly callTimeoutMs: number;
+}
+
 /** OpenAI's own limit on an uploaded file (25 MiB): the default `max_upload_bytes`. */
 export const DEFAULT_MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 
@@ -466,6 +523,9 @@ const configSchema = z.strictObject({
    * file's order, the first pattern that matches wins, after every exact id and alias.
    */
   model_aliases: z.record(z.string(), z.string().regex(idPattern, `the target is a model id, which ${ID_RULE}`)).optional(),
+  /** Upstream MCP servers, aggregated at `/mcp` (docs/mcp.md). */
+  mcp_servers: z.array(mcpServerSchema).default([]),
+  mcp: mcpSectionSchema.default(MCP_DEFAULTS),
 });
 
 /** One `model_aliases` entry: an exact name or a pattern, and the model id it resolves to. */
@@ -495,7 +555,12 @@ export interface GatewayConfig {
   readonly maxUploadBytes: number;
   /** `model_aliases`, in the file's order. */
   readonly modelAliases: readonly ModelAlias[];
+  /** `mcp_servers`, in the file's order. */
+  readonly mcpServers: readonly McpServerConfig[];
+  readonly mcp: McpSettings;
 }
+
+const mcpSettingsOf = (section: { max_result_bytes: number; call_timeout_ms: number }): McpSettings => ({ maxResultBytes: section.max_result_bytes, callTimeoutMs: section.call_timeout_ms });
 
 const limitsOf = (section: { lease_ms: number; default_max_output_tokens: number }) => ({ leaseMs: section.lease_ms, defaultMaxOutputTokens: section.default_max_output_tokens });
 
@@ -505,7 +570,7 @@ export class ConfigError extends UserError {
 
 /** An empty configuration, for a gateway started without a file. */
 export function emptyConfig(source = '(no configuration file)'): GatewayConfig {
-  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS), maxUploadBytes: DEFAULT_MAX_UPLOAD_BYTES, modelAliases: [] };
+  return { source, providers: [], models: [], responses: { retentionDays: RESPONSES_DEFAULTS.retention_days }, routing: undefined, limits: limitsOf(LIMITS_DEFAULTS), maxUploadBytes: DEFAULT_MAX_UPLOAD_BYTES, modelAliases: [], mcpServers: [], mcp: mcpSettingsOf(MCP_DEFAULTS) };
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -540,7 +605,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
     ...provider,
     base_url: (provider.base_url ?? defaultBaseUrl(provider))!,
   }));
-  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits), maxUploadBytes: config.max_upload_bytes, modelAliases: Object.entries(config.model_aliases ?? {}).map(([name, target]) => ({ name, target })) };
+  return { source, providers, models: config.models, responses: { retentionDays: config.responses.retention_days }, routing: config.routing, limits: limitsOf(config.limits), maxUploadBytes: config.max_upload_bytes, modelAliases: Object.entries(config.model_aliases ?? {}).map(([name, target]) => ({ name, target })), mcpServers: config.mcp_servers, mcp: mcpSettingsOf(config.mcp) };
 }
 
 function checkReferences(config: z.output<typeof configSchema>, source: string): void {
@@ -570,6 +635,13 @@ function checkReferences(config: z.output<typeof configSchema>, source: string):
     if (missing !== undefined) throw new ConfigError(`${source}: models[${index}] (id: ${model.id}): field 'fallbacks': no model has the id '${missing}'`);
   });
   checkAliases(config, modelIds, source);
+  const mcpIds = new Set<string>();
+  config.mcp_servers.forEach((server, index) => {
+    // Ids are compared without case: `/mcp/GitHub` and `github__…` must not name two servers.
+    const folded = server.id.toLowerCase();
+    if (mcpIds.has(folded)) throw new ConfigError(`${source}: mcp_servers[${index}] (id: ${server.id}): field 'id': duplicate MCP server id '${server.id}'`);
+    mcpIds.add(folded);
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ProviderConfig } from './config-file.js';
+import type { McpServerConfig, ProviderConfig } from './config-file.js';
 import { privateKeySecrets } from './service-account-key.js';
 
 /** Shorter values are not searched for: they would blank out ordinary words. */
@@ -26,4 +26,10 @@ function privateKeyParts(credentials: string): string[] {
   }
   const privateKey = (key as { private_key?: unknown } | null)?.private_key;
   return typeof privateKey === 'string' ? privateKeySecrets(privateKey) : [];
+}
+
+/** Every secret an MCP server entry holds (its header values, a stdio server's environment values), for redaction. */
+export function mcpSecretValuesOf(server: McpServerConfig): string[] {
+  const values = 'command' in server ? Object.values(server.env) : Object.values(server.headers);
+  return [...new Set(values.filter((value) => value.length >= MIN_SECRET_LENGTH))];
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE } from './mcp-access.js';
 
 /** A spend budget's period: calendar (UTC) day, ISO week (from Monday), month, or no period at all. */
 export const BUDGET_PERIODS = ['day', 'week', 'month', 'total'] as const;
@@ -15,6 +16,8 @@ export interface Limits {
   /** Spend in USD per `budgetPeriod`. */
   readonly budgetUsd?: number;
   readonly budgetPeriod?: BudgetPeriod;
+  /** The MCP allow-list (core/mcp-access.ts): server ids and `server/tool` entries; absent, no MCP server at all. Not a counted limit. */
+  readonly mcp?: readonly string[];
 }
 
 /** The stored (JSON) and typed-in form; the one place a limit is validated. */
@@ -24,6 +27,7 @@ const limitFields = z.object({
   concurrency: z.number().int().positive().optional(),
   budgetUsd: z.number().positive().finite().optional(),
   budgetPeriod: z.enum(BUDGET_PERIODS).optional(),
+  mcp: z.array(z.string().regex(MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE)).max(500).optional(),
 });
 const periodNeedsBudget = (limits: z.infer<typeof limitFields>) => limits.budgetPeriod === undefined || limits.budgetUsd !== undefined;
 const PERIOD_NEEDS_BUDGET = { message: 'a budget period needs a budget (budgetUsd)', path: ['budgetPeriod'] };
@@ -45,16 +49,18 @@ export function hasBudget(...limits: readonly (Limits | null | undefined)[]): bo
   return limits.some((one) => one?.budgetUsd !== undefined);
 }
 
-/** Null for no limits, so that "none" is stored one way. */
+/** Null for no limits, so that "none" is stored one way; an MCP allow-list alone is kept (deduplicated, an empty one dropped). */
 export function normaliseLimits(limits: Limits): Limits | null {
+  const mcp = limits.mcp === undefined || limits.mcp.length === 0 ? undefined : [...new Set(limits.mcp)];
   const budgetPeriod = limits.budgetUsd === undefined ? undefined : (limits.budgetPeriod ?? DEFAULT_BUDGET_PERIOD);
   const normal: Limits = {
     ...(limits.rpm === undefined ? {} : { rpm: limits.rpm }),
     ...(limits.tpm === undefined ? {} : { tpm: limits.tpm }),
     ...(limits.concurrency === undefined ? {} : { concurrency: limits.concurrency }),
     ...(limits.budgetUsd === undefined ? {} : { budgetUsd: limits.budgetUsd, budgetPeriod }),
+    ...(mcp === undefined ? {} : { mcp }),
   };
-  return hasLimits(normal) ? normal : null;
+  return hasLimits(normal) || mcp !== undefined ? normal : null;
 }
 
 /** Stored limits: tolerant of a row written by a newer version (unknown fields are dropped, bad ones make no limit). */
@@ -97,5 +103,6 @@ export function describeLimits(limits: Limits | null): string {
   if (limits.tpm !== undefined) parts.push(`tpm ${limits.tpm}`);
   if (limits.concurrency !== undefined) parts.push(`concurrency ${limits.concurrency}`);
   if (limits.budgetUsd !== undefined) parts.push(`$${limits.budgetUsd}${limits.budgetPeriod === 'total' ? ' in total' : `/${limits.budgetPeriod ?? DEFAULT_BUDGET_PERIOD}`}`);
+  if (limits.mcp !== undefined) parts.push(`mcp ${limits.mcp.join(',')}`);
   return parts.join(', ');
 }

@@ -284,6 +284,22 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
         await db.schema.alterTable('discovered_models').addColumn('error_url', 'text').execute();
       },
     },
+    '0015_mcp': {
+      async up(db: Kysely<any>) {
+        // A tool call's row (operation `mcp.tools/call`) records the bytes of its arguments and of its result.
+        await db.schema.alterTable('usage_ledger').addColumn('bytes_in', 'bigint').execute();
+        await db.schema.alterTable('usage_ledger').addColumn('bytes_out', 'bigint').execute();
+        // Upstream MCP servers registered in the console (HTTP ones only): their fields as JSON, their headers sealed.
+        await db.schema
+          .createTable('console_mcp_servers')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('config', 'text', (c) => c.notNull())
+          .addColumn('secrets', 'text')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .execute();
+      },
+    },
   };
   return { getMigrations: async () => migrations };
 }

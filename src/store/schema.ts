@@ -32,6 +32,8 @@ export interface Database {
     created_at: number;
     updated_at: number;
   };
+  /** Upstream MCP servers registered in the console (HTTP only): the configuration fields as JSON, the headers sealed. */
+  console_mcp_servers: { id: string; config: string; secrets: string | null; created_at: number; updated_at: number };
   console_models: { id: string; provider_id: string; config: string; created_at: number; updated_at: number };
   /**
    * A discovering provider's model list as its upstream last gave it (JSON array of UpstreamModel).
@@ -115,6 +117,9 @@ export interface Database {
     deployment: string | null;
     /** JSON array of the attempts, when there was more than one or the only one failed after the upstream had the prompt. */
     attempt_log: string | null;
+    /** Of a tool call (migration 0015): the bytes of its arguments and of its result; null on other rows. */
+    bytes_in: number | null;
+    bytes_out: number | null;
   };
   /**
    * The ledger added up per UTC day (days since the epoch), account, key and model: written in the

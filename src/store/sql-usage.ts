@@ -105,7 +105,7 @@ function dailyIncrements(rows: readonly DailyInput[]): DailyStatusRow[] {
 const LEDGER_COLUMNS = [
   'entry_id', 'at', 'request_id', 'account_id', 'key_id', 'operation', 'model', 'provider_id', 'status', 'error_kind', 'stream', 'prompt_tokens',
   'completion_tokens', 'cached_input_tokens', 'cache_write_tokens', 'reasoning_tokens', 'tokens_counted', 'latency_ms', 'ttfb_ms', 'cost_usd',
-  'unpriced', 'attempts', 'deployment', 'attempt_log',
+  'unpriced', 'attempts', 'deployment', 'attempt_log', 'bytes_in', 'bytes_out',
 ] as const;
 
 /**
@@ -152,5 +152,7 @@ function toLedgerRow(row: UsageRow) {
     attempts: row.attempts,
     deployment: row.deployment,
     attempt_log: row.attemptLog === null ? null : JSON.stringify(row.attemptLog),
+    bytes_in: row.bytesIn ?? null,
+    bytes_out: row.bytesOut ?? null,
   };
 }

@@ -93,6 +93,9 @@ export interface UsageRow {
   readonly deployment: string | null;
   /** Every attempt, when there was more than one or the only one failed after the upstream had the prompt: for reconciling with each provider's bill. */
   readonly attemptLog: readonly AttemptLogEntry[] | null;
+  /** Of a tool call: the bytes of its arguments and of its result (absent or null on other rows). */
+  readonly bytesIn?: number | null;
+  readonly bytesOut?: number | null;
 }
 
 export interface AccountsRepository {

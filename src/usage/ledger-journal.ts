@@ -246,27 +246,29 @@ type RowValues = [
   providerId: string | null, status: number, errorKind: string | null, stream: boolean, promptTokens: number,
   completionTokens: number, cachedInputTokens: number, cacheWriteTokens: number, reasoningTokens: number,
   tokensCounted: boolean, latencyMs: number, ttfbMs: number | null, costUsd: number, attempts?: number, deployment?: string | null,
-  attemptLog?: readonly AttemptLogEntry[] | null, unpriced?: boolean,
+  attemptLog?: readonly AttemptLogEntry[] | null, unpriced?: boolean, bytesIn?: number | null, bytesOut?: number | null,
 ];
 
 function rowLine(r: UsageRow): string {
   const values: RowValues = [
     r.entryId, r.at, r.requestId, r.accountId, r.keyId, r.operation, r.model, r.providerId, r.status, r.errorKind, r.stream, r.promptTokens,
     r.completionTokens, r.cachedInputTokens, r.cacheWriteTokens, r.reasoningTokens, r.tokensCounted, r.latencyMs, r.ttfbMs, r.costUsd,
-    r.attempts, r.deployment, r.attemptLog, r.unpriced,
+    r.attempts, r.deployment, r.attemptLog, r.unpriced, r.bytesIn ?? null, r.bytesOut ?? null,
   ];
   return `R\t${JSON.stringify(values)}\n`;
 }
 
 function rowOf(values: RowValues): UsageRow {
   const [entryId, at, requestId, accountId, keyId, operation, model, providerId, status, errorKind, stream, promptTokens, completionTokens,
-    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts, deployment, attemptLog, unpriced] = values;
+    cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts, deployment, attemptLog, unpriced, bytesIn, bytesOut] = values;
   return {
     entryId, at, requestId, accountId, keyId, operation, model, providerId, status, errorKind, stream, promptTokens, completionTokens,
     // A journal written before routing has no attempt fields.
     cachedInputTokens, cacheWriteTokens, reasoningTokens, tokensCounted, latencyMs, ttfbMs, costUsd, attempts: attempts ?? 1, deployment: deployment ?? null,
     attemptLog: attemptLog ?? null,
     unpriced: unpriced ?? false,
+    bytesIn: bytesIn ?? null,
+    bytesOut: bytesOut ?? null,
   };
 }
 
