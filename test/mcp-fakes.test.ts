@@ -51,7 +51,7 @@ describe('MCP fakes', () => {
 
   test('SSE transport and the paged server', async () => {
     const sse = await connect(upstreams.sse);
-    assert.equal((await sse.readResource({ uri: 'fake://greetings/Ada' })).contents[0]?.text, 'Hello, Ada!');
+    assert.deepEqual((await sse.readResource({ uri: 'fake://greetings/Ada' })).contents, [{ uri: 'fake://greetings/Ada', mimeType: 'text/plain', text: 'Hello, Ada!' }]);
     assert.equal((await sse.getPrompt({ name: 'greet', arguments: { name: 'Ada' } })).messages.length, 1);
     await sse.close();
     const paged = await connect(upstreams.paged);
@@ -67,7 +67,7 @@ describe('MCP fakes', () => {
     transport.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
     const client = new Client({ name: 'fake-check', version: '1.0.0' });
     await client.connect(transport);
-    const env = JSON.parse((await client.callTool({ name: 'env', arguments: {} })).content[0].text);
+    const env = JSON.parse((await client.callTool({ name: 'env', arguments: {} }) as { content: Array<{ text: string }> }).content[0]!.text);
     assert.equal(env.tokenArrived, true);
     const closed = new Promise<void>((resolve) => (client.onclose = resolve));
     await client.callTool({ name: 'crash', arguments: {} }).catch(() => undefined);
