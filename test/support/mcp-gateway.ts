@@ -21,7 +21,7 @@ export interface McpWorld {
   close(): Promise<void>;
 }
 
-export async function startMcpWorld(options: { readonly mcpSection?: string; readonly args?: string[]; readonly env?: NodeJS.ProcessEnv; readonly withMany?: boolean } = {}): Promise<McpWorld> {
+export async function startMcpWorld(options: { readonly mcpSection?: string; readonly args?: string[]; readonly env?: NodeJS.ProcessEnv; readonly withMany?: boolean; readonly legacyPricePerCall?: number } = {}): Promise<McpWorld> {
   const [web, legacy, many] = await Promise.all([
     startStreamableHttpMcpUpstream({ token: `web-token-${randomUUID()}` }),
     startSseMcpUpstream({ token: `legacy-token-${randomUUID()}` }),
@@ -37,7 +37,7 @@ mcp_servers:
     url: ${legacy.url}
     transport: sse
     headers: { Authorization: "Bearer ${legacy.token}" }
-${
+${options.legacyPricePerCall === undefined ? '' : `    price_per_call: ${options.legacyPricePerCall}\n`}${
   options.withMany === false
     ? ''
     : `  - id: many
