@@ -64,6 +64,8 @@ const EMPTY_LISTS: UpstreamLists = { tools: [], resources: [], resourceTemplates
 
 /** Marks the error Sluice itself puts in place of an answer it dropped for its size (compared by identity: no upstream can send it). */
 const TOO_LARGE = Object.freeze({ sluice: 'too_large' });
+/** Marks the error Sluice puts in place of an answer whose stream broke off. */
+const BROKEN = Object.freeze({ sluice: 'broken' });
 
 interface Session {
   readonly client: Client;
@@ -181,6 +183,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private open(): Session {
     const client = new Client({ ...this.options.clientInfo }, { capabilities: {} });
     let transport: Transport;
+    let session: Session;
     const onOversized = (requestId: JsonRpcId | undefined) => this.dropOversized(transport, requestId);
     const config = this.config;
     if (isStdioServer(config)) {
@@ -192,7 +195,12 @@ export class UpstreamConnection implements UpstreamMcpServer {
       });
     } else {
       const url = new URL(config.url);
-      const fetch = boundedFetch({ serverUrl: url, maxMessageBytes: () => this.messageLimit, onOversized });
+      const fetch = boundedFetch({
+        serverUrl: url,
+        maxMessageBytes: () => this.messageLimit,
+        onOversized,
+        onBroken: (requestId, error) => this.dropBroken(session, requestId, error),
+      });
       // Only the configured headers: nothing of any caller's ever reaches the upstream.
       const requestInit: RequestInit = { headers: { ...config.headers } };
       transport =
@@ -200,7 +208,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
           ? new SSEClientTransport(url, { requestInit, fetch })
           : new StreamableHTTPClientTransport(url, { requestInit, fetch, reconnectionOptions: { initialReconnectionDelay: 1_000, maxReconnectionDelay: 30_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 } });
     }
-    const session: Session = { client, transport, protocolVersion: null, established: false, closed: false };
+    session = { client, transport, protocolVersion: null, established: false, closed: false };
     // The client tells the transport the negotiated revision; it is kept for the state.
     const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
     transport.setProtocolVersion = (version: string) => {
@@ -402,6 +410,16 @@ export class UpstreamConnection implements UpstreamMcpServer {
     }
   }
 
+  /** The answer to `requestId` broke off: that call fails now, and the server is checked (a dead one is reconnected). */
+  private dropBroken(session: Session, requestId: JsonRpcId, error: unknown): void {
+    if (session.closed || this.current !== session) return;
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: this.describe(error), data: BROKEN } };
+    session.transport.onmessage?.(answer);
+    void session.client.ping({ timeout: 5_000 }).catch((pingError: unknown) => {
+      if (isConnectionFailure(pingError) || (pingError instanceof McpError && pingError.code === ErrorCode.RequestTimeout)) this.lost(session, pingError);
+    });
+  }
+
   /** Puts an error answer in place of a message dropped for its size, so the call waiting for it fails now. */
   private dropOversized(transport: Transport | undefined, requestId: JsonRpcId | undefined): void {
     if (requestId === undefined) {
@@ -415,6 +433,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private classify(error: unknown, session: Session): UpstreamMcpError {
     if (error instanceof UpstreamMcpError) return error;
     if (error instanceof McpError) {
+      if (error.data === BROKEN) return this.unavailable(`The connection to the MCP server '${this.id}' broke off during the call: ${error.message.replace(/^MCP error -?\d+: /, '')}`);
       if (error.code === ErrorCode.ConnectionClosed && (session.closed || this.current !== session)) return this.unavailable(`The connection to the MCP server '${this.id}' closed during the call.`);
       return new UpstreamMcpError('protocol', this.redact(error.message.replace(/^MCP error -?\d+: /, '')), error.code, redactData(error.data, this.secrets));
     }
