@@ -91,7 +91,7 @@ describe('upstream MCP servers', () => {
     assert.equal(pagedLists!.resources.length, 30);
     // 120 tools in pages of 7: 18 tools/list requests on the paged server.
     assert.equal(paged.requests.filter((request) => request.body?.method === 'tools/list').length, 18);
-    assert.deepEqual(localLists!.tools.map((tool) => tool.name), ['echo', 'slow', 'crash', 'big', 'env', 'pid']);
+    assert.deepEqual(localLists!.tools.map((tool) => tool.name), ['echo', 'slow', 'crash', 'big', 'flood', 'env', 'pid']);
     assert.deepEqual(localLists!.resourceTemplates, []);
     for (const id of ['web', 'legacy', 'paged', 'local']) {
       const state = server(id).state();
@@ -155,6 +155,18 @@ describe('upstream MCP servers', () => {
     }
   });
 
+  test('stdio: progress and cancellation reach the process', async () => {
+    const updates: number[] = [];
+    assert.equal(textOf(await server('local').callTool('slow', { ms: 50 }, options({ onProgress: (update) => updates.push(update.progress) }))), 'slept 50 ms');
+    assert.deepEqual(updates, [1]);
+    const controller = new AbortController();
+    const call = server('local').callTool('slow', { ms: 20_000 }, options({ signal: controller.signal }));
+    setTimeout(() => controller.abort(), 200);
+    await assert.rejects(call, failure('cancelled'));
+    // The fake writes "cancelled request <id>" to stderr when its handler sees the cancellation.
+    await eventually(() => logLines.some((line) => /cancelled request \d+/.test(line)), 5_000, 'stdio cancellation');
+  });
+
   test('a call past its timeout fails with timeout and the upstream is sent a cancellation', async () => {
     const before = web.cancellations.length;
     const started = Date.now();
@@ -172,8 +184,11 @@ describe('upstream MCP servers', () => {
       await assert.rejects(server(id).callTool('big', {}, options()), failure('too_large'));
       assert.equal(textOf(await server(id).callTool('echo', { text: 'after' }, options())), 'after', id);
     }
-    // Under the cap it passes.
+    // Under the cap it passes; the cap is on the result itself, to the byte.
     assert.equal(textOf(await server('web').callTool('big', { bytes: 1_000_000 }, options())).length, 1_000_000);
+    const exactly = Buffer.byteLength(JSON.stringify({ content: [{ type: 'text', text: 'x'.repeat(1_000) }] }));
+    assert.equal(textOf(await server('json').callTool('big', { bytes: 1_000 }, options({ maxResultBytes: exactly }))).length, 1_000);
+    await assert.rejects(server('json').callTool('big', { bytes: 1_001 }, options({ maxResultBytes: exactly })), failure('too_large'));
   });
 
   test("a huge stdio answer is dropped as it arrives: the gateway's memory stays bounded", async () => {
@@ -185,12 +200,14 @@ describe('upstream MCP servers', () => {
     const baseline = usage();
     const sampler = setInterval(() => samples.push(usage() - baseline), 2);
     try {
-      await assert.rejects(server('local').callTool('big', { bytes: 200 * MiB }, options({ maxResultBytes: 1 * MiB, timeoutMs: 60_000 })), failure('too_large'));
+      await assert.rejects(server('local').callTool('flood', { mib: 512 }, options({ maxResultBytes: 1 * MiB, timeoutMs: 60_000 })), failure('too_large'));
     } finally {
       clearInterval(sampler);
     }
     const peak = Math.max(...samples);
-    assert.ok(peak < 60 * MiB, `peak growth ${Math.round(peak / MiB)} MiB for a 200 MiB answer`);
+    // Held whole, 512 MiB would be at least 512 MiB of buffers (and as much again as a string).
+    assert.ok(peak < 256 * MiB, `peak growth ${Math.round(peak / MiB)} MiB for a 512 MiB answer`);
+    assert.equal(textOf(await server('local').callTool('echo', { text: 'still here' }, options())), 'still here');
   });
 
   test('the upstream loses the session: one re-initialisation, the call is retried and works', async () => {
@@ -203,6 +220,29 @@ describe('upstream MCP servers', () => {
     assert.equal(server('web').state().restarts, restarts + 1);
     assert.equal(server('web').state().state, 'ready');
     assert.ok(web.requests.some((request) => request.body?.params?.name === 'echo' && request.body?.params?.arguments?.text === 'again'));
+  });
+
+  test('the older SSE transport loses its session: the next call works all the same', async () => {
+    await legacy.forgetSessions();
+    assert.equal(textOf(await server('legacy').callTool('echo', { text: 'sse again' }, options())), 'sse again');
+    assert.equal(server('legacy').state().state, 'ready');
+  });
+
+  test('a command that cannot start, or exits at once: down, with why', async () => {
+    const missing: McpServerConfig = { id: 'missing', command: '/nonexistent/mcp-server', args: [], env: {} };
+    const quitter: McpServerConfig = { id: 'quitter', command: process.execPath, args: ['-e', 'console.error("no config for " + process.env.QUIT_TOKEN); process.exit(2)'], env: { QUIT_TOKEN: 'quit-secret-value' } };
+    registry.sync([...configs, missing, quitter]);
+    try {
+      await assert.rejects(server('missing').lists(5_000), failure('unavailable'));
+      assert.match(server('missing').state().error ?? '', /ENOENT/);
+      await assert.rejects(server('quitter').lists(5_000), failure('unavailable'));
+      const error = server('quitter').state().error ?? '';
+      assert.match(error, /exited with code 2/);
+      assert.match(error, /no config for \[redacted\]/);
+      await assert.rejects(server('quitter').callTool('echo', {}, options()), failure('unavailable'));
+    } finally {
+      registry.sync(configs);
+    }
   });
 
   test('list_changed renews the cached list and tells the listeners', async () => {

@@ -75,6 +75,10 @@ interface Session {
   /** Initialised and listed: from then on its closing is a failure to recover from. */
   established: boolean;
   closed: boolean;
+  /** What its transport last reported (a stdio exit, a broken stream): the cause when the SDK says only "Connection closed". */
+  lastError?: Error;
+  /** A liveness check is under way. */
+  checking?: boolean;
 }
 
 /**
@@ -99,6 +103,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private readonly refreshing = new Map<ListKind, { again: boolean }>();
   /** Its lists are out of the aggregate (it has not been ready yet, or it went down since): the next connection announces them all. */
   private withdrawn = true;
+  /** A stdio server's last stderr line, told with its exit (it often says why). */
+  private lastStderrLine: string | undefined;
 
   constructor(
     readonly config: McpServerConfig,
@@ -175,7 +181,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
       this.logger.info({ protocolVersion: session.protocolVersion, tools: lists.tools.length, resources: lists.resources.length, prompts: lists.prompts.length }, 'MCP server connected');
       for (const kind of changed) this.emit(kind);
     } catch (error) {
-      this.lost(session, error);
+      const closed = error instanceof McpError && error.code === ErrorCode.ConnectionClosed;
+      this.lost(session, closed && session.lastError !== undefined ? session.lastError : error);
     }
   }
 
@@ -190,7 +197,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
       transport = new StdioProcessTransport(config, {
         maxMessageBytes: () => this.messageLimit,
         onOversized: ({ requestId }) => onOversized(requestId),
-        onStderrLine: (line) => this.logger.info({ stderr: this.redact(line) }, 'MCP server stderr'),
+        onStderrLine: (line) => {
+          this.lastStderrLine = line;
+          this.logger.info({ stderr: this.redact(line) }, 'MCP server stderr');
+        },
         killGraceMs: this.options.killGraceMs,
       });
     } else {
@@ -215,7 +225,12 @@ export class UpstreamConnection implements UpstreamMcpServer {
       session.protocolVersion = version;
       setProtocolVersion?.(version);
     };
-    client.onerror = (error) => this.logger.debug({ err: this.redact(String(error)) }, 'MCP server connection error');
+    client.onerror = (error) => {
+      session.lastError = error;
+      this.logger.debug({ err: this.redact(String(error)).slice(0, 500) }, 'MCP server connection error');
+      // A stream that broke (the standalone GET stream, the SSE transport's event source): is the server still there?
+      if (session.established && /SSE stream disconnected|Failed to reconnect SSE stream|Maximum reconnection attempts|SSE error/.test(String(error))) this.checkAlive(session);
+    };
     client.onclose = () => {
       session.closed = true;
       // Before it is established, connect() reports the failure itself, with its real cause.
@@ -236,7 +251,9 @@ export class UpstreamConnection implements UpstreamMcpServer {
     this.current = undefined;
     void this.closeSession(session, false);
     const wasReady = this.status.state === 'ready';
-    const message = this.describe(error);
+    let message = this.describe(error);
+    if (isStdioServer(this.config) && this.lastStderrLine !== undefined) message += ` (its last stderr line: ${this.redact(this.lastStderrLine.slice(0, 300))})`;
+    this.lastStderrLine = undefined;
     this.setState('down', message);
     const delayMs = this.backoff.failed();
     this.logger.warn({ err: message, retryInMs: delayMs, restarts: this.status.restarts }, isStdioServer(this.config) ? 'MCP server process is down; restarting it after a back-off' : 'MCP server is down; reconnecting after a back-off');
@@ -374,7 +391,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
       const session = this.current;
       if (this.status.state !== 'ready' || session === undefined) throw this.unavailable();
       try {
-        return await this.request(session, method, params, schema, options, deadline);
+        const result = await this.request(session, method, params, schema, options, deadline);
+        // The stream was capped with room for the envelope; the result itself is held to the exact limit.
+        if (Buffer.byteLength(JSON.stringify(result)) > options.maxResultBytes) throw this.tooLarge(options);
+        return result;
       } catch (error) {
         // A 404 on the session means the request was not run: a new session, and the request once more.
         if (attempt === 0 && isSessionLost(error)) {
@@ -401,7 +421,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
         ...(onProgress !== undefined ? { onprogress: ({ progress, total, message }) => onProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }) } : {}),
       });
     } catch (error) {
-      if (error instanceof McpError && error.data === TOO_LARGE) throw new UpstreamMcpError('too_large', `The answer of the MCP server '${this.id}' exceeded max_result_bytes (${options.maxResultBytes} bytes).`);
+      if (error instanceof McpError && error.data === TOO_LARGE) throw this.tooLarge(options);
       if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
       if (timeout.signal.aborted) throw new UpstreamMcpError('timeout', `The MCP server '${this.id}' did not answer within ${options.timeoutMs} ms.`);
       throw error;
@@ -415,9 +435,20 @@ export class UpstreamConnection implements UpstreamMcpServer {
     if (session.closed || this.current !== session) return;
     const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: this.describe(error), data: BROKEN } };
     session.transport.onmessage?.(answer);
-    void session.client.ping({ timeout: 5_000 }).catch((pingError: unknown) => {
-      if (isConnectionFailure(pingError) || (pingError instanceof McpError && pingError.code === ErrorCode.RequestTimeout)) this.lost(session, pingError);
-    });
+    this.checkAlive(session);
+  }
+
+  /** A ping: a server that cannot be reached or does not answer is down (and reconnected after the back-off). */
+  private checkAlive(session: Session): void {
+    if (session.checking === true || session.closed || this.current !== session) return;
+    session.checking = true;
+    session.client
+      .ping({ timeout: 5_000 })
+      .catch((pingError: unknown) => {
+        if (isSessionLost(pingError)) void this.renewSession(session);
+        else if (isConnectionFailure(pingError) || (pingError instanceof McpError && pingError.code === ErrorCode.RequestTimeout)) this.lost(session, pingError);
+      })
+      .finally(() => (session.checking = false));
   }
 
   /** Puts an error answer in place of a message dropped for its size, so the call waiting for it fails now. */
@@ -462,6 +493,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
     ]);
     clearTimeout(timer);
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+  }
+
+  private tooLarge(options: CallOptions): UpstreamMcpError {
+    return new UpstreamMcpError('too_large', `The answer of the MCP server '${this.id}' exceeded max_result_bytes (${options.maxResultBytes} bytes).`);
   }
 
   private unavailable(message?: string): UpstreamMcpError {
