@@ -336,16 +336,26 @@ describe('upstream MCP servers', () => {
     const local = server('local');
     const pid = Number(textOf(await local.callTool('pid', {}, options())));
     const webBefore = server('web');
-    registry.sync(configs.filter((config) => config.id !== 'local').map((config) => (config.id === 'web' ? { ...config, price_per_call: 0.01 } : config)));
+    const legacyBefore = server('legacy');
+    const changed = configs
+      .filter((config) => config.id !== 'local')
+      .map((config) => (config.id === 'web' && !isStdio(config) ? { ...config, headers: { ...config.headers, 'X-Team': 'tools' } } : config.id === 'legacy' ? { ...config, price_per_call: 0.01 } : config));
+    registry.sync(changed);
     assert.equal(registry.get('local'), undefined);
     assert.notEqual(server('web'), webBefore);
+    // A new price is not a new connection.
+    assert.equal(server('legacy'), legacyBefore);
+    assert.equal(server('legacy').config.price_per_call, 0.01);
     await eventually(() => web.requests.some((request) => request.method === 'DELETE'), 5_000, 'DELETE of the old session');
     await eventually(() => !isAlive(pid), 5_000, 'stdio process stopped');
     assert.equal(textOf(await server('web').callTool('echo', { text: 'new' }, options())), 'new');
+    assert.equal(web.requests.at(-1)?.headers['x-team'], 'tools');
     registry.sync(configs);
     assert.equal(textOf(await server('local').callTool('echo', { text: 'local again' }, options())), 'local again');
   });
 });
+
+const isStdio = (config: McpServerConfig) => 'command' in config;
 
 function isAlive(pid: number): boolean {
   try {

@@ -107,16 +107,26 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private lastStderrLine: string | undefined;
 
   constructor(
-    readonly config: McpServerConfig,
+    private entry: McpServerConfig,
     logger: Logger,
     private readonly options: UpstreamConnectionOptions = DEFAULT_CONNECTION_OPTIONS,
     now: () => number = Date.now,
   ) {
-    this.id = config.id;
-    this.secrets = mcpSecretValuesOf(config);
+    this.id = entry.id;
+    this.secrets = mcpSecretValuesOf(entry);
     this.backoff = new Backoff(options.backoff, now);
-    this.logger = logger.child({ mcpServer: config.id });
+    this.logger = logger.child({ mcpServer: entry.id });
     this.messageLimit = options.maxResultBytes + ENVELOPE_BYTES;
+  }
+
+  get config(): McpServerConfig {
+    return this.entry;
+  }
+
+  /** Takes an entry that differs only in what the connection does not use (its price): no reconnection. */
+  updateConfig(entry: McpServerConfig): void {
+    if (entry.id !== this.id || connectionStamp(entry) !== connectionStamp(this.entry)) throw new Error('updateConfig: the connection itself changed');
+    this.entry = entry;
   }
 
   /** Connects (in the background). */
@@ -177,7 +187,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
       this.withdrawn = false;
       session.established = true;
       this.backoff.up();
-      this.setState('ready', null, session.protocolVersion);
+      // The error stays: once ready again, it says why it was last reconnected.
+      this.setState('ready', this.status.error, session.protocolVersion);
       this.logger.info({ protocolVersion: session.protocolVersion, tools: lists.tools.length, resources: lists.resources.length, prompts: lists.prompts.length }, 'MCP server connected');
       for (const kind of changed) this.emit(kind);
     } catch (error) {
@@ -277,6 +288,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
       void this.closeSession(stale, false);
       this.status = { ...this.status, restarts: this.status.restarts + 1 };
       this.logger.info('MCP server lost the session; initialising a new one');
+      this.status = { ...this.status, error: 'the server lost the session (HTTP 404); a new one was initialised' };
       this.connecting = this.connect();
     }
     return this.connecting ?? Promise.resolve();
@@ -504,8 +516,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
   }
 
   private setState(state: UpstreamState['state'], error: string | null, protocolVersion: string | null = null): void {
-    if (this.status.state === state && this.status.error === error && this.status.protocolVersion === protocolVersion) return;
-    this.status = { state, since: Date.now(), error, protocolVersion, restarts: this.status.restarts };
+    const since = this.status.state === state ? this.status.since : Date.now();
+    this.status = { state, since, error, protocolVersion, restarts: this.status.restarts };
   }
 
   private describe(error: unknown): string {
@@ -549,4 +561,12 @@ function sameLists(before: UpstreamLists, after: UpstreamLists, kind: ListKind):
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/** What a connection is made from (its price and origin are not): a change here means a new connection. */
+export function connectionStamp(config: McpServerConfig): string {
+  const { price_per_call: _price, fromConsole: _fromConsole, ...connection } = config;
+  return JSON.stringify(connection, (_key, value: unknown) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))) : value,
+  );
 }
