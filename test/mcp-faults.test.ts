@@ -56,8 +56,15 @@ describe('MCP faults', () => {
     const call = client.callTool({ name: 'web__slow', arguments: { ms: 1_200 } });
     await eventually(() => (world.web.requests.some((request) => request.body?.params?.arguments?.ms === 1_200) ? true : undefined), 5_000, 'the call upstream');
     await world.web.kill();
-    await assert.rejects(call, rejectsWith(-32010, /MCP server web is unavailable/));
-    await world.web.restart();
+    try {
+      await assert.rejects(call, rejectsWith(-32010, /MCP server web is unavailable/));
+      // While it is down its tools are not unknown: the key may use that server, and is told it is unavailable.
+      await assert.rejects(client.callTool({ name: 'web__echo', arguments: { text: 'down' } }), rejectsWith(-32010, /MCP server web is unavailable/));
+      const { tools } = await client.listTools();
+      assert.ok(!tools.some((tool) => tool.name.startsWith('web__')) && tools.some((tool) => tool.name.startsWith('legacy__')), 'a server that is down is left out of the list, the others are there');
+    } finally {
+      await world.web.restart();
+    }
     await worksAgain(client, 'web__echo', 'back');
   });
 

@@ -98,7 +98,7 @@ describe('the MCP gateway at /mcp', () => {
     }
     const put = await fetch(new URL('/mcp', world.sluice.url), { method: 'PUT', headers });
     assert.equal(put.status, 405);
-    assert.equal((await put.json()).error.code, -32000);
+    assert.equal(((await put.json()) as { error: { code: number } }).error.code, -32000);
   });
 
   test('the probes clients send: server/discover without a session is method-not-found, .well-known paths are 404, no key is 401 with WWW-Authenticate', async () => {

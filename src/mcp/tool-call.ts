@@ -71,6 +71,10 @@ export async function callTool(deps: ToolCallDeps, ctx: CallContext, params: Rec
     bytesIn = Buffer.byteLength(JSON.stringify(args), 'utf8');
     const found = await deps.directory.tool(ctx.access, ctx.endpoint, name);
     if (found === undefined) throw unknownTool(name, 404, 'unknown_tool');
+    if ('down' in found) {
+      server = found.down.id;
+      throw new UpstreamMcpError('unavailable', `${server} is down`);
+    }
     if ('denied' in found) {
       ledgerModel = `${found.denied.server}/${found.denied.tool}`;
       server = found.denied.server;
