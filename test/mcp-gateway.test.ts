@@ -8,7 +8,11 @@
  * default workers, so requests of one session land on either.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type TextContent } from '@modelcontextprotocol/sdk/types.js';
 import { DOTTED_TOOL_NAME, LONG_TOOL_NAME } from './fakes/mcp-upstreams.js';
 import { allTools, connectClient, initialize, rpc, startMcpWorld, type McpWorld } from './support/mcp-gateway.js';
@@ -282,6 +286,56 @@ describe('the MCP gateway at /mcp', () => {
       assert.equal(textOf(await client.callTool({ name: 'web__add', arguments: { a: 1, b: 2 } })), '3');
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('tool calls in traces', () => {
+  test('one execute_tool span per call, continuing the caller’s traceparent, named for the tool', async () => {
+    const posts: Buffer[] = [];
+    const receiver = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        if (request.url === '/v1/traces') posts.push(Buffer.concat(chunks));
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const world = await startMcpWorld({
+      withMany: false,
+      args: ['--workers', '1'],
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+    });
+    try {
+      const { key } = await world.key('web');
+      const traceId = '0af7651916cd43dd8448eb211c80319c';
+      const parentId = 'b7ad6b7169203331';
+      const client = new Client({ name: 'traced', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', world.sluice.url), { requestInit: { headers: { authorization: `Bearer ${key}`, traceparent: `00-${traceId}-${parentId}-01` } } }));
+      await client.callTool({ name: 'web__echo', arguments: { text: 'traced' } });
+      await assert.rejects(client.callTool({ name: 'web__unknown_one', arguments: {} }));
+      await client.close();
+      type Span = { traceId: string; parentSpanId?: string; name: string; attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[] };
+      const spans = await eventually(() => {
+        const all = posts.flatMap((body) => (JSON.parse(body.toString()) as { resourceSpans: { scopeSpans: { spans: Span[] }[] }[] }).resourceSpans.flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans)));
+        const tools = all.filter((span) => span.name.startsWith('execute_tool'));
+        return tools.length >= 2 ? tools : undefined;
+      }, 5_000, 'two execute_tool spans');
+      const attribute = (span: Span, name: string) => span.attributes.find((entry) => entry.key === name)?.value;
+      const echo = spans.find((span) => span.name === 'execute_tool echo');
+      assert.ok(echo !== undefined, spans.map((span) => span.name).join(', '));
+      assert.equal(echo.traceId, traceId);
+      assert.equal(echo.parentSpanId, parentId);
+      assert.equal(attribute(echo, 'gen_ai.operation.name')?.stringValue, 'execute_tool');
+      assert.equal(attribute(echo, 'gen_ai.tool.name')?.stringValue, 'echo');
+      assert.equal(attribute(echo, 'sluice.mcp.server')?.stringValue, 'web');
+      const unknown = spans.find((span) => span.name === 'execute_tool');
+      assert.ok(unknown !== undefined, 'an unknown tool’s span is not named after the caller’s text');
+      assert.equal(attribute(unknown, 'error.type')?.stringValue, 'unknown_tool');
+    } finally {
+      await world.close();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
     }
   });
 });
