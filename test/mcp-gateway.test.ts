@@ -8,7 +8,9 @@
  * default workers, so requests of one session land on either.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -127,8 +129,11 @@ describe('the MCP gateway at /mcp', () => {
     try {
       const { tools, pages } = await allTools(client);
       const names = tools.map((tool) => tool.name);
-      // web 10 + legacy 10 + many 120 + local 6, in pages of 100.
-      assert.equal(tools.length, 146);
+      // web 10 + legacy 10 + many 120 + the stdio server's, in pages of 100.
+      const count = (prefix: string) => names.filter((name) => name.startsWith(prefix)).length;
+      assert.deepEqual([count('web__'), count('legacy__'), count('many__')], [10, 10, 120]);
+      assert.ok(count('local__') >= 6);
+      assert.equal(tools.length, 140 + count('local__'));
       assert.equal(pages, 2);
       assert.equal(new Set(names).size, names.length, 'no name twice');
       for (const name of names) assert.match(name, VALID_NAME);
@@ -272,6 +277,14 @@ describe('the MCP gateway at /mcp', () => {
     assert.equal(unknown.json.jsonrpc, '2.0');
   });
 
+  test('a body past the gateway’s limit is 413 with a JSON-RPC error', async () => {
+    const { session } = await initialize(world.sluice.url, key);
+    const huge = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'web__echo', arguments: { text: 'x'.repeat(33 * 1024 * 1024) } } };
+    const answer = await rpc(world.sluice.url, key, huge, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
+    assert.equal(answer.status, 413);
+    assert.equal(answer.json.error.code, -32600);
+  });
+
   test('bad arguments are invalid params naming the field, and never reach the upstream', async () => {
     const client = await connectClient(world.sluice.url, key);
     try {
@@ -284,6 +297,26 @@ describe('the MCP gateway at /mcp', () => {
       await assert.rejects(client.callTool({ name: 'web__echo', arguments: {} }), /`text` must have required property 'text'|`text`/);
       assert.equal(world.web.requests.slice(before).filter((request) => request.body?.method === 'tools/call').length, 0);
       assert.equal(textOf(await client.callTool({ name: 'web__add', arguments: { a: 1, b: 2 } })), '3');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a configuration reload that removes a server: list_changed reaches the client, and its tools leave the list', async () => {
+    const client = await connectClient(world.sluice.url, key);
+    try {
+      let changed = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        changed++;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.ok((await allTools(client)).tools.some((tool) => tool.name.startsWith('legacy__')));
+      const file = join(world.sluice.dataDir, 'sluice.yaml');
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/  - id: legacy\n(    .*\n)+/, ''));
+      world.sluice.child.kill('SIGHUP');
+      await eventually(() => (changed > 0 ? true : undefined), 10_000, 'list_changed after the reload');
+      await eventually(async () => ((await allTools(client)).tools.some((tool) => tool.name.startsWith('legacy__')) ? undefined : true), 10_000, 'legacy gone from the list');
+      await assert.rejects(client.callTool({ name: 'legacy__echo', arguments: { text: 'x' } }), /Unknown tool/);
     } finally {
       await client.close();
     }
