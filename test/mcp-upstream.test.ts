@@ -327,6 +327,8 @@ describe('upstream MCP servers', () => {
       assert.equal(state.state, 'down');
       assert.match(state.error ?? '', /401/);
       assert.ok(!logLines.some((line) => line.includes('not-the-right-token')));
+      // No auth provider: a 401 starts no OAuth discovery.
+      assert.ok(!web.requests.some((request) => request.path.includes('.well-known')));
     } finally {
       registry.sync(configs);
     }
