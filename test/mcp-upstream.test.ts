@@ -295,6 +295,11 @@ describe('upstream MCP servers', () => {
       await flaky.restart();
       await eventually(() => server('flaky').state().state === 'ready', 10_000, 'reconnected');
       assert.equal(textOf(await server('flaky').callTool('echo', { text: 'back' }, options())), 'back');
+      // Killed while idle: its broken event stream gets it checked, and it is seen down without any call.
+      await flaky.kill();
+      await eventually(() => server('flaky').state().state === 'down', 10_000, 'seen down while idle');
+      await flaky.restart();
+      await eventually(() => server('flaky').state().state === 'ready', 10_000, 'reconnected again');
     } finally {
       registry.sync(configs);
       await flaky.close();
@@ -327,6 +332,8 @@ describe('upstream MCP servers', () => {
       assert.equal(state.state, 'down');
       assert.match(state.error ?? '', /401/);
       assert.ok(!logLines.some((line) => line.includes('not-the-right-token')));
+      // No auth provider: a 401 starts no OAuth discovery.
+      assert.ok(!web.requests.some((request) => request.path.includes('.well-known')));
     } finally {
       registry.sync(configs);
     }

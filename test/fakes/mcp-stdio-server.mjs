@@ -88,3 +88,5 @@ server.setRequestHandler(GetPromptRequestSchema, (request) => {
 });
 
 await server.connect(new StdioServerTransport());
+// As the spec has it: the client ends the session by closing stdin, and the server then exits.
+process.stdin.on('end', () => process.exit(0));

@@ -107,7 +107,8 @@ export class StdioProcessTransport implements Transport {
     const stdin = this.child?.stdin;
     if (stdin === undefined || stdin === null || this.closed || stdin.destroyed) throw new Error('the process is not running');
     const line = `${JSON.stringify(message)}\n`;
-    if (!stdin.write(line)) await new Promise<void>((resolve) => stdin.once('drain', resolve));
+    // Back-pressure: wait for the pipe to drain, or for the process to be gone (then nothing will drain it).
+    if (!stdin.write(line)) await Promise.race([new Promise<void>((resolve) => stdin.once('drain', resolve)), this.exited]);
   }
 
   /** SIGTERM, then SIGKILL if it is still there after the grace period; resolves once it is gone. */

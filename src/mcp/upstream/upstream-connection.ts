@@ -167,7 +167,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
     clearTimeout(this.retryTimer);
     const session = this.current;
     this.current = undefined;
-    this.setState('down', 'the server was removed from the configuration');
+    this.setState('down', 'the server was stopped (removed, changed, or the gateway is shutting down)');
     if (session !== undefined) await this.closeSession(session, true);
   }
 
