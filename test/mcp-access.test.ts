@@ -129,6 +129,36 @@ describe('MCP access, limits and the ledger', () => {
     assert.doesNotMatch(metrics, new RegExp(key.id), 'no key in the metrics');
   });
 
+  test('concurrency counts tool calls in flight; a budget counts only priced tools (price_per_call)', async () => {
+    const busy = await world.key('web', ['--concurrency', '1']);
+    const client = await connectClient(world.sluice.url, busy.key);
+    try {
+      const slow = client.callTool({ name: 'web__slow', arguments: { ms: 1_000 } });
+      await eventually(() => (world.web.requests.some((request) => request.body?.params?.arguments?.ms === 1_000) ? true : undefined), 5_000, 'the slow call upstream');
+      await assert.rejects(client.callTool({ name: 'web__echo', arguments: { text: 'x' } }), /limited in requests in flight/);
+      await slow;
+      assert.equal(textOf(await client.callTool({ name: 'web__echo', arguments: { text: 'free again' } })), 'free again');
+    } finally {
+      await client.close();
+    }
+
+    const budgeted = await world.key('web,legacy', ['--budget-usd', '0.5']);
+    const spender = await connectClient(world.sluice.url, budgeted.key);
+    try {
+      await spender.callTool({ name: 'legacy__echo', arguments: { text: '1' } });
+      await spender.callTool({ name: 'legacy__echo', arguments: { text: '2' } });
+      await assert.rejects(spender.callTool({ name: 'legacy__echo', arguments: { text: '3' } }), (error: Error & { code?: number }) => {
+        assert.equal(error.code, -32029);
+        assert.match(error.message, /spend budget/);
+        return true;
+      });
+      // An unpriced tool costs nothing: the budget does not bind on it.
+      assert.equal(textOf(await spender.callTool({ name: 'web__echo', arguments: { text: 'free' } })), 'free');
+    } finally {
+      await spender.close();
+    }
+  });
+
   test('one ledger row per call, with the operation, server/tool, status, error, latency, bytes and price', async () => {
     const key = await world.key('web,legacy');
     const client = await connectClient(world.sluice.url, key.key);
@@ -197,6 +227,11 @@ describe('MCP access, limits and the ledger', () => {
     }
     const ping = await post({ jsonrpc: '2.0', id: 'p', method: 'ping' });
     assert.equal(ping.status, 200);
+    const rows = await eventually(async () => {
+      const mine = (await world.sluice.ledger()).filter((row) => row.key_id === key.id);
+      return mine.length === 6 ? mine : undefined;
+    }, 5_000, 'a row per cancelled call');
+    for (const row of rows) assert.deepEqual([row.status, row.error_kind, row.model], [499, 'client_closed', 'web/slow']);
   });
 
   test('the upstream servers’ tokens and the stdio env value never reach a client or a log line', async () => {
