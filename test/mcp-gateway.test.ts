@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { MCPServerStreamableHttp } from '@openai/agents';
 import { ToolListChangedNotificationSchema, type CallToolResult, type TextContent } from '@modelcontextprotocol/sdk/types.js';
 import { DOTTED_TOOL_NAME, LONG_TOOL_NAME } from './fakes/mcp-upstreams.js';
 import { allTools, connectClient, initialize, rpc, startMcpWorld, type McpWorld } from './support/mcp-gateway.js';
@@ -122,6 +123,20 @@ describe('the MCP gateway at /mcp', () => {
     assert.equal(anonymous.json.error.code, -32001);
     const wrong = await rpc(world.sluice.url, 'sk-not-a-key', { jsonrpc: '2.0', id: 1, method: 'ping' });
     assert.equal(wrong.status, 401);
+  });
+
+  test('the OpenAI Agents SDK: its server/discover probe falls back to initialize, then it lists and calls', async () => {
+    const agentKey = (await world.key('web')).key;
+    const server = new MCPServerStreamableHttp({ url: `${world.sluice.url}/mcp`, requestInit: { headers: { authorization: `Bearer ${agentKey}` } } });
+    await server.connect();
+    try {
+      const names = (await server.listTools()).map((tool) => tool.name);
+      assert.ok(names.includes('web__echo'));
+      for (const name of names) assert.match(name, VALID_NAME);
+      assert.deepEqual(await server.callTool('web__echo', { text: 'agents' }), [{ type: 'text', text: 'agents' }]);
+    } finally {
+      await server.close();
+    }
   });
 
   test('tools/list: every server’s tools under valid names prefixed by the server id, paged across servers', async () => {
