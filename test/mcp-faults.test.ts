@@ -5,10 +5,11 @@
  * read, the ledger says what happened, and the next call works.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult, TextContent } from '@modelcontextprotocol/sdk/types.js';
-import { connectClient, startMcpWorld, type McpWorld } from './support/mcp-gateway.js';
+import { connectClient, initialize, startMcpWorld, type McpWorld } from './support/mcp-gateway.js';
 import { eventually } from './support/sluice.js';
 
 const textOf = (result: unknown) => ((result as CallToolResult).content[0] as TextContent).text;
@@ -96,6 +97,20 @@ describe('MCP faults', () => {
     assert.equal(textOf(await client.callTool({ name: 'web__echo', arguments: { text: 'in time' } })), 'in time');
   });
 
+  test('a caller that goes away mid-call: the upstream is sent a cancellation', async () => {
+    const { session } = await initialize(world.sluice.url, key.key);
+    const request = http.request(new URL('/mcp', world.sluice.url), {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', accept: 'application/json', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+    });
+    request.on('error', () => undefined);
+    request.end(JSON.stringify({ jsonrpc: '2.0', id: 'gone', method: 'tools/call', params: { name: 'web__slow', arguments: { ms: 7_000 } } }));
+    const upstream = await eventually(() => world.web.requests.find((entry) => entry.body?.params?.arguments?.ms === 7_000), 5_000, 'the call upstream');
+    request.destroy();
+    await eventually(() => world.web.cancellations.find((cancellation) => cancellation.requestId === upstream.body.id), 5_000, 'the cancellation upstream');
+  });
+
   test('bad arguments: invalid params naming the field; the next call works', async () => {
     await assert.rejects(client.callTool({ name: 'web__add', arguments: { a: 1 } }), rejectsWith(-32602, /`b` must have required property 'b'/));
     await assert.rejects(client.callTool({ name: 'web__add', arguments: { a: 1, b: 2, c: 3 } }), rejectsWith(-32602, /must NOT have additional properties/));
@@ -103,16 +118,20 @@ describe('MCP faults', () => {
   });
 
   test('the ledger says what each fault was', async () => {
+    const expected: [string, string][] = [
+      ['web/slow', '502 upstream_unavailable'],
+      ['web/slow', '504 upstream_timeout'],
+      ['web/slow', '499 client_closed'],
+      ['local/crash', '502 upstream_unavailable'],
+      ['web/big', '502 result_too_large'],
+      ['web/add', '400 invalid_params'],
+      ['web/add', '200 null'],
+    ];
+    // Each worker writes its own batches: wait until every fault's row is in.
     const rows = await eventually(async () => {
       const mine = (await world.sluice.ledger()).filter((row) => row.key_id === key.id);
-      return mine.some((row) => row.error_kind === 'upstream_timeout') ? mine : undefined;
-    }, 5_000, 'the rows');
-    const kinds = (model: string) => rows.filter((row) => row.model === model).map((row) => `${row.status} ${row.error_kind}`);
-    assert.ok(kinds('web/slow').includes('502 upstream_unavailable'), kinds('web/slow').join(', '));
-    assert.ok(kinds('web/slow').includes('504 upstream_timeout'));
-    assert.ok(kinds('local/crash').includes('502 upstream_unavailable'));
-    assert.deepEqual(kinds('web/big'), ['502 result_too_large']);
-    assert.ok(kinds('web/add').includes('400 invalid_params'));
-    assert.ok(kinds('web/add').includes('200 null'));
+      return expected.every(([model, kind]) => mine.some((row) => row.model === model && `${row.status} ${row.error_kind}` === kind)) ? mine : undefined;
+    }, 5_000, 'a row for every fault');
+    assert.equal(rows.filter((row) => row.model === 'web/big').length, 1, 'one row per call');
   });
 });
