@@ -75,6 +75,16 @@ describe('MCP access, limits and the ledger', () => {
   test('a key disabled mid-session is refused with 403 at its next request', async () => {
     const key = await world.key('web');
     const client = await connectClient(world.sluice.url, key.key);
+    // A GET stream of its own, to see it closed too.
+    const { session } = await initialize(world.sluice.url, key.key);
+    const stream = await fetch(new URL('/mcp', world.sluice.url), { headers: { authorization: `Bearer ${key.key}`, accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } });
+    assert.equal(stream.status, 200);
+    const ended = (async () => {
+      for await (const _chunk of stream.body!) {
+        // comments only
+      }
+      return true;
+    })();
     try {
       assert.equal(textOf(await client.callTool({ name: 'web__echo', arguments: { text: 'before' } })), 'before');
       const disabled = await cli(['keys', 'disable', key.id, '--data', world.sluice.dataDir]);
@@ -92,6 +102,8 @@ describe('MCP access, limits and the ledger', () => {
         5_000,
         'a 403',
       );
+      // The GET stream checks the key at each keep-alive (15 s): it ends.
+      assert.equal(await Promise.race([ended, new Promise((resolve) => setTimeout(() => resolve('still open'), 20_000))]), true);
     } finally {
       await client.close();
     }

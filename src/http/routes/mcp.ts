@@ -50,7 +50,7 @@ export function mcpRoute(deps: McpRouteDeps): Handler {
         case 'POST':
           return await post(deps, exchange, principal, access, endpoint);
         case 'GET':
-          return getStream(deps, exchange, principal, access, endpoint);
+          return getStream(deps, exchange, principal, access, endpoint, () => authenticate(deps.authenticator, ctx));
         case 'DELETE':
           return end(deps, exchange, principal, endpoint);
         default:
@@ -269,7 +269,8 @@ class Answers {
   }
 }
 
-function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal, access: McpAccess, endpoint: string): void {
+/** The GET stream, open until the client leaves, the session ends, or (checked at each keep-alive) the key is no longer good. */
+function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal, access: McpAccess, endpoint: string, stillAuthenticated: () => Promise<Principal>): void {
   const session = sessionOf(deps, exchange, principal, endpoint);
   protocolVersionOf(exchange);
   if (!exchange.acceptsStream()) throw new Refusal(406, TRANSPORT_ERROR, 'Not Acceptable: the GET stream is text/event-stream; send Accept: text/event-stream.');
@@ -277,7 +278,12 @@ function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal,
   const { res } = exchange.ctx;
   // Comments keep proxies from closing a quiet stream; the first tells the client the stream is open.
   res.write(': open\n\n');
-  const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+  const keepalive = setInterval(() => {
+    stillAuthenticated().then(
+      () => res.write(': keepalive\n\n'),
+      () => res.end(),
+    );
+  }, KEEPALIVE_MS);
   keepalive.unref();
   const stop = deps.mcp.listen({
     session: session.id,
