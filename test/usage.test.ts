@@ -483,7 +483,7 @@ describe('the usage page and its CSV', () => {
     assert.match(response.headers.get('content-type')!, /^text\/csv; charset=utf-8$/, 'as CSV');
     assert.match(response.headers.get('content-disposition')!, new RegExp(`^attachment; filename="sluice-usage-all-${isoDay(today() - 89)}-to-${isoDay(today())}\\.csv"$`), 'as a download');
     const [header, ...lines] = parseCsv(response.text);
-    assert.deepEqual(header, ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests'], 'the columns');
+    assert.deepEqual(header, ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests', 'kind'], 'the columns');
     const rows = (await ledger()).filter((row) => dayOf(Number(row.at)) > today() - 90);
     const accountName = Object.fromEntries(Object.entries(accountIds).map(([name, id]) => [id, name]));
     const expected = addUp(rows, (row) => `${isoDay(dayOf(Number(row.at)))}|${accountName[row.account_id]}|${row.key_id}|${row.model}`);
