@@ -41,6 +41,7 @@ import { warnOfUnpricedBudgets } from './unpriced-warning.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { McpServerAdmin } from '../mcp/mcp-server-admin.js';
 import { McpServerList } from '../mcp/mcp-server-list.js';
+import { UpstreamMcpServerRegistry } from '../mcp/upstream/upstream-servers.js';
 
 export interface GatewayOptions {
   /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
@@ -179,7 +180,8 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   // MCP servers: the file's merged with the console's, reloaded with the file and on the change feed; the upstream connections follow the list.
   const mcpServers = new McpServerList(config, store.mcpServers, () => store.catalogue.version(), cipher, logger);
   await mcpServers.start(changes);
-  const mcpUpstreams = { get: () => undefined };
+  const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
+  mcpServers.subscribe((servers) => mcpUpstreams.sync(servers));
   // Discovering providers' model lists, kept in the store for every process to read.
   const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
   discovery.start();
@@ -306,6 +308,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
       await ledger.stop(Math.max(deadline, Date.now() + LEDGER_MIN_STOP_MS));
       await catalogue.close();
       await mcpServers.close();
+      await mcpUpstreams.close();
       await limits.counter.close();
       await changes.close();
       await adapters.close();
