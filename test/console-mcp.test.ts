@@ -6,6 +6,8 @@
  * allow-list in the limits forms. Upstreams are real MCP servers built with the official SDK.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startStreamableHttpMcpUpstream, STDIO_FAKE_PATH, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
 import { ConsoleClient, createAccount } from './support/console.js';
@@ -276,6 +278,46 @@ describe('the MCP allow-list in the console', () => {
     const unknown = await cli(['keys', 'limits', id, '--mcp', 'nowhere', '--data', sluice.dataDir, '--config', `${sluice.dataDir}/sluice.yaml`]);
     assert.match(unknown.stderr, /names a server that neither .* nor the console has: 'nowhere' \(the MCP servers are files-http, local, gone, cli-seen\)/);
     assert.equal((await admin.post('/app/mcp/cli-seen/delete', { csrf })).status, 303);
+  });
+});
+
+describe('a configuration reload', () => {
+  test('adds and removes file servers in every worker; a file server takes over a console server of the same id while it is there', async () => {
+    const added = await admin.post('/app/mcp/new', { csrf, id: 'shadowed', url: consoleUpstream.url, transport: 'streamable_http', headers: `Authorization: Bearer ${CONSOLE_TOKEN}` });
+    assert.equal(added.status, 303);
+    const consoleRow = rowOf(await pageWith('shadowed', 'ready'), 'shadowed')!;
+    assert.match(consoleRow, /tag-console/);
+    const file = join(sluice.dataDir, 'sluice.yaml');
+    const original = readFileSync(file, 'utf8');
+    writeFileSync(file, `${original}  - id: later
+    url: ${fileUpstream.url}
+    headers: { Authorization: "Bearer ${FILE_TOKEN}" }
+  - id: SHADOWED
+    url: ${fileUpstream.url}
+    headers: { Authorization: "Bearer ${FILE_TOKEN}" }
+`);
+    try {
+      const page = await pageWith('later', 'ready');
+      assert.match(rowOf(page, 'later')!, /tag-config/);
+      const shadowed = await eventually(async () => {
+        const text = (await admin.get('/app/mcp')).text;
+        return rowOf(text, 'SHADOWED') !== undefined && rowOf(text, 'shadowed') === undefined ? text : undefined;
+      }, 10_000, 'the file’s SHADOWED in place of the console’s shadowed');
+      assert.match(rowOf(shadowed, 'SHADOWED')!, /tag-config/);
+      await eventually(async () => {
+        const answers = await Promise.all(Array.from({ length: 6 }, async () => (await (await fetch(`${sluice.url}/status.json`)).json()) as { mcp_servers: { id: string; status: string }[] }));
+        return answers.every((a) => a.mcp_servers.some((s) => s.id === 'later' && s.status === 'ready') && !a.mcp_servers.some((s) => s.id === 'shadowed')) ? true : undefined;
+      }, 10_000, 'every worker reloaded');
+      assert.equal((await admin.post('/app/mcp/new', { csrf, id: 'Later', url: consoleUpstream.url, transport: 'streamable_http' })).status, 400, 'a reloaded file’s id is refused too');
+    } finally {
+      writeFileSync(file, original);
+    }
+    const back = await eventually(async () => {
+      const text = (await admin.get('/app/mcp')).text;
+      return rowOf(text, 'later') === undefined && stateOf(rowOf(text, 'shadowed')) === 'ready' ? text : undefined;
+    }, 10_000, 'the file server gone, the console’s back');
+    assert.match(rowOf(back, 'shadowed')!, /tag-console/);
+    assert.equal((await admin.post('/app/mcp/shadowed/delete', { csrf })).status, 303);
   });
 });
 

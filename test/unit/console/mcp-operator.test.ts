@@ -1,0 +1,103 @@
+// The pure parts of the MCP operator's side: the allow-list as the CLI flag and the limits form read
+// it, the roll-up's name of a tool call, the MCP form, and how the console tells the gateway's own address.
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, test } from 'node:test';
+import { applyLimitFlags, mcpAllowList } from '../../../src/cli/options.js';
+import { emptyLimitValues, parseLimitValues } from '../../../src/console/limits-view.js';
+import { readMcpServerForm } from '../../../src/console/pages/mcp/forms.js';
+import { reachesGateway } from '../../../src/console/pages/mcp/routes.js';
+import { rolledUpName, toolOfRolledUp, TOOL_CALL_OPERATION } from '../../../src/core/tool-calls.js';
+
+describe('--mcp', () => {
+  test('comma-separated entries, trimmed and deduplicated; none', () => {
+    assert.deepEqual(mcpAllowList(' github , files/read_file,github,'), ['github', 'files/read_file']);
+    assert.deepEqual(mcpAllowList('files/a/b'), ['files/a/b'], 'a tool name may hold a slash');
+    assert.equal(mcpAllowList('none'), 'none');
+  });
+
+  test('an empty list, a bad entry or too many are refused, naming the entry', () => {
+    assert.throws(() => mcpAllowList(' , '), { name: 'InvalidArgumentError' });
+    assert.throws(() => mcpAllowList('ok,a__b'), /'a__b' must be an MCP server id or 'server\/tool'/);
+    assert.throws(() => mcpAllowList('-x'), { name: 'InvalidArgumentError' });
+    assert.throws(() => mcpAllowList('x/'), { name: 'InvalidArgumentError' });
+    assert.throws(() => mcpAllowList('x'.repeat(33)), { name: 'InvalidArgumentError' });
+    assert.throws(() => mcpAllowList(Array.from({ length: 501 }, (_, i) => `s${i}`).join(',')), /at most 500 entries/);
+    assert.doesNotThrow(() => mcpAllowList(Array.from({ length: 500 }, (_, i) => `s${i}`).join(',')));
+  });
+
+  test('replaces the list whole; none removes it; other limits stay', () => {
+    assert.deepEqual(applyLimitFlags({ rpm: 5, mcp: ['a'] }, { mcp: ['b', 'c/d'] }), { rpm: 5, mcp: ['b', 'c/d'] });
+    assert.deepEqual(applyLimitFlags({ rpm: 5, mcp: ['a'] }, { mcp: 'none' }), { rpm: 5 });
+    assert.deepEqual(applyLimitFlags({ mcp: ['a'] }, { rpm: 7 }), { rpm: 7, mcp: ['a'] });
+  });
+});
+
+describe('the limits form’s MCP field', () => {
+  const withMcp = (mcp: string) => parseLimitValues({ ...emptyLimitValues(), mcp });
+
+  test('commas or spaces; empty or none is no list (no MCP server), not "no limit"', () => {
+    assert.deepEqual(withMcp('github, files/read_file  files/x').limits, { mcp: ['github', 'files/read_file', 'files/x'] });
+    assert.equal(withMcp('').limits, null);
+    assert.equal(withMcp(' none ').limits, null);
+    assert.deepEqual(parseLimitValues({ ...emptyLimitValues(), rpm: '3', mcp: 'a' }).limits, { rpm: 3, mcp: ['a'] });
+  });
+
+  test('a bad entry is the field’s error, quoting it shortened', () => {
+    const { limits, errors } = withMcp(`ok bad__one ${'y'.repeat(100)}/`);
+    assert.equal(limits, null);
+    assert.match(errors.mcp!, /^“bad__one”, “y{60}…”: each must be an MCP server id or 'server\/tool'/);
+  });
+});
+
+describe('the roll-up name of a tool call', () => {
+  test('a tool call goes under a prefix no model id has, and back', () => {
+    assert.equal(rolledUpName(TOOL_CALL_OPERATION, 'files/read_file'), 'mcp files/read_file');
+    assert.equal(rolledUpName('chat', 'files/read_file'), 'files/read_file', 'a model keeps its name');
+    assert.equal(toolOfRolledUp('mcp files/read_file'), 'files/read_file');
+    assert.equal(toolOfRolledUp('files/read_file'), undefined);
+    assert.equal(toolOfRolledUp('mcp:x/y'), undefined, 'a model id with mcp: is a model');
+  });
+});
+
+describe('the MCP server form', () => {
+  test('headers: blank keeps them, lines replace them, the box removes them; a bad line is the field’s error', () => {
+    const form = (fields: Record<string, string>) => readMcpServerForm(new URLSearchParams({ id: 'x', url: 'https://a.example/mcp', ...fields }));
+    assert.equal(form({}).headers, undefined);
+    assert.deepEqual(form({ headers: 'Authorization: Bearer t\r\n\r\nX-A:  b ' }).headers, { Authorization: 'Bearer t', 'X-A': 'b' });
+    assert.equal(form({ headers: 'A: b', clear_headers: '1' }).headers, null);
+    assert.match(form({ headers: 'no colon' }).errors.headers!, /Name: value/);
+    assert.doesNotMatch(form({ headers: 'bad name: secret-value' }).errors.headers!, /secret-value/, 'never quoting a value');
+  });
+
+  test('a stdio field posted is passed on, for the admin to refuse by name; a price is a number', () => {
+    const { raw } = readMcpServerForm(new URLSearchParams([['id', 'x'], ['url', 'https://a.example/mcp'], ['command', 'sh'], ['args', '-c'], ['args', 'id']]));
+    assert.deepEqual(raw.command, ['sh']);
+    assert.deepEqual(raw.args, ['-c', 'id']);
+    assert.equal(readMcpServerForm(new URLSearchParams({ price_per_call: '$0.5' })).raw.price_per_call, 0.5);
+    assert.match(readMcpServerForm(new URLSearchParams({ price_per_call: 'lots' })).errors.price_per_call!, /amount in USD/);
+  });
+});
+
+describe('the gateway’s own address', () => {
+  const request = (host: string | undefined, localPort: number) => ({ headers: host === undefined ? {} : { host }, socket: { localPort } }) as unknown as IncomingMessage;
+
+  test('the address the browser used, and loopback on the listening port', () => {
+    const own = reachesGateway(request('gw.example.com:8080', 8080));
+    assert.equal(own(new URL('http://gw.example.com:8080/mcp')), true);
+    assert.equal(own(new URL('http://GW.example.com:8080/anything')), true);
+    assert.equal(own(new URL('http://localhost:8080/mcp')), true);
+    assert.equal(own(new URL('http://127.0.0.5:8080/mcp')), true);
+    assert.equal(own(new URL('http://[::1]:8080/mcp')), true);
+    assert.equal(own(new URL('http://127.0.0.1:8081/mcp')), false, 'another port on this host');
+    assert.equal(own(new URL('https://gw.example.com/mcp')), false, 'another port by scheme');
+    assert.equal(own(new URL('http://mcp.example.com:8080/mcp')), false);
+  });
+
+  test('a default port is the scheme’s', () => {
+    const own = reachesGateway(request('gw.example.com', 3000));
+    assert.equal(own(new URL('http://gw.example.com/mcp')), true);
+    assert.equal(own(new URL('http://gw.example.com:80/mcp')), true);
+    assert.equal(reachesGateway(request(undefined, 3000))(new URL('http://gw.example.com/mcp')), false, 'no Host header: loopback only');
+  });
+});
