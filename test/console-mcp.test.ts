@@ -139,7 +139,8 @@ describe('the MCP servers page', () => {
     assert.match(edit.text, /id="f-id" name="id" type="text" value="team-tools" required readonly/);
 
     const before = consoleUpstream.requests.length;
-    const kept = await admin.post('/app/mcp/team-tools/edit', { ...ConsoleClient.formFields(edit.text, '/app/mcp/team-tools/edit'), price_per_call: '0.05' });
+    // Another address on the same host (a new connection), the headers left blank: they are kept, and sent there.
+    const kept = await admin.post('/app/mcp/team-tools/edit', { ...ConsoleClient.formFields(edit.text, '/app/mcp/team-tools/edit'), url: `${consoleUpstream.url}?edition=2`, price_per_call: '0.05' });
     assert.equal(kept.status, 303, kept.text);
     const repriced = await eventually(async () => {
       const text = (await admin.get('/app/mcp')).text;
@@ -147,7 +148,7 @@ describe('the MCP servers page', () => {
       return again?.includes('$0.05') && stateOf(again) === 'ready' ? again : undefined;
     }, 10_000, 'the new price, reconnected');
     assert.match(repriced, /<code>Authorization: ••••••••<\/code>/, 'the headers kept');
-    const reconnected = consoleUpstream.requests.slice(before).filter((r) => r.method === 'POST');
+    const reconnected = consoleUpstream.requests.slice(before).filter((r) => r.method === 'POST' && r.path.includes('edition=2'));
     assert.ok(reconnected.length > 0 && reconnected.every((r) => r.headers.authorization === `Bearer ${CONSOLE_TOKEN}`), 'the changed entry reconnects with the kept token');
 
     const moved = await admin.post('/app/mcp/team-tools/edit', { csrf, url: consoleUpstream.url.replace('127.0.0.1', 'localhost'), transport: 'streamable_http' });
