@@ -75,6 +75,9 @@ table.keys tbody th { min-width: 9rem; max-width: 15rem; overflow-wrap: anywhere
 table.keys tbody th .sub { display: block; font-weight: normal; margin-top: .2rem; }
 td.models { min-width: 11rem; max-width: 16rem; }
 td.models code { white-space: normal; overflow-wrap: anywhere; }
+table.mcp-servers code { white-space: normal; overflow-wrap: anywhere; }
+table.mcp-servers [data-mcp-error] { overflow-wrap: anywhere; }
+table.mcp-servers .headers code { white-space: nowrap; overflow-wrap: normal; }
 /* Tables of many columns (keys, models): narrower gutters, so that every column shows at 1,280 px. */
 table.data.wide th, table.data.wide td { padding-left: .5rem; padding-right: .5rem; }
 td.limits li + li { margin-top: .2rem; }
