@@ -226,7 +226,8 @@ describe('the MCP servers page', () => {
 describe('/status', () => {
   test('shows each MCP server’s state (down with since), never its address, headers or error', async () => {
     await pageWith('gone', 'down');
-    const json = (await (await fetch(`${sluice.url}/status.json`)).json()) as { mcp_servers: { id: string; status: string; since: string | null }[] };
+    const json = (await (await fetch(`${sluice.url}/status.json`)).json()) as { status: string; mcp_servers: { id: string; status: string; since: string | null }[] };
+    assert.equal(json.status, 'degraded', 'a gateway of MCP servers alone, one of them down');
     const byId = new Map(json.mcp_servers.map((s) => [s.id, s]));
     assert.equal(byId.get('gone')?.status, 'down');
     assert.match(byId.get('gone')!.since!, /^\d{4}-\d{2}-\d{2}T/);

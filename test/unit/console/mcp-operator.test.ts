@@ -7,7 +7,10 @@ import { applyLimitFlags, mcpAllowList } from '../../../src/cli/options.js';
 import { emptyLimitValues, parseLimitValues } from '../../../src/console/limits-view.js';
 import { readMcpServerForm } from '../../../src/console/pages/mcp/forms.js';
 import { reachesGateway } from '../../../src/console/pages/mcp/routes.js';
+import { overallWith, statusJson } from '../../../src/console/pages/status.js';
 import { rolledUpName, toolOfRolledUp, TOOL_CALL_OPERATION } from '../../../src/core/tool-calls.js';
+import type { McpServerView } from '../../../src/mcp/mcp-server-status.js';
+import type { StatusSnapshot } from '../../../src/status/status-monitor.js';
 
 describe('--mcp', () => {
   test('comma-separated entries, trimmed and deduplicated; none', () => {
@@ -99,5 +102,42 @@ describe('the gateway’s own address', () => {
     assert.equal(own(new URL('http://gw.example.com/mcp')), true);
     assert.equal(own(new URL('http://gw.example.com:80/mcp')), true);
     assert.equal(reachesGateway(request(undefined, 3000))(new URL('http://gw.example.com/mcp')), false, 'no Host header: loopback only');
+  });
+});
+
+describe('/status.json and MCP servers', () => {
+  const snapshot = (overall: 'up' | 'degraded' | 'down' | 'unknown'): StatusSnapshot => ({ generatedAt: Date.parse('2026-11-26T10:00:00Z'), overall, providers: [], degraded: [] });
+  const view = (id: string, state: 'ready' | 'connecting' | 'down' | null): McpServerView => ({
+    entry: { id, origin: 'config', config: { id, url: 'https://user:pw@mcp.example.com/mcp?token=t', transport: 'streamable_http', headers: { Authorization: 'Bearer secret-value' } }, headerNames: ['Authorization'] },
+    transport: 'streamable_http',
+    state: state === null ? null : { state, since: Date.parse('2026-11-26T09:00:00Z'), error: state === 'down' ? 'connect ECONNREFUSED' : null, protocolVersion: null, restarts: 0 },
+    tools: null,
+  });
+
+  test('each server’s id, state and since; nothing of its address, headers or error', () => {
+    const json = statusJson(snapshot('up'), [view('github', 'ready'), view('files', 'down'), view('new', null)]);
+    assert.deepEqual(json.mcp_servers, [
+      { id: 'github', status: 'ready', since: '2026-11-26T09:00:00.000Z' },
+      { id: 'files', status: 'down', since: '2026-11-26T09:00:00.000Z' },
+      { id: 'new', status: 'unknown', since: null },
+    ]);
+    assert.doesNotMatch(JSON.stringify(json), /mcp\.example\.com|secret-value|Authorization|ECONNREFUSED|token/);
+  });
+
+  test('beside models, a server down makes a gateway that is up read as degraded; it never hides worse', () => {
+    const withModels = (overall: 'up' | 'degraded' | 'down' | 'unknown'): StatusSnapshot => ({ ...snapshot(overall), providers: [{ id: 'p' } as StatusSnapshot['providers'][number]] });
+    assert.equal(overallWith(withModels('up'), [view('files', 'down')]), 'degraded');
+    assert.equal(overallWith(withModels('up'), [view('files', 'connecting'), view('github', 'ready')]), 'up');
+    assert.equal(overallWith(withModels('down'), [view('files', 'down')]), 'down');
+    assert.equal(overallWith(withModels('unknown'), [view('files', 'down'), view('github', 'down')]), 'unknown', 'models without traffic stay unknown');
+  });
+
+  test('a gateway of MCP servers alone is judged by them', () => {
+    assert.equal(statusJson(snapshot('unknown'), [view('files', 'ready'), view('github', 'ready')]).status, 'up');
+    assert.equal(statusJson(snapshot('unknown'), [view('files', 'down'), view('github', 'ready')]).status, 'degraded');
+    assert.equal(statusJson(snapshot('unknown'), [view('files', 'down'), view('github', 'down')]).status, 'down');
+    assert.equal(statusJson(snapshot('unknown'), [view('files', 'connecting'), view('github', 'ready')]).status, 'unknown', 'still connecting');
+    assert.equal(statusJson(snapshot('degraded'), [view('files', 'ready')]).status, 'degraded', 'a degradation of the gateway itself (Redis) still shows');
+    assert.equal(statusJson(snapshot('unknown'), []).status, 'unknown', 'no servers: as before');
   });
 });
