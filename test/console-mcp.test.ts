@@ -250,7 +250,7 @@ describe('the MCP allow-list in the console', () => {
     assert.match(form.text, /empty means <strong>no<\/strong> MCP server/);
     const bad = await admin.post(action, { ...ConsoleClient.formFields(form.text, action), mcp: 'files-http, two__under' });
     assert.equal(bad.status, 400);
-    assert.match(bad.text, /“two__under”: each must be an MCP server id or &#39;server\/tool&#39;/);
+    assert.match(bad.text, /&#39;two__under&#39; must be an MCP server id or &#39;server\/tool&#39;/);
     const saved = await admin.post(action, { ...ConsoleClient.formFields(form.text, action), mcp: 'files-http/echo local' });
     assert.equal(saved.status, 303, saved.text);
     const keys = (await admin.get(saved.headers.get('location')!)).text;

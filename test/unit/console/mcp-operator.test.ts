@@ -49,7 +49,7 @@ describe('the limits form’s MCP field', () => {
   test('a bad entry is the field’s error, quoting it shortened', () => {
     const { limits, errors } = withMcp(`ok bad__one ${'y'.repeat(100)}/`);
     assert.equal(limits, null);
-    assert.match(errors.mcp!, /^“bad__one”, “y{60}…”: each must be an MCP server id or 'server\/tool'/);
+    assert.match(errors.mcp!, /^'bad__one', 'y{60}…' must be an MCP server id or 'server\/tool'; a server id is 1-32 letters/);
   });
 });
 
