@@ -4,6 +4,7 @@ import type { McpSettings } from '../config/config-file.js';
 import { CLIENT_CLOSED_REQUEST, GatewayError } from '../core/errors.js';
 import type { McpAccess } from '../core/mcp-access.js';
 import type { Principal } from '../core/principal.js';
+import { TOOL_CALL_OPERATION } from '../core/tool-calls.js';
 import type { Admitted } from '../generation/admission.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { UsageLedger } from '../usage/ledger.js';
@@ -13,8 +14,6 @@ import { INVALID_PARAMS, invalidParams, McpError, METHOD_NOT_FOUND, RATE_LIMITED
 import { callerUri } from './names.js';
 import { UpstreamMcpError, type ProgressUpdate } from './upstream/upstream-server.js';
 
-/** The ledger's operation for a tool call. */
-export const TOOL_CALL_OPERATION = 'mcp.tools/call';
 /** The most of an unknown tool's name the ledger keeps. */
 const MAX_LEDGER_NAME = 128;
 

@@ -40,6 +40,8 @@ import { startGuidance } from './start-guidance.js';
 import { warnOfUnpricedBudgets } from './unpriced-warning.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { startMcpGateway } from './mcp.js';
+import { McpServerAdmin } from '../mcp/mcp-server-admin.js';
+import { McpServerList } from '../mcp/mcp-server-list.js';
 import { UpstreamMcpServerRegistry } from '../mcp/upstream/upstream-servers.js';
 
 export interface GatewayOptions {
@@ -135,11 +137,11 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   // Without a named file, ./sluice.yaml is watched for: `sluice init` then needs no restart.
   const configReload = new ConfigReload(options.configFile ?? resolve(DEFAULT_CONFIG_FILE), options.configFile === undefined, async (next) => {
     await catalogue.replaceConfig(next);
+    await mcpServers.replaceConfig(next);
     admission.reconfigure(next.limits);
     if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);
     maxUploadBytes = next.maxUploadBytes;
-    mcpUpstreams.sync(next.mcpServers);
     mcp.reconfigure(next);
   }, logger);
   configReload.catchSignals();
@@ -177,6 +179,11 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const adapters = new ProviderAdapters(createProvider, logger);
   const catalogue = new LiveCatalogue(config, store.catalogue, cipher, logger, (providers) => adapters.sync(providers));
   await catalogue.start(changes);
+  // MCP servers: the file's merged with the console's, reloaded with the file and on the change feed; the upstream connections follow the list.
+  const mcpServers = new McpServerList(config, store.mcpServers, () => store.catalogue.version(), cipher, logger);
+  await mcpServers.start(changes);
+  const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
+  mcpServers.subscribe((servers) => mcpUpstreams.sync(servers));
   // Discovering providers' model lists, kept in the store for every process to read.
   const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
   discovery.start();
@@ -236,9 +243,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
   const prober = new Prober(store.status, catalogue, adapters, logger);
   prober.start();
-  // One connection per upstream MCP server in this process, following the configuration; the MCP gateway over them.
-  const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
-  mcpUpstreams.sync(config.mcpServers);
+  // The MCP gateway over the upstream connections (one per server in this process).
   const mcp = startMcpGateway({ servers: mcpUpstreams, config, logger, hasher, admission, ledger, telemetry });
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();
@@ -255,6 +260,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     sessions: new Sessions(store.sessions, store.accounts, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS),
     throttle: new LoginThrottle(store.loginThrottle),
     logger,
+    mcp: { servers: mcpServers, admin: new McpServerAdmin(store.mcpServers, mcpServers, cipher), upstreams: mcpUpstreams },
   });
   gateway.open({
     logger,
@@ -306,11 +312,12 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
       // The ledger keeps trying the store until the drain deadline, and a moment at least.
       await ledger.stop(Math.max(deadline, Date.now() + LEDGER_MIN_STOP_MS));
       await catalogue.close();
+      mcp.close();
+      await mcpServers.close();
+      await mcpUpstreams.close();
       await limits.counter.close();
       await changes.close();
       await adapters.close();
-      mcp.close();
-      await mcpUpstreams.close();
       await tracing?.close().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
       await store.close();
     },
