@@ -138,6 +138,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const configReload = new ConfigReload(options.configFile ?? resolve(DEFAULT_CONFIG_FILE), options.configFile === undefined, async (next) => {
     await catalogue.replaceConfig(next);
     await mcpServers.replaceConfig(next);
+    mcpUpstreams.updateSettings(next.mcp);
     admission.reconfigure(next.limits);
     if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);

@@ -1,3 +1,5 @@
+import { Agent, fetch as undiciFetch } from 'undici';
+import { guardedLookup, normalisedHost, refusedAddress, RefusedAddressError } from './address-policy.js';
 import { limitEventStream, limitWholeBody, type JsonRpcId, type OversizedMessage } from './message-limit.js';
 
 /** Statuses whose responses have no body (a Response cannot be made with one). */
@@ -19,8 +21,21 @@ export interface BoundedFetchOptions {
    * SDK only reports that to `onerror` and leaves the request waiting; this names it, so it can fail now.
    */
   readonly onBroken: (requestId: JsonRpcId, error: unknown) => void;
+  /**
+   * A console-added server: every connection is checked against the address policy (its literal
+   * address now, a name's addresses as it is resolved for the socket), so DNS rebinding cannot
+   * lead it to a refused address after it was saved.
+   */
+  readonly checkAddresses?: boolean;
   readonly baseFetch?: typeof fetch;
 }
+
+/** Sockets whose names are resolved through the address policy (one pool for all console servers). */
+let guardedAgent: Agent | undefined;
+const guardedFetch: typeof fetch = (input, init) => {
+  guardedAgent ??= new Agent({ connect: { lookup: guardedLookup() } });
+  return undiciFetch(input as never, { ...(init as object), dispatcher: guardedAgent } as never) as unknown as Promise<Response>;
+};
 
 /**
  * The fetch the SDK's HTTP transports use for one upstream: it refuses any URL off the configured
@@ -29,18 +44,32 @@ export interface BoundedFetchOptions {
  * bounds every message of every response as it is read.
  */
 export function boundedFetch(options: BoundedFetchOptions): typeof fetch {
-  const base = options.baseFetch ?? fetch;
+  const base = options.baseFetch ?? (options.checkAddresses === true ? guardedFetch : fetch);
   const origin = options.serverUrl.origin;
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.origin !== origin) throw new ForeignOriginError(`refused a request to ${url.origin}: not the configured server's origin`);
-    const postedId = requestIdOf(init?.body);
+    if (options.checkAddresses === true) {
+      // A literal address is never looked up, so the lookup hook would not see it.
+      const host = normalisedHost(url);
+      const refusal = refusedAddress(host);
+      if (refusal !== null && refusal !== 'is not an IP address') throw new RefusedAddressError(`refused to connect to ${host}: ${refusal}`);
+    }
+    // The posted request's id is read only when a response to it must be failed (parsing every body, tool arguments and all, would cost each call).
+    let postedId: JsonRpcId | undefined | null = null;
+    const posted = () => (postedId === null ? (postedId = requestIdOf(init?.body)) : postedId);
+    const isPost = (init?.method ?? 'GET').toUpperCase() === 'POST';
     const response = await base(url, { ...init, redirect: 'manual' });
     if (response.body === null || NULL_BODY_STATUSES.has(response.status)) return response;
     const limit = options.maxMessageBytes();
-    const report = (message: OversizedMessage) => options.onOversized(message.requestId ?? postedId);
+    const report = (message: OversizedMessage) => options.onOversized(message.requestId ?? posted());
     const isEventStream = (response.headers.get('content-type') ?? '').toLowerCase().includes('text/event-stream');
-    const source = isEventStream && postedId !== undefined ? reportingBreaks(response.body, (error) => options.onBroken(postedId, error)) : response.body;
+    const source = isEventStream && isPost
+      ? reportingBreaks(response.body, (error) => {
+          const id = posted();
+          if (id !== undefined) options.onBroken(id, error);
+        })
+      : response.body;
     const body = source.pipeThrough(isEventStream ? limitEventStream(limit, report) : limitWholeBody(limit, report));
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };

@@ -30,12 +30,13 @@ import { mcpSecretValuesOf } from '../../config/secret-values.js';
 import { redact } from '../../core/upstream-errors.js';
 import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { boundedFetch, ForeignOriginError } from './bounded-fetch.js';
+import { failureReason } from './failure-reason.js';
 import { ENVELOPE_BYTES, type JsonRpcId } from './message-limit.js';
 import { StdioProcessTransport } from './stdio-transport.js';
 import { UpstreamMcpError, type CallOptions, type UpstreamLists, type UpstreamMcpServer, type UpstreamState } from './upstream-server.js';
 
 export interface UpstreamConnectionOptions {
-  /** The cap on one message before any call says otherwise (each call's `maxResultBytes` then applies). */
+  /** `mcp.max_result_bytes`: one message may hold this plus the envelope (a call's own `maxResultBytes` then holds its result to the exact limit). */
   readonly maxResultBytes: number;
   /** How long connecting (initialize, then every list) may take. */
   readonly connectTimeoutMs: number;
@@ -45,6 +46,12 @@ export interface UpstreamConnectionOptions {
   /** Entries kept per list, at most, and pages followed per list. */
   readonly maxListEntries: number;
   readonly maxListPages: number;
+  /** The JSON bytes one server's lists may hold together (measured as pages arrive); past it they are cut. */
+  readonly maxListBytes: number;
+  /** A longer description (of a tool, resource, template or prompt) is cut to this many characters. */
+  readonly maxDescriptionChars: number;
+  /** A tool whose `inputSchema` is larger (as JSON) is left out: its arguments could not be checked at a bounded cost. */
+  readonly maxInputSchemaBytes: number;
   readonly clientInfo: { readonly name: string; readonly version: string };
 }
 
@@ -55,6 +62,9 @@ export const DEFAULT_CONNECTION_OPTIONS: UpstreamConnectionOptions = {
   killGraceMs: 5_000,
   maxListEntries: 10_000,
   maxListPages: 200,
+  maxListBytes: 8 * 1024 * 1024,
+  maxDescriptionChars: 8 * 1024,
+  maxInputSchemaBytes: 64 * 1024,
   clientInfo: { name: 'sluice', version: '1.0.0' },
 };
 
@@ -79,6 +89,8 @@ interface Session {
   lastError?: Error;
   /** A liveness check is under way. */
   checking?: boolean;
+  /** The lists being fetched again after a `list_changed` on this session (another one meanwhile: `again`). */
+  readonly refreshing: Map<ListKind, { again: boolean }>;
 }
 
 /**
@@ -100,7 +112,12 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private messageLimit: number;
-  private readonly refreshing = new Map<ListKind, { again: boolean }>();
+  /** What the lists hold, in JSON bytes, per list (their sum is held to `maxListBytes`). */
+  private listBytes: Record<keyof UpstreamLists, number> = { tools: 0, resources: 0, resourceTemplates: 0, prompts: 0 };
+  /** Why the lists are incomplete (cut for their size), for the state; null when they are whole. */
+  private listsCut: string | null = null;
+  /** When it first went down in the failures going on now (retries pass through `connecting`); cleared once ready. */
+  private downSince: number | undefined;
   /** Its lists are out of the aggregate (it has not been ready yet, or it went down since): the next connection announces them all. */
   private withdrawn = true;
   /** A stdio server's last stderr line, told with its exit (it often says why). */
@@ -127,6 +144,11 @@ export class UpstreamConnection implements UpstreamMcpServer {
   updateConfig(entry: McpServerConfig): void {
     if (entry.id !== this.id || connectionStamp(entry) !== connectionStamp(this.entry)) throw new Error('updateConfig: the connection itself changed');
     this.entry = entry;
+  }
+
+  /** `mcp.max_result_bytes` changed (a reloaded file): the cap on each message from now on. */
+  setMaxResultBytes(maxResultBytes: number): void {
+    this.messageLimit = maxResultBytes + ENVELOPE_BYTES;
   }
 
   /** Connects (in the background). */
@@ -188,7 +210,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
       session.established = true;
       this.backoff.up();
       // The error stays: once ready again, it says why it was last reconnected.
-      this.setState('ready', this.status.error, session.protocolVersion);
+      this.setState('ready', this.listsCut ?? this.status.error, session.protocolVersion);
       this.logger.info({ protocolVersion: session.protocolVersion, tools: lists.tools.length, resources: lists.resources.length, prompts: lists.prompts.length }, 'MCP server connected');
       for (const kind of changed) this.emit(kind);
     } catch (error) {
@@ -221,6 +243,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
         maxMessageBytes: () => this.messageLimit,
         onOversized,
         onBroken: (requestId, error) => this.dropBroken(session, requestId, error),
+        checkAddresses: config.fromConsole === true,
       });
       // Only the configured headers: nothing of any caller's ever reaches the upstream.
       const requestInit: RequestInit = { headers: { ...config.headers } };
@@ -229,7 +252,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
           ? new SSEClientTransport(url, { requestInit, fetch })
           : new StreamableHTTPClientTransport(url, { requestInit, fetch, reconnectionOptions: { initialReconnectionDelay: 1_000, maxReconnectionDelay: 30_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 } });
     }
-    session = { client, transport, protocolVersion: null, established: false, closed: false };
+    session = { client, transport, protocolVersion: null, established: false, closed: false, refreshing: new Map() };
     // The client tells the transport the negotiated revision; it is kept for the state.
     const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
     transport.setProtocolVersion = (version: string) => {
@@ -262,12 +285,14 @@ export class UpstreamConnection implements UpstreamMcpServer {
     this.current = undefined;
     void this.closeSession(session, false);
     const wasReady = this.status.state === 'ready';
-    let message = this.describe(error);
+    // The state (console, doctor, /status, callers) gets fixed words; the log a redacted, capped excerpt of what was said.
+    let message = failureReason(error);
+    // A stdio server is the configuration file's alone: its stderr is the host administrator's own process talking.
     if (isStdioServer(this.config) && this.lastStderrLine !== undefined) message += ` (its last stderr line: ${this.redact(this.lastStderrLine.slice(0, 300))})`;
     this.lastStderrLine = undefined;
     this.setState('down', message);
     const delayMs = this.backoff.failed();
-    this.logger.warn({ err: message, retryInMs: delayMs, restarts: this.status.restarts }, isStdioServer(this.config) ? 'MCP server process is down; restarting it after a back-off' : 'MCP server is down; reconnecting after a back-off');
+    this.logger.warn({ err: message, detail: this.describe(error).slice(0, 500), retryInMs: delayMs, restarts: this.status.restarts }, isStdioServer(this.config) ? 'MCP server process is down; restarting it after a back-off' : 'MCP server is down; reconnecting after a back-off');
     if (wasReady) {
       this.withdrawn = true;
       for (const kind of LIST_KINDS) this.emit(kind);
@@ -309,6 +334,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
 
   private async fetchLists(session: Session): Promise<UpstreamLists> {
     const capabilities = session.client.getServerCapabilities() ?? {};
+    this.listBytes = { tools: 0, resources: 0, resourceTemplates: 0, prompts: 0 };
+    this.listsCut = null;
     const [tools, resources, resourceTemplates, prompts] = await Promise.all([
       capabilities.tools ? this.fetchAll<Tool>(session, 'tools/list', 'tools', ListToolsResultSchema) : [],
       capabilities.resources ? this.fetchAll<Resource>(session, 'resources/list', 'resources', ListResourcesResultSchema) : [],
@@ -318,11 +345,17 @@ export class UpstreamConnection implements UpstreamMcpServer {
     return { tools, resources, resourceTemplates, prompts };
   }
 
-  /** Every page of one list, up to the entry and page caps (a cursor seen twice ends it too). */
-  private async fetchAll<T>(session: Session, method: string, key: string, schema: Parameters<Client['request']>[1]): Promise<T[]> {
+  /**
+   * Every page of one list, up to the entry and page caps (a cursor seen twice ends it too), and
+   * the byte cap all of this server's lists share: entries are measured as each page arrives, a
+   * description is cut to `maxDescriptionChars`, a tool with an oversized `inputSchema` left out,
+   * and once the lists together pass `maxListBytes` the rest is left out (the state says so).
+   */
+  private async fetchAll<T>(session: Session, method: string, key: keyof UpstreamLists, schema: Parameters<Client['request']>[1]): Promise<T[]> {
     const items: T[] = [];
     const seen = new Set<string>();
     let cursor: string | undefined;
+    this.listBytes[key] = 0;
     for (let pages = 0; pages < this.options.maxListPages; pages++) {
       let result: Record<string, unknown>;
       try {
@@ -333,7 +366,19 @@ export class UpstreamConnection implements UpstreamMcpServer {
         throw error;
       }
       const page = (result[key] as T[] | undefined) ?? [];
-      items.push(...page.slice(0, this.options.maxListEntries - items.length));
+      for (const raw of page.slice(0, this.options.maxListEntries - items.length)) {
+        const entry = this.bounded(raw as T & { name?: unknown; description?: unknown; inputSchema?: unknown }, key);
+        if (entry === undefined) continue;
+        const bytes = Buffer.byteLength(JSON.stringify(entry));
+        const total = this.listBytes.tools + this.listBytes.resources + this.listBytes.resourceTemplates + this.listBytes.prompts;
+        if (total + bytes > this.options.maxListBytes) {
+          this.listsCut = `its lists are larger than ${this.options.maxListBytes} bytes: only the first ${items.length} ${key === 'resourceTemplates' ? 'resource templates' : key} (and what came before) are offered`;
+          this.logger.warn({ list: method, kept: items.length, maxBytes: this.options.maxListBytes }, 'MCP server lists are larger than the byte cap; the rest is left out');
+          return items;
+        }
+        this.listBytes[key] += bytes;
+        items.push(entry);
+      }
       if (items.length >= this.options.maxListEntries) {
         this.logger.warn({ list: method, kept: items.length }, 'MCP server list is longer than the cap; the rest is left out');
         return items;
@@ -351,15 +396,27 @@ export class UpstreamConnection implements UpstreamMcpServer {
     return items;
   }
 
+  /** An entry within the per-entry caps: its description cut, a tool with an oversized schema left out (logged). */
+  private bounded<T extends { name?: unknown; description?: unknown; inputSchema?: unknown }>(entry: T, key: keyof UpstreamLists): T | undefined {
+    if (key === 'tools' && entry.inputSchema !== undefined && Buffer.byteLength(JSON.stringify(entry.inputSchema)) > this.options.maxInputSchemaBytes) {
+      this.logger.warn({ tool: typeof entry.name === 'string' ? entry.name.slice(0, 100) : null, maxBytes: this.options.maxInputSchemaBytes }, 'MCP server tool has an inputSchema larger than the cap; the tool is left out');
+      return undefined;
+    }
+    const max = this.options.maxDescriptionChars;
+    if (typeof entry.description === 'string' && entry.description.length > max) return { ...entry, description: `${entry.description.slice(0, max)}…` };
+    return entry;
+  }
+
   /** `notifications/<kind>/list_changed`: fetch that list again (once more if it changes meanwhile), then tell the listeners. */
   private async refresh(session: Session, kind: ListKind): Promise<void> {
-    const running = this.refreshing.get(kind);
+    // Kept on the session: a session replaced meanwhile has its own, so a list_changed on the new one is never lost to the old one's loop.
+    const running = session.refreshing.get(kind);
     if (running !== undefined) {
       running.again = true;
       return;
     }
     const state = { again: true };
-    this.refreshing.set(kind, state);
+    session.refreshing.set(kind, state);
     try {
       while (state.again && this.current === session && !this.stopped) {
         state.again = false;
@@ -377,7 +434,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
     } catch (error) {
       this.logger.warn({ list: kind, err: this.describe(error) }, 'MCP server list could not be renewed');
     } finally {
-      this.refreshing.delete(kind);
+      session.refreshing.delete(kind);
     }
   }
 
@@ -395,7 +452,6 @@ export class UpstreamConnection implements UpstreamMcpServer {
 
   private async call(method: string, params: Record<string, unknown>, schema: Parameters<Client['request']>[1], options: CallOptions): Promise<unknown> {
     const deadline = Date.now() + options.timeoutMs;
-    this.messageLimit = options.maxResultBytes + ENVELOPE_BYTES;
     for (let attempt = 0; ; attempt++) {
       if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
       await this.settled(deadline - Date.now(), options.signal);
@@ -445,7 +501,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
   /** The answer to `requestId` broke off: that call fails now, and the server is checked (a dead one is reconnected). */
   private dropBroken(session: Session, requestId: JsonRpcId, error: unknown): void {
     if (session.closed || this.current !== session) return;
-    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: this.describe(error), data: BROKEN } };
+    this.logger.debug({ err: this.describe(error).slice(0, 500) }, 'MCP server answer broke off');
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: failureReason(error), data: BROKEN } };
     session.transport.onmessage?.(answer);
     this.checkAlive(session);
   }
@@ -485,7 +542,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
     }
     if (error instanceof ForeignOriginError) this.logger.warn({ err: error.message }, 'MCP server tried to send Sluice to another origin');
     if (isConnectionFailure(error)) this.lost(session, error);
-    return this.unavailable(`The MCP server '${this.id}' could not be reached: ${this.describe(error)}`);
+    else this.logger.debug({ err: this.describe(error).slice(0, 500) }, 'MCP server call failed');
+    return this.unavailable(`The MCP server '${this.id}' could not be reached: ${failureReason(error)}`);
   }
 
   // ---- helpers --------------------------------------------------------------------------------
@@ -516,7 +574,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
   }
 
   private setState(state: UpstreamState['state'], error: string | null, protocolVersion: string | null = null): void {
-    const since = this.status.state === state ? this.status.since : Date.now();
+    let since = this.status.state === state ? this.status.since : Date.now();
+    // Down, connecting again, down again: still down since it first went down.
+    if (state === 'down') since = this.downSince ??= since;
+    if (state === 'ready') this.downSince = undefined;
     this.status = { state, since, error, protocolVersion, restarts: this.status.restarts };
   }
 
@@ -563,9 +624,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined>
   return Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(timer));
 }
 
-/** What a connection is made from (its price and origin are not): a change here means a new connection. */
+/** What a connection is made from (its price is not): a change here means a new connection. */
 export function connectionStamp(config: McpServerConfig): string {
-  const { price_per_call: _price, fromConsole: _fromConsole, ...connection } = config;
+  // Where it comes from is part of it: a console server's connections are held to the address policy.
+  const { price_per_call: _price, ...connection } = config;
   return JSON.stringify(connection, (_key, value: unknown) =>
     value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))) : value,
   );

@@ -14,7 +14,7 @@ const LIST_KINDS: readonly ListKind[] = ['tools', 'resources', 'prompts'];
 export class UpstreamMcpServerRegistry implements UpstreamMcpServers {
   private readonly servers = new Map<string, { connection: UpstreamConnection; stamp: string; unsubscribe: () => void }>();
   private readonly listeners = new Set<(serverId: string, list: ListKind) => void>();
-  private readonly options: UpstreamConnectionOptions;
+  private options: UpstreamConnectionOptions;
   private closed = false;
 
   constructor(
@@ -57,6 +57,13 @@ export class UpstreamMcpServerRegistry implements UpstreamMcpServers {
       for (const list of LIST_KINDS) this.emit(connection.id, list);
       void connection.close().catch((error: unknown) => this.logger.warn({ mcpServer: connection.id, err: error }, 'MCP server did not stop cleanly'));
     }
+  }
+
+  /** New settings (a reloaded file: `mcp.max_result_bytes`): the connections' message cap from now on, and new connections'. */
+  updateSettings(settings: { readonly maxResultBytes: number }): void {
+    if (settings.maxResultBytes === this.options.maxResultBytes) return;
+    this.options = { ...this.options, maxResultBytes: settings.maxResultBytes };
+    for (const { connection } of this.servers.values()) connection.setMaxResultBytes(settings.maxResultBytes);
   }
 
   get(id: string): UpstreamMcpServer | undefined {
