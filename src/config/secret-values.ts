@@ -11,7 +11,7 @@ const MIN_SECRET_LENGTH = 4;
  * fragment is what an error would quote).
  */
 export function secretValuesOf(provider: Pick<ProviderConfig, 'api_key' | 'headers' | 'entra' | 'access_key_id' | 'secret_access_key' | 'session_token' | 'credentials'>): string[] {
-  const values = [provider.api_key, ...Object.values(provider.headers ?? {}), provider.entra?.client_secret, provider.access_key_id, provider.secret_access_key, provider.session_token];
+  const values = [provider.api_key, ...headerSecrets(provider.headers ?? {}), provider.entra?.client_secret, provider.access_key_id, provider.secret_access_key, provider.session_token];
   if (provider.credentials !== undefined) values.push(provider.credentials, ...privateKeyParts(provider.credentials));
   return [...new Set(values.filter((value): value is string => value !== undefined && value.length >= MIN_SECRET_LENGTH))];
 }
@@ -28,8 +28,26 @@ function privateKeyParts(credentials: string): string[] {
   return typeof privateKey === 'string' ? privateKeySecrets(privateKey) : [];
 }
 
-/** Every secret an MCP server entry holds (its header values, a stdio server's environment values), for redaction. */
+/** Every secret an MCP server entry holds (its header values and their credentials, a stdio server's environment values), for redaction. */
 export function mcpSecretValuesOf(server: McpServerConfig): string[] {
-  const values = 'command' in server ? Object.values(server.env) : Object.values(server.headers);
+  const values = 'command' in server ? Object.values(server.env) : headerSecrets(server.headers);
   return [...new Set(values.filter((value) => value.length >= MIN_SECRET_LENGTH))];
+}
+
+/** `Scheme credentials`: an auth scheme (`Bearer`, `Basic`, `Token`, `Bot`, any token-shaped word) and what follows it. */
+const SCHEME_AND_CREDENTIAL = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,30}[ \t]+(\S[^]*)$/;
+
+/**
+ * Header values whole, and the credential of each `Scheme credentials` value alone: an upstream's
+ * error quotes the bare token far more often than the header line (a Basic value's base64 blob is
+ * its credential: the decoded user and password are not what anyone quotes).
+ */
+export function headerSecrets(headers: Readonly<Record<string, string>>): string[] {
+  const values: string[] = [];
+  for (const value of Object.values(headers)) {
+    values.push(value);
+    const credential = SCHEME_AND_CREDENTIAL.exec(value)?.[1]?.trim();
+    if (credential !== undefined) values.push(credential);
+  }
+  return values;
 }

@@ -2,6 +2,7 @@ import { fieldErrors, type AdminResult } from '../catalogue/catalogue-admin.js';
 import type { CredentialCipher } from '../catalogue/credential-cipher.js';
 import { mcpHttpServerSchema } from '../config/config-file.js';
 import type { McpServersRepository } from '../store/store.js';
+import { refusedConsoleUrl } from './upstream/address-policy.js';
 import { mcpSealBinding, type McpServerList, type McpServerSecrets } from './mcp-server-list.js';
 
 /** A stdio server's fields: a process on the gateway's host, which only the configuration file may declare. */
@@ -24,6 +25,8 @@ export class McpServerAdmin {
     private readonly repository: McpServersRepository,
     private readonly live: McpServerList,
     private readonly cipher: CredentialCipher,
+    /** Why a console server's URL is refused by the address policy (a name resolved now); null when it is allowed. */
+    private readonly refusedUrl: (url: URL) => Promise<string | null> = (url) => refusedConsoleUrl(url),
   ) {}
 
   /**
@@ -64,8 +67,14 @@ export class McpServerAdmin {
     if (kept && stored !== undefined && originOf(stored.config.url) !== new URL(parsed.data.url).origin) {
       return refused('headers', 'the URL’s host changed: enter the headers again (or remove them), or they would be sent to the new address');
     }
-    if (isGateway(new URL(parsed.data.url))) {
+    const url = new URL(parsed.data.url);
+    if (isGateway(url)) {
       return refused('url', 'points at this gateway itself: an MCP server must be another server (through this gateway it would call itself, without end)');
+    }
+    // Checked again on every connection (DNS may answer otherwise later): see bounded-fetch.
+    const addressRefusal = await this.refusedUrl(url);
+    if (addressRefusal !== null) {
+      return refused('url', `not allowed for a server added in the console: ${addressRefusal} (loopback, link-local, unspecified and cloud metadata addresses are refused; private networks are fine; the configuration file may name any address)`);
     }
     const { headers: toSeal, id: _id, ...config } = parsed.data;
     const sealed = Object.keys(toSeal).length === 0 ? null : this.cipher.seal(JSON.stringify({ headers: toSeal } satisfies McpServerSecrets), mcpSealBinding(id));

@@ -30,6 +30,15 @@ export function loopbackAllowed(env: NodeJS.ProcessEnv = process.env): boolean {
   return env[ALLOW_LOOPBACK_ENV] === '1';
 }
 
+/** Whether a host (as `normalisedHost` gives it) is this machine by loopback, "any" or the name localhost. */
+export function isLocalHost(host: string): boolean {
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const family = isIP(host);
+  if (family === 0) return false;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  return LOOPBACK.check(host, type) || REFUSED.check(host, type);
+}
+
 /** Why an address (IPv4, IPv6, IPv4-mapped IPv6: BlockList matches those against the IPv4 ranges) is refused; null when it is not. */
 export function refusedAddress(address: string, allowLoopback = loopbackAllowed()): string | null {
   const family = isIP(address);

@@ -51,10 +51,9 @@ const NETWORK_REASONS: Readonly<Record<string, string>> = {
 export function failureReason(error: unknown): string {
   if (error instanceof RefusedAddressError) return 'refused: the address is not allowed for a console-added server';
   if (error instanceof ForeignOriginError) return 'refused: the server sent Sluice to another origin';
-  if (error instanceof StreamableHTTPError) {
-    if (error.code === -1) return 'not an MCP server (unexpected content type)';
-    if (error.code !== undefined && error.code > 0) return httpReason(error.code);
-  }
+  const httpStatus = httpErrorCode(error);
+  if (httpStatus === -1) return 'not an MCP server (unexpected content type)';
+  if (httpStatus !== undefined && httpStatus > 0) return httpReason(httpStatus);
   const text = error instanceof Error ? error.message : '';
   const sseStatus = /^Error POSTing to endpoint \(HTTP (\d{3})\)/.exec(text) ?? /Non-200 status code \((\d{3})\)/.exec(text);
   if (sseStatus !== null) return httpReason(Number(sseStatus[1]));
@@ -70,6 +69,14 @@ export function failureReason(error: unknown): string {
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return 'timed out';
   if (error instanceof Error && /^(the process exited|the connection closed|Not connected|Connection closed)/i.test(error.message)) return error.message.toLowerCase();
   return 'not an MCP server (its answer was not a valid MCP response)';
+}
+
+/** The Streamable HTTP transport's error's status (by its shape as well: a second copy of the SDK has another class). */
+function httpErrorCode(error: unknown): number | undefined {
+  if (!(error instanceof Error)) return undefined;
+  if (!(error instanceof StreamableHTTPError) && error.constructor.name !== 'StreamableHTTPError') return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
 }
 
 function httpReason(status: number): string {

@@ -4,6 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Handler, RequestContext } from '../../../http/handler.js';
 import { mcpServerViews } from '../../../mcp/mcp-server-status.js';
+import { isLocalHost, normalisedHost } from '../../../mcp/upstream/address-policy.js';
 import { checkedForm, page, requireSession, type ConsoleDeps } from '../../console-context.js';
 import { FormError, isHttps, redirect, sendHtml } from '../../http.js';
 import { decodeParam, findRoute, pathRoute, type PathParams } from '../../path-routes.js';
@@ -12,8 +13,6 @@ import { mcpFormValues, mcpStoredValues, readMcpServerForm } from './forms.js';
 import { mcpDeletePage, mcpOverviewPage, mcpServerForm, type McpFormMode } from './views.js';
 
 type McpHandler = (ctx: RequestContext, session: Session, params: PathParams) => Promise<void>;
-
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|\[::\]|0\.0\.0\.0|\[::ffff:127(?:\.\d{1,3}){3}\])$/i;
 
 /** `host:port` with the scheme's port made explicit, to compare two addresses. */
 function hostAndPort(hostname: string, port: string, https: boolean): string {
@@ -31,16 +30,18 @@ export function reachesGateway(req: IncomingMessage): (url: URL) => boolean {
   if (host !== undefined) {
     try {
       const parsed = new URL(`http://${host}`);
-      own.add(hostAndPort(parsed.hostname, parsed.port, isHttps(req)));
+      own.add(hostAndPort(normalisedHost(parsed), parsed.port, isHttps(req)));
     } catch {
       // Not a host: nothing to compare with.
     }
   }
   const port = req.socket.localPort;
   return (url) => {
-    const target = hostAndPort(url.hostname, url.port, url.protocol === 'https:');
+    // Normalised first: `localhost.`, `[::ffff:7f00:1]` and `2130706433` are all this host.
+    const host = normalisedHost(url);
+    const target = hostAndPort(host, url.port, url.protocol === 'https:');
     if (own.has(target)) return true;
-    return port !== undefined && LOOPBACK.test(url.hostname) && target.endsWith(`:${port}`);
+    return port !== undefined && isLocalHost(host) && target.endsWith(`:${port}`);
   };
 }
 
