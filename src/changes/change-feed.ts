@@ -6,9 +6,9 @@
  * Notifications only say "look now": the counters in the store stay the truth, and each cache still
  * polls them, so a notification lost (the channel down, a reconnect) is made up for within the poll interval.
  */
-export type ChangeTopic = 'keys' | 'catalogue';
+export type ChangeTopic = 'keys' | 'catalogue' | 'mcp';
 
-export const CHANGE_TOPICS: readonly ChangeTopic[] = ['keys', 'catalogue'];
+export const CHANGE_TOPICS: readonly ChangeTopic[] = ['keys', 'catalogue', 'mcp'];
 
 export type ChangeListener = (topic: ChangeTopic) => void;
 
@@ -34,7 +34,7 @@ export interface ChangeFeed {
 export const POSTGRES_CHANGE_CHANNEL = 'sluice_changes';
 
 export function isChangeTopic(value: unknown): value is ChangeTopic {
-  return value === 'keys' || value === 'catalogue';
+  return value === 'keys' || value === 'catalogue' || value === 'mcp';
 }
 
 /** The listeners of a feed; a listener that throws does not keep the others from hearing. */

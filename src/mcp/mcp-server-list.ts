@@ -29,8 +29,8 @@ export const mcpSealBinding = (id: string): string => `mcp-server:${id}`;
 /**
  * The upstream MCP servers in force: the configuration file's `mcp_servers` (fixed until the file is
  * reloaded) merged with those registered in the console (`console_mcp_servers`, which change). A
- * console write bumps the catalogue's change counter, so every process and replica reloads the list
- * on the change feed's notice, or within the poll interval when one is lost (VersionedCache). The
+ * console write bumps the MCP servers' change counter, so every process and replica reloads the list
+ * on the change feed's `mcp` notice, or within the poll interval when one is lost (VersionedCache). The
  * file's entries win any clash of ids (compared without case, as the gateway compares them); a
  * stored entry that is not a valid HTTP server (a row the console could not have written) is left
  * out with a warning: only the configuration file declares stdio servers.
@@ -38,22 +38,22 @@ export const mcpSealBinding = (id: string): string => `mcp-server:${id}`;
 export class McpServerList {
   private readonly state: VersionedCache<readonly McpServerEntry[]>;
   private readonly listeners = new Set<(servers: readonly McpServerConfig[]) => void>();
-  /** The list last told to the listeners, as JSON: the catalogue's counter moves for models too, and an unchanged list is not told again. */
+  /** The list last told to the listeners, as JSON: an unchanged list (a reloaded file, a feed reconnect) is not told again. */
   private told: string;
-  /** Console entries left out, as logged: each is told once while it lasts (the list reloads whenever the catalogue changes). */
+  /** Console entries left out, as logged: each is told once while it lasts (the list reloads on every change to it). */
   private leftOutLogged = new Set<string>();
 
   constructor(
     private config: Pick<GatewayConfig, 'mcpServers'>,
     private readonly repository: Pick<McpServersRepository, 'list'>,
-    /** The store's catalogue change counter, which every console MCP server write bumps. */
+    /** The store's MCP server change counter, which every console MCP server write bumps. */
     version: () => Promise<number>,
     private readonly cipher: CredentialCipher,
     private readonly logger: Logger,
   ) {
     this.told = JSON.stringify(config.mcpServers);
     this.state = new VersionedCache<readonly McpServerEntry[]>(config.mcpServers.map((server) => entryOf(server, 'config')), {
-      topic: 'catalogue',
+      topic: 'mcp',
       version,
       load: () => this.load(),
       replaced: (entries) => this.tell(entries),

@@ -3,7 +3,7 @@ import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 
 /** The `meta` row counting each topic's changes. */
-const COUNTER: Record<ChangeTopic, string> = { keys: 'keys_version', catalogue: 'catalogue_version' };
+const COUNTER: Record<ChangeTopic, string> = { keys: 'keys_version', catalogue: 'catalogue_version', mcp: 'mcp_servers_version' };
 
 /** Bumps a change counter, within the transaction of the change. */
 export type BumpCounter = (topic: ChangeTopic) => Promise<void>;

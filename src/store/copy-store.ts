@@ -22,7 +22,7 @@ const DEFAULT_BATCH = 1000;
 /** A ledger row binds two dozen parameters: 2000 rows stay well below PostgreSQL's 65,535 per statement. */
 export const MAX_COPY_BATCH = 2000;
 /** The meta counters that caches poll, and the tables whose changes each one announces. */
-const COUNTERS = { keys_version: ['accounts', 'api_keys'], catalogue_version: ['console_providers', 'console_models', 'price_list', 'console_mcp_servers'] } as const;
+const COUNTERS = { keys_version: ['accounts', 'api_keys'], catalogue_version: ['console_providers', 'console_models', 'price_list'], mcp_servers_version: ['console_mcp_servers'] } as const;
 
 /**
  * Copies one store's contents into another (an embedded deployment's SQLite into PostgreSQL), a

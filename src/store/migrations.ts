@@ -298,6 +298,10 @@ export function migrationsFor(dialect: 'sqlite' | 'postgres'): MigrationProvider
           .addColumn('created_at', 'bigint', (c) => c.notNull())
           .addColumn('updated_at', 'bigint', (c) => c.notNull())
           .execute();
+        // Ids are one without case (`/mcp/GitHub` and `github__…` name one server): two racing creates cannot both win.
+        await sql`CREATE UNIQUE INDEX console_mcp_servers_id_folded ON console_mcp_servers (lower(id))`.execute(db);
+        // Their own change counter: an MCP server edit does not rebuild the model catalogue, nor the reverse.
+        await db.insertInto('meta').values({ name: 'mcp_servers_version', value: 0 }).execute();
       },
     },
   };

@@ -1,4 +1,5 @@
 import type { Kysely } from './kysely.js';
+import { deleteConsoleEntry, putConsoleEntry } from './console-entries.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
 import type { CatalogueRepository, DiscoveredList, DiscoverySchedule, StoredModel, StoredPriceList, StoredProvider } from './store.js';
@@ -34,37 +35,14 @@ export class SqlCatalogue implements CatalogueRepository {
     }));
   }
 
-  async putProvider(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {
-    const now = Date.now();
-    return this.counters.write(this.db, async (tx, bump) => {
-      if (mode === 'create') {
-        const result = await tx
-          .insertInto('console_providers')
-          .values({ id: entry.id, config: JSON.stringify(entry.config), secrets: entry.secrets, created_at: now, updated_at: now })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .executeTakeFirst();
-        if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
-      } else {
-        const result = await tx
-          .updateTable('console_providers')
-          .set({ config: JSON.stringify(entry.config), secrets: entry.secrets, updated_at: now })
-          .where('id', '=', entry.id)
-          .executeTakeFirst();
-        if (result.numUpdatedRows === 0n) return false;
-      }
-      await bump('catalogue');
-      return true;
-    });
+  putProvider(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {
+    return putConsoleEntry(this.counters, this.db, 'console_providers', 'catalogue', entry, mode);
   }
 
-  async deleteProvider(id: string): Promise<'deleted' | 'missing' | 'in_use'> {
-    return this.counters.write(this.db, async (tx, bump) => {
+  deleteProvider(id: string): Promise<'deleted' | 'missing' | 'in_use'> {
+    return deleteConsoleEntry(this.counters, this.db, 'console_providers', 'catalogue', id, async (tx) => {
       const user = await tx.selectFrom('console_models').select('id').where('provider_id', '=', id).executeTakeFirst();
-      if (user !== undefined) return 'in_use';
-      const result = await tx.deleteFrom('console_providers').where('id', '=', id).executeTakeFirst();
-      if (result.numDeletedRows === 0n) return 'missing';
-      await bump('catalogue');
-      return 'deleted';
+      return user === undefined ? undefined : ('in_use' as const);
     });
   }
 

@@ -1,3 +1,4 @@
+import { deleteConsoleEntry, putConsoleEntry } from './console-entries.js';
 import type { Kysely } from './kysely.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
@@ -5,9 +6,11 @@ import type { McpServersRepository, StoredMcpServer } from './store.js';
 import { byBytes } from './text-order.js';
 
 /**
- * Upstream MCP servers registered in the console. Every change bumps `catalogue_version` (and so
- * notifies the change feed's `catalogue` topic) in its own transaction: the servers a gateway offers
- * are part of what it serves, and every process and replica reloads them with the catalogue's notice.
+ * Upstream MCP servers registered in the console. Every change bumps `mcp_servers_version` (and so
+ * notifies the change feed's `mcp` topic) in its own transaction: every process and replica reloads
+ * its MCP server list on that notice, and the model catalogue (its own counter) is left alone.
+ * Ids are unique without case (an index on lower(id)): two creates racing with `GitHub` and
+ * `github` cannot both succeed.
  */
 export class SqlMcpServers implements McpServersRepository {
   constructor(
@@ -27,35 +30,16 @@ export class SqlMcpServers implements McpServersRepository {
     }));
   }
 
-  async put(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {
-    const now = Date.now();
-    return this.counters.write(this.db, async (tx, bump) => {
-      if (mode === 'create') {
-        const result = await tx
-          .insertInto('console_mcp_servers')
-          .values({ id: entry.id, config: JSON.stringify(entry.config), secrets: entry.secrets, created_at: now, updated_at: now })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .executeTakeFirst();
-        if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 0) return false;
-      } else {
-        const result = await tx
-          .updateTable('console_mcp_servers')
-          .set({ config: JSON.stringify(entry.config), secrets: entry.secrets, updated_at: now })
-          .where('id', '=', entry.id)
-          .executeTakeFirst();
-        if (result.numUpdatedRows === 0n) return false;
-      }
-      await bump('catalogue');
-      return true;
-    });
+  put(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {
+    return putConsoleEntry(this.counters, this.db, 'console_mcp_servers', 'mcp', entry, mode);
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.counters.write(this.db, async (tx, bump) => {
-      const result = await tx.deleteFrom('console_mcp_servers').where('id', '=', id).executeTakeFirst();
-      if (result.numDeletedRows === 0n) return false;
-      await bump('catalogue');
-      return true;
-    });
+    return (await deleteConsoleEntry(this.counters, this.db, 'console_mcp_servers', 'mcp', id)) === 'deleted';
+  }
+
+  async version(): Promise<number> {
+    const row = await this.db.selectFrom('meta').select('value').where('name', '=', 'mcp_servers_version').executeTakeFirstOrThrow();
+    return Number(row.value);
   }
 }

@@ -283,6 +283,8 @@ export interface McpServersRepository {
   put(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean>;
   /** false when there was no such server. */
   delete(id: string): Promise<boolean>;
+  /** The MCP servers' change counter, bumped by every write (the change feed's `mcp` topic). */
+  version(): Promise<number>;
 }
 
 /** One request that reached a provider, for health figures. */

@@ -181,7 +181,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const catalogue = new LiveCatalogue(config, store.catalogue, cipher, logger, (providers) => adapters.sync(providers));
   await catalogue.start(changes);
   // MCP servers: the file's merged with the console's, reloaded with the file and on the change feed; the upstream connections follow the list.
-  const mcpServers = new McpServerList(config, store.mcpServers, () => store.catalogue.version(), cipher, logger);
+  const mcpServers = new McpServerList(config, store.mcpServers, () => store.mcpServers.version(), cipher, logger);
   await mcpServers.start(changes);
   const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
   mcpServers.subscribe((servers) => mcpUpstreams.sync(servers));
