@@ -6,7 +6,7 @@ import { refusedConsoleUrl } from './upstream/address-policy.js';
 import { mcpSealBinding, type McpServerList, type McpServerSecrets } from './mcp-server-list.js';
 
 /** A stdio server's fields: a process on the gateway's host, which only the configuration file may declare. */
-const STDIO_FIELDS = ['command', 'args', 'env', 'cwd'] as const;
+export const STDIO_FIELDS = ['command', 'args', 'env', 'cwd'] as const;
 
 export const STDIO_REFUSED =
   "a stdio MCP server (a command Sluice starts on the gateway's host) can be declared only in the configuration file, never through the console: a console admin is not an administrator of the host";

@@ -290,7 +290,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   if (catalogue.current().models.length === 0) {
     const storeFlags = [options.dataDir === resolve('data') ? '' : `--data ${options.dataDir}`, location.kind === 'postgres' ? "--database '<the same URL>'" : ''].filter((f) => f !== '').join(' ');
     const hasAdmin = (await store.accounts.list()).some((account) => account.isAdmin);
-    const { lines, summary } = startGuidance({ url, configPath: configReload.path, configFound: configReload.found, hasAdmin, storeFlags });
+    const { lines, summary } = startGuidance({ url, configPath: configReload.path, configFound: configReload.found, hasAdmin, storeFlags, mcpServerIds: mcpServers.servers().map((server) => server.id) });
     guidance = lines;
     if (firstWorker) logger.warn({ config: configReload.path, console: `${url}/app/catalogue`, adminExists: hasAdmin }, summary);
   }

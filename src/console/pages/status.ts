@@ -6,6 +6,7 @@ import { page, visitor, type ConsoleDeps } from '../console-context.js';
 import { formatInt, timeTag, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
 import { healthPill } from './models/views.js';
+import { STATE_LABELS, STATE_PILLS } from './mcp/views.js';
 import { mcpServerViews, type McpServerView } from '../../mcp/mcp-server-status.js';
 
 const HEADLINES: Record<Health, string> = {
@@ -63,14 +64,16 @@ export function statusJson(snapshot: StatusSnapshot, mcp: readonly McpServerView
     status: overall,
     description: HEADLINES[overall],
     generated_at: new Date(snapshot.generatedAt).toISOString(),
-    degraded: snapshot.degraded.map((d) => ({ component: d.component, since: new Date(d.since).toISOString(), message: d.message })),
+    degraded: [
+      ...snapshot.degraded.map((d) => ({ component: d.component, since: new Date(d.since).toISOString(), message: d.message })),
+      // A down MCP server by its id alone (never its address or error: this page is public).
+      ...mcp.flatMap((view) => (view.state?.state === 'down' ? [{ component: `mcp_server:${view.entry.id}`, since: new Date(view.state.since).toISOString(), message: 'MCP server down: its tools are left out of /mcp' }] : [])),
+    ],
     providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map((m) => ({ ...componentJson(m), deployments: m.deployments })), unlisted_models: p.unlisted })),
     mcp_servers: mcp.map(mcpServerJson),
   };
 }
 
-const MCP_STATES = { ready: 'Ready', connecting: 'Connecting', down: 'Down' } as const;
-const MCP_PILLS = { ready: 'up', connecting: 'degraded', down: 'down' } as const;
 
 /** The MCP servers' connections as this process sees them now: a down server's tools are left out of /mcp. */
 function mcpSection(mcp: readonly McpServerView[], now: number): Html | string {
@@ -80,7 +83,7 @@ function mcpSection(mcp: readonly McpServerView[], now: number): Html | string {
   <div class="table-scroll" role="region" aria-label="MCP servers" tabindex="0"><table class="data compact">
     <thead><tr><th scope="col">Server</th><th scope="col">State (this process)</th><th scope="col">Since</th></tr></thead>
     <tbody>${mcp.map(
-      (view) => html`<tr data-mcp-server="${view.entry.id}"><th scope="row"><code>${view.entry.id}</code></th><td>${view.state === null ? html`<span class="pill pill-unknown">Not started</span>` : html`<span class="pill pill-${MCP_PILLS[view.state.state]}" data-state="${view.state.state}">${MCP_STATES[view.state.state]}</span>`}</td><td>${view.state === null ? html`<span class="muted">—</span>` : timeTag(view.state.since, now)}</td></tr>`,
+      (view) => html`<tr data-mcp-server="${view.entry.id}"><th scope="row"><code>${view.entry.id}</code></th><td>${view.state === null ? html`<span class="pill pill-unknown">Not started</span>` : html`<span class="pill pill-${STATE_PILLS[view.state.state]}" data-state="${view.state.state}">${STATE_LABELS[view.state.state]}</span>`}</td><td>${view.state === null ? html`<span class="muted">—</span>` : timeTag(view.state.since, now)}</td></tr>`,
     )}</tbody>
   </table></div>
   <p class="muted small">Tools of a server that is down are left out of <code>/mcp</code> until it is back.</p>

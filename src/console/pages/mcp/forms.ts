@@ -1,11 +1,9 @@
 // The MCP server form: what was posted, into an HTTP server's plain fields and the change to its
 // headers (which are never shown back), and a stored server turned into form values for editing.
 import type { FieldErrors } from '../../../catalogue/catalogue-admin.js';
-import type { HeaderChange } from '../../../mcp/mcp-server-admin.js';
+import { STDIO_FIELDS, type HeaderChange } from '../../../mcp/mcp-server-admin.js';
 import { parseHeaderLines, type FormValues } from '../catalogue/forms.js';
 
-/** The fields of a stdio server: no field of the form, but passed on when posted, for the admin to refuse by name. */
-const STDIO_FIELDS = ['command', 'args', 'env', 'cwd'] as const;
 
 function text(form: URLSearchParams, name: string): string | undefined {
   const value = (form.get(name) ?? '').trim();
@@ -24,6 +22,7 @@ export function readMcpServerForm(form: URLSearchParams): { raw: Record<string, 
     if (!Number.isFinite(value)) errors.price_per_call = 'must be an amount in USD, such as 0.01 (leave it empty for free calls)';
     else raw.price_per_call = value;
   }
+  // No field of the form, but passed on when posted, for the admin to refuse by name.
   for (const field of STDIO_FIELDS) if (form.has(field)) raw[field] = form.getAll(field);
   let headers: HeaderChange;
   const headerText = (form.get('headers') ?? '').trim();

@@ -12,9 +12,9 @@ import type { FormValues } from '../catalogue/forms.js';
 
 export type McpFormMode = 'create' | 'update';
 
-const STATE_LABELS = { ready: 'Ready', connecting: 'Connecting', down: 'Down' } as const;
+export const STATE_LABELS = { ready: 'Ready', connecting: 'Connecting', down: 'Down' } as const;
 /** The pill colours the status page uses: ready reads as up, connecting as degraded. */
-const STATE_PILLS = { ready: 'up', connecting: 'degraded', down: 'down' } as const;
+export const STATE_PILLS = { ready: 'up', connecting: 'degraded', down: 'down' } as const;
 const TRANSPORT_LABELS = { streamable_http: 'Streamable HTTP', sse: 'HTTP+SSE (older)', stdio: 'stdio' } as const;
 /** A tool's description is the upstream's text: long ones are cut on the overview. */
 const DESCRIPTION_MAX = 300;
