@@ -37,6 +37,8 @@ before(async () => {
     dataDir,
     // Two workers: each has its own list and connections, and each must follow the console.
     args: ['--workers', '2'],
+    // The fake upstreams listen on loopback, which a console-added server may reach only when the host's administrator allows it.
+    env: { SLUICE_MCP_CONSOLE_ALLOW_LOOPBACK: '1' },
     config: `mcp_servers:
   - id: files-http
     url: ${fileUpstream.url}

@@ -11,6 +11,8 @@ import { startStreamableHttpMcpUpstream, STDIO_FAKE_PATH, type FakeMcpUpstream }
 import { ConsoleClient, createAccount } from './support/console.js';
 import { cli, startSluice, tempDir } from './support/sluice.js';
 
+const ALLOW_LOOPBACK = { SLUICE_MCP_CONSOLE_ALLOW_LOOPBACK: '1' };
+
 const TOKEN = 'doctor-upstream-token-3f9a';
 const WRONG_TOKEN = 'doctor-wrong-token-81bd';
 const CONSOLE_TOKEN = 'doctor-console-token-c04e';
@@ -51,7 +53,8 @@ before(async () => {
   );
   // A console server, added through the console of a gateway on this data directory.
   await createAccount(dataDir, 'root', 'admin-password-1', true);
-  const gateway = await startSluice({ dataDir, config: 'providers: []\n' });
+  // The fake upstream listens on loopback, which a console-added server may reach only when the host's administrator allows it.
+  const gateway = await startSluice({ dataDir, config: 'providers: []\n', env: ALLOW_LOOPBACK });
   try {
     const admin = new ConsoleClient(gateway.url);
     const csrf = await admin.signIn('root', 'admin-password-1');
@@ -69,7 +72,7 @@ after(async () => {
 
 describe('sluice doctor and MCP servers', () => {
   test('each server connected and listed, or why not; exit status 1 for a failure; no secret in the report', async () => {
-    const result = await cli(['doctor', '--json', '--config', config, '--data', dataDir]);
+    const result = await cli(['doctor', '--json', '--config', config, '--data', dataDir], ALLOW_LOOPBACK);
     assert.equal(result.code, 1, 'a server failed');
     const report = JSON.parse(result.stdout) as Report;
     const byName = new Map(report.checks.map((c) => [c.check, c]));
@@ -83,7 +86,7 @@ describe('sluice doctor and MCP servers', () => {
     assert.equal(byName.get('MCP server broken')?.status, 'fail');
     assert.match(byName.get('MCP server broken')!.fix!, /check the command/);
     for (const secret of [TOKEN, WRONG_TOKEN, CONSOLE_TOKEN, STDIO_SECRET]) assert.ok(!(result.stdout + result.stderr).includes(secret), 'no secret in the report');
-    const text = await cli(['doctor', '--config', config, '--data', dataDir]);
+    const text = await cli(['doctor', '--config', config, '--data', dataDir], ALLOW_LOOPBACK);
     assert.match(text.stdout, /^FAIL  MCP server refused: streamable_http at .* — fix: /m);
   });
 });

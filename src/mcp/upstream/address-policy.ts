@@ -98,6 +98,8 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
  */
 export function guardedLookup(allowLoopback = loopbackAllowed()) {
   return (hostname: string, options: { family?: number | string; all?: boolean; hints?: number }, callback: LookupCallback): void => {
+    const name = hostname.toLowerCase().replace(/\.+$/, '');
+    if (!allowLoopback && (name === 'localhost' || name.endsWith('.localhost'))) return callback(new RefusedAddressError(`refused to connect to ${hostname}: this gateway's own host`), []);
     dnsLookup(hostname, { family: typeof options.family === 'number' ? options.family : 0, hints: options.hints ?? 0, all: true, verbatim: true }, (error, addresses) => {
       if (error !== null) return callback(error, []);
       for (const { address } of addresses) {

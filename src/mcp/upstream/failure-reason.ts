@@ -23,6 +23,8 @@ const HTTP_REASONS: Readonly<Record<number, string>> = {
 
 /** Socket and resolver codes, in words. */
 const NETWORK_REASONS: Readonly<Record<string, string>> = {
+  // The address policy's lookup refused the name (wrapped by fetch as the socket's cause).
+  ESLUICEREFUSEDADDRESS: 'refused: the address is not allowed for a console-added server',
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
   EPIPE: 'connection reset',
@@ -66,6 +68,7 @@ export function failureReason(error: unknown): string {
   const code = networkCode(error);
   if (code !== undefined && NETWORK_REASONS[code] !== undefined) return NETWORK_REASONS[code];
   if (code !== undefined && /^[A-Z_]{3,40}$/.test(code)) return `network error (${code})`;
+  if (error instanceof TypeError && error.message === 'fetch failed') return 'connection failed';
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return 'timed out';
   if (error instanceof Error && /^(the process exited|the connection closed|Not connected|Connection closed)/i.test(error.message)) return error.message.toLowerCase();
   return 'not an MCP server (its answer was not a valid MCP response)';
