@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startStreamableHttpMcpUpstream, STDIO_FAKE_PATH, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
@@ -20,6 +22,7 @@ const FILE_TOKEN = 'file-header-secret-7c1e9a';
 const CONSOLE_TOKEN = 'console-header-secret-4b2d8f';
 const CONSOLE_TOKEN_2 = 'console-header-secret-second-91aa';
 const STDIO_ENV_SECRET = 'stdio-env-secret-55e0c3';
+const INTERNAL_BODY = 'INTERNAL-SECRET-BODY: aws_secret_access_key=wJalrXUtnFEMI-K7MDENG';
 
 let fileUpstream: FakeMcpUpstream;
 let consoleUpstream: FakeMcpUpstream;
@@ -322,6 +325,46 @@ describe('a configuration reload', () => {
     }, 10_000, 'the file server gone, the console’s back');
     assert.match(rowOf(back, 'shadowed')!, /tag-console/);
     assert.equal((await admin.post('/app/mcp/shadowed/delete', { csrf })).status, 303);
+  });
+});
+
+describe('what the console and /status say of a failing server', () => {
+  test('an internal service’s answer is never shown: only its status and a fixed reason', async () => {
+    const internal = http.createServer((_req, res) => res.writeHead(403, { 'content-type': 'text/plain' }).end(INTERNAL_BODY));
+    await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(internal.address() as AddressInfo).port}/internal`;
+      assert.equal((await admin.post('/app/mcp/new', { csrf, id: 'internal', url, transport: 'streamable_http' })).status, 303);
+      const page = await pageWith('internal', 'down');
+      assert.match(rowOf(page, 'internal')!, /HTTP 403 forbidden/);
+      assert.ok(!page.includes('INTERNAL-SECRET-BODY') && !page.includes('aws_secret_access_key'), 'the body is not on the page');
+      const status = await (await fetch(`${sluice.url}/status.json`)).text();
+      assert.ok(!status.includes('INTERNAL-SECRET-BODY'));
+      assert.equal((await admin.post('/app/mcp/internal/delete', { csrf })).status, 303);
+    } finally {
+      await new Promise((resolve) => internal.close(resolve));
+    }
+  });
+
+  test('/status names a down server in degraded, since it first went down, while it keeps failing', async () => {
+    type Status = { status: string; degraded: { component: string; since: string; message: string }[]; mcp_servers: { id: string; status: string; since: string | null }[] };
+    const seen = new Set<string>();
+    // `gone` is retried every second or two; each of the two workers has its own connection, so at most two distinct times.
+    const end = Date.now() + 4_000;
+    while (Date.now() < end) {
+      const json = (await (await fetch(`${sluice.url}/status.json`)).json()) as Status;
+      const gone = json.mcp_servers.find((server) => server.id === 'gone')!;
+      if (gone.status === 'down') {
+        seen.add(gone.since!);
+        assert.equal(json.status, 'degraded');
+        const entry = json.degraded.find((d) => d.component === 'mcp_server:gone');
+        assert.ok(entry !== undefined, `gone is named in degraded: ${JSON.stringify(json.degraded)}`);
+        assert.equal(entry.since, gone.since);
+        assert.ok(!JSON.stringify(json.degraded).includes('127.0.0.1'), 'no address in degraded');
+      } else assert.equal(gone.status, 'connecting');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.ok(seen.size >= 1 && seen.size <= 2, `down since ${[...seen].join(', ')}: one time per worker`);
   });
 });
 
