@@ -26,7 +26,7 @@ before(async () => {
   upstream = await startStreamableHttpMcpUpstream({ token: TOKEN });
   const dataDir = tempDir();
   await createAccount(dataDir, 'admin', PASSWORD, true);
-  sluice = await startSluice({ dataDir, config: `mcp_servers:\n  - id: a-file-server-with-a-long-id\n    url: http://127.0.0.1:9/a/rather/long/path/to/an/mcp/endpoint/that/is/down\n` });
+  sluice = await startSluice({ dataDir, config: `mcp_servers:\n  - id: a-file-server-with-a-long-id\n    url: http://127.0.0.1:9/a/rather/long/path/to/an/mcp/endpoint/that/is/down\n`, env: { SLUICE_MCP_CONSOLE_ALLOW_LOOPBACK: '1' } }); // the fake upstream is on loopback
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
   page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   page.on('request', (request) => assert.ok(request.url().startsWith(sluice.url), `outside request: ${request.url()}`));

@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startStreamableHttpMcpUpstream, STDIO_FAKE_PATH, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
@@ -17,6 +19,7 @@ const TOKEN = 'doctor-upstream-token-3f9a';
 const WRONG_TOKEN = 'doctor-wrong-token-81bd';
 const CONSOLE_TOKEN = 'doctor-console-token-c04e';
 const STDIO_SECRET = 'doctor-stdio-secret-77aa';
+const INTERNAL_BODY = 'INTERNAL-SECRET-BODY: aws_secret_access_key=doctor-9d1f';
 
 interface Report {
   ok: boolean;
@@ -27,10 +30,14 @@ let upstream: FakeMcpUpstream;
 let consoleUpstream: FakeMcpUpstream;
 let dataDir: string;
 let config: string;
+let internal: http.Server;
 
 before(async () => {
   upstream = await startStreamableHttpMcpUpstream({ token: TOKEN });
   consoleUpstream = await startStreamableHttpMcpUpstream({ token: CONSOLE_TOKEN });
+  // An internal service that is no MCP server, answering with a secret body.
+  internal = http.createServer((_req, res) => res.writeHead(403, { 'content-type': 'text/plain' }).end(INTERNAL_BODY));
+  await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
   dataDir = tempDir('mcp-doctor-');
   config = join(dataDir, 'doctor.yaml');
   writeFileSync(
@@ -46,6 +53,8 @@ before(async () => {
     command: ${process.execPath}
     args: [${JSON.stringify(STDIO_FAKE_PATH)}]
     env: { FAKE_STDIO_TOKEN: ${STDIO_SECRET} }
+  - id: internal
+    url: http://127.0.0.1:${(internal.address() as AddressInfo).port}/internal
   - id: broken
     command: ${process.execPath}
     args: [-e, "process.exit(3)"]
@@ -68,6 +77,7 @@ before(async () => {
 after(async () => {
   await upstream.close();
   await consoleUpstream.close();
+  await new Promise((resolve) => internal.close(resolve));
 });
 
 describe('sluice doctor and MCP servers', () => {
@@ -85,6 +95,10 @@ describe('sluice doctor and MCP servers', () => {
     assert.match(byName.get('MCP server refused')!.fix!, /headers \(its token\)/);
     assert.equal(byName.get('MCP server broken')?.status, 'fail');
     assert.match(byName.get('MCP server broken')!.fix!, /check the command/);
+    assert.equal(byName.get('MCP server internal')?.status, 'fail');
+    assert.match(byName.get('MCP server internal')!.message, /: HTTP 403 forbidden$/, 'the status and a fixed reason, never the body');
+    assert.match(byName.get('MCP server refused')!.message, /: HTTP 401 unauthorized$/);
+    assert.ok(!(result.stdout + result.stderr).includes('INTERNAL-SECRET-BODY'), 'the internal body is not printed');
     for (const secret of [TOKEN, WRONG_TOKEN, CONSOLE_TOKEN, STDIO_SECRET]) assert.ok(!(result.stdout + result.stderr).includes(secret), 'no secret in the report');
     const text = await cli(['doctor', '--config', config, '--data', dataDir], ALLOW_LOOPBACK);
     assert.match(text.stdout, /^FAIL  MCP server refused: streamable_http at .* — fix: /m);
