@@ -2,9 +2,31 @@ import type { BumpCounter, ChangeCounters } from './change-counters.js';
 import type { ChangeTopic } from '../changes/change-feed.js';
 import type { Kysely } from './kysely.js';
 import type { Database } from './schema.js';
+import { byBytes } from './text-order.js';
 
 /** The console's tables of sealed entries (an id, its plain fields as JSON, its secrets sealed). */
 type ConsoleEntryTable = 'console_providers' | 'console_mcp_servers';
+
+/** A console entry as stored: its plain fields parsed, its secrets still sealed. */
+export interface StoredConsoleEntry {
+  readonly id: string;
+  readonly config: Record<string, unknown>;
+  readonly secrets: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** Every entry of a console table, oldest first (ties by id, byte order on both stores). */
+export async function listConsoleEntries(db: Kysely<Database>, table: ConsoleEntryTable, dialect: 'sqlite' | 'postgres'): Promise<StoredConsoleEntry[]> {
+  const rows = await db.selectFrom(table).selectAll().orderBy('created_at').orderBy(byBytes('id', dialect)).execute();
+  return rows.map((row) => ({
+    id: row.id,
+    config: JSON.parse(row.config) as Record<string, unknown>,
+    secrets: row.secrets,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  }));
+}
 
 /**
  * Writes one console entry (a provider, an MCP server) and bumps `topic`'s counter in the same

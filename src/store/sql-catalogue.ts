@@ -1,5 +1,5 @@
 import type { Kysely } from './kysely.js';
-import { deleteConsoleEntry, putConsoleEntry } from './console-entries.js';
+import { deleteConsoleEntry, listConsoleEntries, putConsoleEntry } from './console-entries.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
 import type { CatalogueRepository, DiscoveredList, DiscoverySchedule, StoredModel, StoredPriceList, StoredProvider } from './store.js';
@@ -13,15 +13,8 @@ export class SqlCatalogue implements CatalogueRepository {
     private readonly dialect: 'sqlite' | 'postgres',
   ) {}
 
-  async providers(): Promise<StoredProvider[]> {
-    const rows = await this.db.selectFrom('console_providers').selectAll().orderBy('created_at').orderBy(byBytes('id', this.dialect)).execute();
-    return rows.map((row) => ({
-      id: row.id,
-      config: JSON.parse(row.config) as Record<string, unknown>,
-      secrets: row.secrets,
-      createdAt: Number(row.created_at),
-      updatedAt: Number(row.updated_at),
-    }));
+  providers(): Promise<StoredProvider[]> {
+    return listConsoleEntries(this.db, 'console_providers', this.dialect);
   }
 
   async models(): Promise<StoredModel[]> {

@@ -1,9 +1,8 @@
-import { deleteConsoleEntry, putConsoleEntry } from './console-entries.js';
+import { deleteConsoleEntry, listConsoleEntries, putConsoleEntry } from './console-entries.js';
 import type { Kysely } from './kysely.js';
 import type { ChangeCounters } from './change-counters.js';
 import type { Database } from './schema.js';
 import type { McpServersRepository, StoredMcpServer } from './store.js';
-import { byBytes } from './text-order.js';
 
 /**
  * Upstream MCP servers registered in the console. Every change bumps `mcp_servers_version` (and so
@@ -19,15 +18,8 @@ export class SqlMcpServers implements McpServersRepository {
     private readonly dialect: 'sqlite' | 'postgres',
   ) {}
 
-  async list(): Promise<StoredMcpServer[]> {
-    const rows = await this.db.selectFrom('console_mcp_servers').selectAll().orderBy('created_at').orderBy(byBytes('id', this.dialect)).execute();
-    return rows.map((row) => ({
-      id: row.id,
-      config: JSON.parse(row.config) as Record<string, unknown>,
-      secrets: row.secrets,
-      createdAt: Number(row.created_at),
-      updatedAt: Number(row.updated_at),
-    }));
+  list(): Promise<StoredMcpServer[]> {
+    return listConsoleEntries(this.db, 'console_mcp_servers', this.dialect);
   }
 
   put(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean> {

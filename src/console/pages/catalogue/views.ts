@@ -22,7 +22,7 @@ export type EntryKind = 'providers' | 'models';
 export type EntryMode = 'create' | 'update';
 
 /** A text input of an entry form, with its label, hint and error wired for assistive technology. */
-function field(name: string, label: string, values: FormValues, errors: FieldErrors, options: { type?: string; hint?: string | Html; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
+export function field(name: string, label: string, values: FormValues, errors: FieldErrors, options: { type?: string; hint?: string | Html; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
   const id = `f-${name}`;
   const error = errors[name];
   const described = [options.hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ');
@@ -50,7 +50,7 @@ ${typeof value === 'string' ? value : ''}</textarea>
 </div>`;
 }
 
-function errorSummary(errors: FieldErrors): Html {
+export function errorSummary(errors: FieldErrors): Html {
   const entries = Object.entries(errors);
   if (entries.length === 0) return html``;
   return html`<div class="notice notice-error" role="alert"><p>Nothing was saved:</p><ul>${entries.map(([name, message]) => html`<li>${name === '_' ? '' : html`<code>${name}</code>: `}${message}</li>`)}</ul></div>`;

@@ -9,6 +9,7 @@ import { userOf } from '../../console-context.js';
 import { formatPrice, html, layout, timeTag, type Html } from '../../html.js';
 import type { Session } from '../../sessions.js';
 import type { FormValues } from '../catalogue/forms.js';
+import { errorSummary, field } from '../catalogue/views.js';
 
 export type McpFormMode = 'create' | 'update';
 
@@ -74,25 +75,6 @@ ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
   });
 }
 
-function errorSummary(errors: FieldErrors): Html {
-  const entries = Object.entries(errors);
-  if (entries.length === 0) return html``;
-  return html`<div class="notice notice-error" role="alert"><p>Nothing was saved:</p><ul>${entries.map(([name, message]) => html`<li>${name === '_' ? '' : html`<code>${name}</code>: `}${message}</li>`)}</ul></div>`;
-}
-
-function textInput(name: string, label: string, values: FormValues, errors: FieldErrors, options: { type?: string; hint?: string | Html; required?: boolean; readonly?: boolean; placeholder?: string; step?: string } = {}): Html {
-  const id = `f-${name}`;
-  const error = errors[name];
-  const described = [options.hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ');
-  const value = values[name];
-  return html`<div class="field">
-  <label for="${id}">${label}${options.required ? '' : html` <span class="muted">(optional)</span>`}</label>
-  <input id="${id}" name="${name}" type="${options.type ?? 'text'}" value="${typeof value === 'string' ? value : ''}"${options.required ? html` required` : ''}${options.readonly ? html` readonly` : ''}${options.placeholder ? html` placeholder="${options.placeholder}"` : ''}${options.step ? html` step="${options.step}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${error ? html` aria-invalid="true"` : ''} autocomplete="off">
-  ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
-  ${error ? html`<p class="field-error" id="${id}-err">${error}</p>` : ''}
-</div>`;
-}
-
 /** The HTTP server form. `headerNames`: the stored headers' names (their values are never sent back). */
 export function mcpServerForm(session: Session, mode: McpFormMode, values: FormValues, errors: FieldErrors, headerNames: readonly string[]): Html {
   const action = mode === 'create' ? '/app/mcp/new' : `/app/mcp/${encodeURIComponent(String(values.id))}/edit`;
@@ -108,14 +90,14 @@ export function mcpServerForm(session: Session, mode: McpFormMode, values: FormV
 ${errorSummary(errors)}
 <form method="post" action="${action}" class="stack">
   <input type="hidden" name="csrf" value="${session.csrf}">
-  ${textInput('id', 'Id', values, errors, { required: true, readonly: mode === 'update', hint: html`1-32 letters, digits, <code>-</code> or <code>_</code> (never two <code>_</code> in a row): its tools are offered as <code>id__tool</code>, and keys name it in their MCP allow-list.` })}
-  ${textInput('url', 'URL', values, errors, { type: 'url', required: true, placeholder: 'https://mcp.example.com/mcp', hint: 'The server’s MCP endpoint (http:// or https://). Not this gateway’s own /mcp.' })}
+  ${field('id', 'Id', values, errors, { required: true, readonly: mode === 'update', hint: html`1-32 letters, digits, <code>-</code> or <code>_</code> (never two <code>_</code> in a row): its tools are offered as <code>id__tool</code>, and keys name it in their MCP allow-list.` })}
+  ${field('url', 'URL', values, errors, { type: 'url', required: true, placeholder: 'https://mcp.example.com/mcp', hint: 'The server’s MCP endpoint (http:// or https://). Not this gateway’s own /mcp.' })}
   <div class="field">
     <label for="f-transport">Transport</label>
     <select id="f-transport" name="transport">${MCP_TRANSPORTS.map((t) => html`<option value="${t}"${transport === t ? html` selected` : ''}>${TRANSPORT_LABELS[t]}</option>`)}</select>
     ${errors.transport ? html`<p class="field-error">${errors.transport}</p>` : ''}
   </div>
-  ${textInput('price_per_call', 'Price per tool call (USD)', values, errors, { type: 'number', step: 'any', placeholder: 'free', hint: 'Counted against key and account budgets; empty: tool calls are free and budgets do not count them.' })}
+  ${field('price_per_call', 'Price per tool call (USD)', values, errors, { type: 'number', step: 'any', placeholder: 'free', hint: 'Counted against key and account budgets; empty: tool calls are free and budgets do not count them.' })}
   <div class="field">
     <label for="f-headers">Headers <span class="muted">(optional, one <code>Name: value</code> per line)</span></label>
     <textarea id="f-headers" name="headers" rows="2" spellcheck="false" aria-describedby="f-headers-hint" autocomplete="off"></textarea>
