@@ -429,6 +429,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
         }
         if (this.current !== session) return;
         this.cached = { ...this.cached, ...update };
+        if (this.listsCut !== null && this.status.state === 'ready') this.status = { ...this.status, error: this.listsCut };
         this.emit(kind);
       }
     } catch (error) {
