@@ -36,3 +36,12 @@ export function toolOfRolledUp(name: string): string | undefined {
 
 /** The pieces of the same rule in SQL (the whole-ledger backfill): see rolledUpName. */
 export const ROLLED_UP_NAME_SQL = { toolOperation: TOOL_CALL_OPERATION, operationPrefix: MCP_OPERATION_PREFIX, prefix: ROLLED_UP_MCP_PREFIX } as const;
+
+/** Control characters (terminal escapes, newlines) and format characters (bidirectional overrides): never in a label, a ledger name or a terminal. */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}]/gu;
+
+/** A name from an upstream (a tool's, a prompt's) as labels, the ledger and reports may show it: unprintable characters taken out, at most `max` characters. */
+export function printableName(name: string, max: number): string {
+  const printable = name.slice(0, max * 2).replace(UNPRINTABLE, '');
+  return printable.length > max ? printable.slice(0, max) : printable;
+}
