@@ -45,8 +45,10 @@ export interface Resolved<Result> {
   readonly server: UpstreamMcpServer;
   /** The ledger's `model` (sanitised by the runner). */
   readonly ledgerModel: string;
-  /** The metrics' and span's tool name (the caller-visible name), or null for a method without one. */
+  /** The metrics' and span's tool name (printable, bounded), or null for a method without one. */
   readonly label: string | null;
+  /** What the call is charged (`price_per_call`, for tool calls), or undefined: free, and not held to a budget. */
+  readonly price: number | undefined;
   /** Checks run once the call is admitted (a tool's arguments): a fault refuses the call before it is sent. */
   check?(): McpError | undefined;
   invoke(options: CallOptions): Promise<Result>;
@@ -121,7 +123,7 @@ export async function runUpstreamCall<Params, Result>(deps: UpstreamCallDeps, ct
     serverId = server.id;
     label = resolved.label;
     ledgerModel = printableName(resolved.ledgerModel, MAX_LEDGER_NAME * 2);
-    const price = server.config.price_per_call;
+    const price = resolved.price;
     admitted = await admit(deps, ctx.principal, price);
     const fault = resolved.check?.();
     if (fault !== undefined) throw fault;

@@ -1,11 +1,14 @@
 import { CallToolRequestParamsSchema, GetPromptRequestParamsSchema, ReadResourceRequestParamsSchema, type CallToolRequestParams, type CallToolResult, type GetPromptRequestParams, type GetPromptResult, type ReadResourceRequestParams, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
-import { PROMPT_GET_OPERATION, RESOURCE_READ_OPERATION, TOOL_CALL_OPERATION } from '../core/tool-calls.js';
+import { printableName, PROMPT_GET_OPERATION, RESOURCE_READ_OPERATION, TOOL_CALL_OPERATION } from '../core/tool-calls.js';
 import { ERROR_CODES, invalidParams, McpError, parseParams } from './jsonrpc.js';
-import { callerName, callerUri } from './names.js';
+import { callerUri } from './names.js';
 import { MAX_LEDGER_NAME, Unresolved, type UpstreamMethod } from './upstream-call.js';
 import { UpstreamMcpError } from './upstream/upstream-server.js';
 
 /** The three methods that reach an upstream server, each as the stage runner (upstream-call.ts) takes it. */
+
+/** The most of a tool's name a metric label or a span name holds. */
+const MAX_LABEL = 64;
 
 function shortened(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
@@ -41,8 +44,9 @@ export const CALL_TOOL: UpstreamMethod<CallToolRequestParams, CallToolResult> = 
     return {
       server,
       ledgerModel: `${server.id}/${tool.upstream.name}`,
-      // The aggregated name: made of [A-Za-z0-9_-], at most 64 characters, whatever the upstream calls the tool.
-      label: callerName(server.id, tool.upstream.name),
+      // The upstream's name as a label may hold it: no control characters (a terminal escape, a newline), at most 64 characters.
+      label: printableName(tool.upstream.name, MAX_LABEL),
+      price: server.config.price_per_call,
       check: () => named.checks.check(tool.upstream, name, args ?? {}),
       invoke: (options) => server.callTool(tool.upstream.name, args, options),
       // On `/mcp`, resource URIs in a result are the caller's (`sluice-mcp://{server}/…`), so that a link can be read back through Sluice.
@@ -81,6 +85,8 @@ export const READ_RESOURCE: UpstreamMethod<ReadResourceRequestParams, ReadResour
       server,
       ledgerModel: server.id,
       label: null,
+      // `price_per_call` prices tool calls: reading a resource or getting a prompt is free (and counted against rpm and concurrency).
+      price: undefined,
       invoke: (options) => server.readResource(target.uri, options),
       toCaller: (result) => (ctx.endpoint !== '' ? result : { ...result, contents: result.contents.map((content) => ({ ...content, uri: callerUri(server.id, content.uri) })) }),
     };
@@ -105,6 +111,7 @@ export const GET_PROMPT: UpstreamMethod<GetPromptRequestParams, GetPromptResult>
       server,
       ledgerModel: `${server.id}/${prompt.upstream.name}`,
       label: null,
+      price: undefined,
       invoke: (options) => server.getPrompt(prompt.upstream.name, params.arguments, options),
       toCaller: (result) => result,
     };

@@ -247,7 +247,7 @@ export class GatewayMetrics {
     if (record.server !== null && record.upstreamMs > 0) this.toolCallOverhead.observe({ server: record.server }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
   }
 
-  /** A tool's label: its caller-visible name for the first MAX_TOOL_LABELS of its server, then `other` (an upstream cannot grow the series without bound). */
+  /** A tool's label: its (printable) name for the first MAX_TOOL_LABELS tools of its server, then `other` (an upstream cannot grow the series without bound). */
   private toolLabel(server: string | null, tool: string | null): string {
     if (server === null || tool === null) return UNRESOLVED_TOOL;
     let seen = this.toolLabels.get(server);

@@ -28,7 +28,7 @@ export interface ToolCallStart {
 /** What a tool call came to: the upstream server and tool once resolved (null when the name was unknown or denied: never the caller's text). */
 export interface ToolCallRecord {
   readonly server: string | null;
-  /** The caller-visible (aggregated) name of the tool, made of [A-Za-z0-9_-]: null for an unresolved tool and for the other methods. */
+  /** The upstream's name of the tool, printable (no control characters) and at most 64 characters: null for an unresolved tool and for the other methods. */
   readonly tool: string | null;
   /** HTTP-like, as in the ledger (200, 400 bad arguments, 404 unknown, 429 limited, 502, 504, 499). */
   readonly status: number;

@@ -144,7 +144,7 @@ export class Tracing {
   }
 
   toolCallEnded(span: Span, record: ToolCallRecord): void {
-    // The caller-visible name: [A-Za-z0-9_-] only, whatever the upstream calls its tool.
+    // Printable and bounded (see ToolCallRecord): the upstream's text never breaks a span name.
     if (record.tool !== null) {
       span.updateName(`${EXECUTE_TOOL} ${record.tool}`);
       span.setAttribute('gen_ai.tool.name', record.tool);
