@@ -236,12 +236,9 @@ export class GatewayMetrics {
   }
 
   toolCallEnded(method: McpCallMethod, record: ToolCallRecord): void {
-    const labels: Labels = { mcp_method_name: method, server: record.server ?? UNRESOLVED_TOOL };
-    // Tool execution by the GenAI conventions; the other methods are MCP's alone.
-    if (method === 'tools/call') {
-      labels.gen_ai_operation_name = EXECUTE_TOOL;
-      labels.gen_ai_tool_name = this.toolLabel(record.server, record.tool);
-    }
+    // Tool execution by the GenAI conventions; the other methods are MCP's alone. (Labels in TOOL_CALL_LABELS's order.)
+    const tool: Labels = method === 'tools/call' ? { gen_ai_operation_name: EXECUTE_TOOL, gen_ai_tool_name: this.toolLabel(record.server, record.tool) } : {};
+    const labels: Labels = { mcp_method_name: method, ...tool, server: record.server ?? UNRESOLVED_TOOL };
     if (record.errorKind !== null) labels.error_type = record.errorKind;
     this.toolCallDuration.observe(labels, record.durationMs / 1000);
     if (record.server !== null && record.upstreamMs > 0) this.toolCallOverhead.observe({ server: record.server }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
