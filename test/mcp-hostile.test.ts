@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CallToolResult, TextContent } from '@modelcontextprotocol/sdk/types.js';
 import { startStreamableHttpMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
 import { connectClient, initialize, rpc } from './support/mcp-gateway.js';
-import { createKey, eventually, startSluice, type RunningSluice } from './support/sluice.js';
+import { cli, createKey, eventually, startSluice, type RunningSluice } from './support/sluice.js';
 
 const PRICE = 0.5;
 const textOf = (result: unknown) => ((result as CallToolResult).content[0] as TextContent).text;
@@ -100,6 +100,13 @@ describe('MCP: hostile upstreams, every upstream method metered, charging, secre
       return mine.length === 2 ? mine : undefined;
     }, 5_000, 'two rows');
     assert.deepEqual(others.map((row) => `${row.operation} ${row.model} ${row.status} ${Number(row.cost_usd)}`).sort(), ['mcp.prompts/get web/plain 200 0', 'mcp.resources/read web 200 0']);
+    // The usage reports file reads and prompts as MCP lines, never as models.
+    const usage = await cli(['usage', '--json', '--by', 'model', '--data', sluice.dataDir]);
+    assert.equal(usage.code, 0, usage.stderr);
+    const lines = JSON.parse(usage.stdout) as Record<string, unknown>[];
+    assert.equal(lines.find((line) => line.mcp_tool === 'resources/read web')?.calls, 6);
+    assert.equal(lines.find((line) => line.mcp_tool === 'prompts/get web/plain')?.calls, 2);
+    assert.ok(!lines.some((line) => line.model !== undefined), 'no MCP call is taken for a model');
   });
 
   test('price_per_call is charged once the call was sent (a cancellation after sending pays), never for a call refused before', async () => {
