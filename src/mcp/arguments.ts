@@ -44,7 +44,7 @@ export class ArgumentChecks {
       validateFormats: false,
       // The first error is enough to name a field, and stops the work early.
       allErrors: false,
-      code: { regExp: linearPatterns((pattern) => this.logger.warn({ server: this.serverId, pattern: pattern.slice(0, 200) }, `a pattern in a tool schema of MCP server ${this.serverId} is not one the gateway runs (a lookaround or back-reference): that pattern is left to the upstream server to check`)) },
+      code: { regExp: linearPatterns((pattern) => this.logger.warn({ server: this.serverId, pattern: pattern.slice(0, 200) }, `a pattern in a tool schema of MCP server ${this.serverId} is not one the gateway runs (a lookaround, a back-reference, or past its count of distinct patterns): that pattern is left to the upstream server to check`)) },
     };
   }
 
@@ -107,18 +107,38 @@ interface Tester {
 }
 
 /**
+ * RE2 programs by flags and pattern, shared by every compiled schema of the process. RE2 lives in
+ * WebAssembly memory that the garbage collector does not free, and a validator may hold a program
+ * as long as it lives: so each distinct pattern is compiled once, and at most MAX_PATTERNS of them
+ * (null: RE2 could not compile it). Past that a new pattern is left to the upstream.
+ */
+const programs = new Map<string, Tester | null>();
+export const MAX_PATTERNS = 4096;
+
+/**
  * Ajv's pattern engine: RE2, which runs in linear time. A pattern RE2 cannot compile (a lookaround,
- * a back-reference) passes every string here (the upstream still checks it); `refused` is told once per pattern.
+ * a back-reference) passes every string here (the upstream still checks it); `refused` is told once per compile.
  */
 export function linearPatterns(refused: (pattern: string) => void): { (pattern: string, flags: string): Tester; code: string } {
   const engine = (pattern: string, flags: string): Tester => {
-    try {
-      // RE2 runs only in unicode mode, which is how JSON Schema's patterns are meant.
-      return new RE2(pattern, flags.includes('u') ? flags : `${flags}u`);
-    } catch {
-      refused(pattern);
-      return { test: () => true };
+    // RE2 runs only in unicode mode, which is how JSON Schema's patterns are meant.
+    const unicode = flags.includes('u') ? flags : `${flags}u`;
+    const key = `${unicode}/${pattern}`;
+    let program = programs.get(key);
+    if (program === undefined) {
+      if (programs.size >= MAX_PATTERNS) program = null;
+      else {
+        try {
+          program = new RE2(pattern, unicode);
+        } catch {
+          program = null;
+        }
+        programs.set(key, program);
+      }
     }
+    if (program !== null) return program;
+    refused(pattern);
+    return { test: () => true };
   };
   engine.code = 'RE2';
   return engine;
