@@ -23,6 +23,7 @@ export interface McpServiceDeps extends Omit<UpstreamCallDeps, 'directory'> {
 }
 
 const ENDED_TOPIC = 'mcp.session-ended';
+const OFFERED_VERSION = InitializeRequestParamsSchema.pick({ protocolVersion: true });
 
 /** Every revision the SDK speaks, newest first; a client offering another is offered the newest. */
 export const PROTOCOL_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
@@ -66,7 +67,8 @@ export class McpService {
 
   /** A new session for the key on this endpoint, at the revision negotiated from the client's offer. */
   initialize(keyId: string, endpoint: Endpoint, params: Record<string, unknown>): { readonly token: string; readonly result: Record<string, unknown> } {
-    const offered = parseParams(InitializeRequestParamsSchema, params).protocolVersion;
+    // Only the revision matters here: a client that leaves out `clientInfo` or `capabilities` (both required) is still served.
+    const offered = parseParams(OFFERED_VERSION, params).protocolVersion;
     const version = PROTOCOL_VERSIONS.includes(offered) ? offered : LATEST_PROTOCOL_VERSION;
     const { token } = this.tokens.issue(keyId, endpoint, version);
     const listChanged = { listChanged: true };
