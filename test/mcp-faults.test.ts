@@ -58,7 +58,8 @@ describe('MCP faults', () => {
     await eventually(() => (world.web.requests.some((request) => request.body?.params?.arguments?.ms === 1_200) ? true : undefined), 5_000, 'the call upstream');
     await world.web.kill();
     try {
-      await assert.rejects(call, rejectsWith(-32010, /MCP server web is unavailable/));
+      // Sent before the server died: it may have run, and the caller is told so (not to try again as if it had not).
+      await assert.rejects(call, rejectsWith(-32013, /MCP server web was lost after the call was sent: it may have run/));
       // While it is down its tools are not unknown: the key may use that server, and is told it is unavailable.
       await assert.rejects(client.callTool({ name: 'web__echo', arguments: { text: 'down' } }), rejectsWith(-32010, /MCP server web is unavailable/));
       const { tools } = await client.listTools();
@@ -70,7 +71,7 @@ describe('MCP faults', () => {
   });
 
   test('a stdio server that crashes is restarted; the call that crashed it fails, the next works', async () => {
-    await assert.rejects(client.callTool({ name: 'local__crash', arguments: {} }), rejectsWith(-32010, /MCP server local is unavailable/));
+    await assert.rejects(client.callTool({ name: 'local__crash', arguments: {} }), rejectsWith(-32013, /MCP server local was lost after the call was sent/));
     await worksAgain(client, 'local__echo', 'restarted');
   });
 
@@ -119,10 +120,10 @@ describe('MCP faults', () => {
 
   test('the ledger says what each fault was', async () => {
     const expected: [string, string][] = [
-      ['web/slow', '502 upstream_unavailable'],
+      ['web/slow', '502 upstream_interrupted'],
       ['web/slow', '504 upstream_timeout'],
       ['web/slow', '499 client_closed'],
-      ['local/crash', '502 upstream_unavailable'],
+      ['local/crash', '502 upstream_interrupted'],
       ['web/big', '502 result_too_large'],
       ['web/add', '400 invalid_params'],
       ['web/add', '200 null'],

@@ -55,7 +55,7 @@ describe('the MCP gateway at /mcp', () => {
     const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
     const none = await rpc(world.sluice.url, key, list);
     assert.equal(none.status, 400);
-    assert.equal(none.json.error.code, -32000);
+    assert.equal(none.json.error.code, -32030);
     assert.match(none.json.error.message, /Mcp-Session-Id/);
 
     const forged = await rpc(world.sluice.url, key, list, { 'mcp-session-id': 'eyJ2IjoxfQ.AAAA', 'mcp-protocol-version': '2025-11-25' });
@@ -105,7 +105,7 @@ describe('the MCP gateway at /mcp', () => {
     }
     const put = await fetch(new URL('/mcp', world.sluice.url), { method: 'PUT', headers });
     assert.equal(put.status, 405);
-    assert.equal(((await put.json()) as { error: { code: number } }).error.code, -32000);
+    assert.equal(((await put.json()) as { error: { code: number } }).error.code, -32030);
   });
 
   test('the probes clients send: server/discover without a session is method-not-found, .well-known paths are 404, no key is 401 with WWW-Authenticate', async () => {
@@ -120,7 +120,7 @@ describe('the MCP gateway at /mcp', () => {
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="sluice"');
     assert.equal(anonymous.json.jsonrpc, '2.0');
-    assert.equal(anonymous.json.error.code, -32001);
+    assert.equal(anonymous.json.error.code, -32031);
     const wrong = await rpc(world.sluice.url, 'sk-not-a-key', { jsonrpc: '2.0', id: 1, method: 'ping' });
     assert.equal(wrong.status, 401);
   });

@@ -92,26 +92,7 @@ export class LimitAdmission implements Admission {
       throw this.refused({ admitted: false, scope: unaffordable.scope, reason: 'budget', retryAfterMs: null, requests: null, tokens: null }, { ...beyondOrdinary, wholeBudgetUsd: unaffordable.budget!.usd }, demand);
     }
     const admitted = beyondOrdinary.usd > 0 ? scopes.map((scope) => budgetRule(scope, beyondOrdinary.usd)) : scopes;
-    let result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
-    for (let seeded = 0; 'unseeded' in result; seeded++) {
-      // Seeded, then lost again at once (Redis restarting): the request is not worth more tries.
-      if (seeded === 2) throw new GatewayError('internal_error', 'The spend counters could not be prepared; try again shortly.');
-      const unseeded = result.unseeded;
-      await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
-      result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
-    }
-    if (!result.admitted) throw this.refused(result, beyondOrdinary, demand);
-    if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
-    let settled = false;
-    return {
-      headers: rateLimitHeaders(result.requests, result.tokens),
-      settle: (used) => {
-        if (settled) return;
-        settled = true;
-        this.held.delete(reservation.lease);
-        this.counter.settle(scopes, reservation, used).catch((error: unknown) => this.logger.warn({ err: error }, 'settling a request against its limits failed'));
-      },
-    };
+    return this.hold(scopes, admitted, reservation, (refused) => refusal(refused, beyondOrdinary, demand), (used) => used, 'settling a request against its limits failed');
   }
 
   /**
@@ -129,23 +110,44 @@ export class LimitAdmission implements Admission {
       .filter((scope) => scope.rpm > 0 || scope.concurrency > 0 || scope.budget !== null);
     if (scopes.length === 0) return UNLIMITED;
     const reservation: Reservation = { lease: `${this.leasePrefix}${this.leases++}`, tokens: 0, costUsd: call.costUsd ?? 0 };
-    let result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+    return this.hold(scopes, scopes, reservation, callRefusal, (used) => ({ tokens: 0, costUsd: used.costUsd }), 'settling a call against its limits failed');
+  }
+
+  /**
+   * The counters' admission of a reservation, shared by requests and calls: seeded from the ledger
+   * when a budget's counter is missing, refused (counted) with the caller's message, else held (a
+   * concurrency slot's lease renewed here) until settled once. `admitted` are the scopes with the
+   * rule the reservation is admitted by; `scopes` as they are settled.
+   */
+  private async hold(
+    scopes: readonly ScopeLimits[],
+    admitted: readonly ScopeLimits[],
+    reservation: Reservation,
+    refused: (result: Refusal) => GatewayError,
+    usedOf: (used: Parameters<Admitted['settle']>[0]) => Parameters<Admitted['settle']>[0],
+    settleFailure: string,
+  ): Promise<Admitted> {
+    let result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
     for (let seeded = 0; 'unseeded' in result; seeded++) {
+      // Seeded, then lost again at once (Redis restarting): the request is not worth more tries.
       if (seeded === 2) throw new GatewayError('internal_error', 'The spend counters could not be prepared; try again shortly.');
       const unseeded = result.unseeded;
       await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
-      result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+      result = await this.counter.admit(admitted, reservation, this.settings.leaseMs);
     }
-    if (!result.admitted) throw this.refused(result, { usd: 0, ordinaryCap: 0 }, { promptTokens: async () => 0, maxOutputTokens: 0, choices: 1 });
+    if (!result.admitted) {
+      this.countRefusal(result.scope, result.reason);
+      throw refused(result);
+    }
     if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
     let settled = false;
     return {
-      headers: rateLimitHeaders(result.requests, null),
+      headers: rateLimitHeaders(result.requests, result.tokens),
       settle: (used) => {
         if (settled) return;
         settled = true;
         this.held.delete(reservation.lease);
-        this.counter.settle(scopes, reservation, { tokens: 0, costUsd: used.costUsd }).catch((error: unknown) => this.logger.warn({ err: error }, 'settling a call against its limits failed'));
+        this.counter.settle(scopes, reservation, usedOf(used)).catch((error: unknown) => this.logger.warn({ err: error }, settleFailure));
       },
     };
   }
@@ -276,6 +278,18 @@ function budgetRule(scope: ScopeLimits, beyondOrdinaryUsd: number): ScopeLimits 
 function splitScope(scope: string): [string, string] {
   const colon = scope.indexOf(':');
   return [scope.slice(0, colon), scope.slice(colon + 1)];
+}
+
+/** A call's refusal (an MCP call: no tokens, no output cap; a reservation of its price, if it has one). */
+function callRefusal(result: Refusal): GatewayError {
+  const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
+  const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+  const again = retryAfter === undefined ? '' : ` Try again in ${retryAfter} s.`;
+  const headers = rateLimitHeaders(result.requests, null);
+  const retry = retryAfter === undefined ? {} : { retryAfter };
+  if (result.reason === 'budget') return new GatewayError('budget_exhausted', `${owner} has used its spend budget for this period, to which this MCP server's calls are charged (price_per_call).${again}`, { headers, ...retry });
+  const limited = result.reason === 'concurrency' ? 'requests in flight' : 'requests per minute';
+  return new GatewayError('rate_limited', `Rate limit reached: ${owner.charAt(0).toLowerCase()}${owner.slice(1)} is limited in ${limited}, and MCP calls count as requests.${again}`, { headers, type: 'requests', ...retry });
 }
 
 /** Each price as an operator writes it under `pricing:` (`input_per_mtok`), by the catalogue's name for it. */

@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { InitializeRequestParamsSchema, LATEST_PROTOCOL_VERSION, PaginatedRequestParamsSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { McpSettings } from '../config/config-file.js';
 import { decodeCursor, pageOf, type ListKind } from './cursor.js';
 import { McpDirectory, type Endpoint, type ReachableServer } from './directory.js';
 import { InFlightRequests } from './in-flight.js';
-import { invalidParams, McpError, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, type JsonRpcRequest, type RequestId } from './jsonrpc.js';
+import { invalidParams, McpError, METHOD_NOT_FOUND, parseParams, type JsonRpcRequest, type RequestId } from './jsonrpc.js';
 import { ListNotifier, type ListenerStream } from './list-notifier.js';
-import { callerUri } from './names.js';
 import { EndedSessions, SessionTokens, type McpSession, type SessionCheck } from './session-token.js';
 import type { Siblings } from './siblings.js';
-import { callTool, toMcpError, type CallContext, type ToolCallDeps } from './tool-call.js';
+import { runUpstreamCall, toMcpError, type CallContext, type UpstreamCallDeps } from './upstream-call.js';
+import { CALL_TOOL, GET_PROMPT, READ_RESOURCE } from './upstream-methods.js';
 import type { UpstreamMcpServers } from './upstream/upstream-server.js';
 
-export interface McpServiceDeps extends Omit<ToolCallDeps, 'directory'> {
+export interface McpServiceDeps extends Omit<UpstreamCallDeps, 'directory'> {
   readonly servers: UpstreamMcpServers;
   readonly logger: Logger;
   /** The key sessions are signed with, the same in every process of the deployment. */
@@ -23,6 +23,7 @@ export interface McpServiceDeps extends Omit<ToolCallDeps, 'directory'> {
 }
 
 const ENDED_TOPIC = 'mcp.session-ended';
+const OFFERED_VERSION = InitializeRequestParamsSchema.pick({ protocolVersion: true });
 
 /** Every revision the SDK speaks, newest first; a client offering another is offered the newest. */
 export const PROTOCOL_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
@@ -46,7 +47,7 @@ export class McpService {
   private readonly inFlight: InFlightRequests;
   private readonly notifier: ListNotifier;
   private readonly unsubscribe: () => void;
-  private readonly callDeps: ToolCallDeps;
+  private readonly callDeps: UpstreamCallDeps;
 
   constructor(private readonly deps: McpServiceDeps, directory?: McpDirectory) {
     this.directory = directory ?? new McpDirectory(deps.servers, deps.logger);
@@ -66,8 +67,8 @@ export class McpService {
 
   /** A new session for the key on this endpoint, at the revision negotiated from the client's offer. */
   initialize(keyId: string, endpoint: Endpoint, params: Record<string, unknown>): { readonly token: string; readonly result: Record<string, unknown> } {
-    const offered = params.protocolVersion;
-    if (typeof offered !== 'string') throw invalidParams('`protocolVersion` must be a string.', { field: 'protocolVersion' });
+    // Only the revision matters here: a client that leaves out `clientInfo` or `capabilities` (both required) is still served.
+    const offered = parseParams(OFFERED_VERSION, params).protocolVersion;
     const version = PROTOCOL_VERSIONS.includes(offered) ? offered : LATEST_PROTOCOL_VERSION;
     const { token } = this.tokens.issue(keyId, endpoint, version);
     const listChanged = { listChanged: true };
@@ -106,7 +107,7 @@ export class McpService {
     return this.notifier.add(stream);
   }
 
-  /** One request of an established session (not `initialize`); throws McpError. */
+  /** One request of an established session (not `initialize`); throws McpError, every failure mapped once, here or by the call runner. */
   async handle(ctx: CallContext, request: JsonRpcRequest): Promise<unknown> {
     const { params } = request;
     try {
@@ -114,24 +115,26 @@ export class McpService {
         case 'ping':
           return {};
         case 'tools/list':
-          return this.list(ctx, 'tools', params, (reachable) => reachable.flatMap(({ server, named }) => named.tools.filter((tool) => ctx.access.allowsTool(server.id, tool.upstream.name)).map((tool) => tool.listed)));
+          return await this.list(ctx, 'tools', params, (reachable) => reachable.flatMap(({ server, named }) => named.tools.filter((tool) => ctx.access.allowsTool(server.id, tool.upstream.name)).map((tool) => tool.listed)));
         case 'prompts/list':
-          return this.list(ctx, 'prompts', params, (reachable) => reachable.flatMap(({ named }) => named.prompts.map((prompt) => prompt.listed)), true);
+          return await this.list(ctx, 'prompts', params, (reachable) => reachable.flatMap(({ named }) => named.prompts.map((prompt) => prompt.listed)), true);
         case 'resources/list':
-          return this.list(ctx, 'resources', params, (reachable) => reachable.flatMap(({ named }) => named.resources), true);
+          return await this.list(ctx, 'resources', params, (reachable) => reachable.flatMap(({ named }) => named.resources), true);
         case 'resources/templates/list':
-          return this.list(ctx, 'resourceTemplates', params, (reachable) => reachable.flatMap(({ named }) => named.resourceTemplates), true);
+          return await this.list(ctx, 'resourceTemplates', params, (reachable) => reachable.flatMap(({ named }) => named.resourceTemplates), true);
+        // Every method that reaches an upstream runs through the same stages: admitted, metered, one ledger row each.
         case 'tools/call':
-          return await callTool(this.callDeps, ctx, params);
+          return await runUpstreamCall(this.callDeps, ctx, CALL_TOOL, params);
         case 'resources/read':
-          return await this.readResource(ctx, params);
+          return await runUpstreamCall(this.callDeps, ctx, READ_RESOURCE, params);
         case 'prompts/get':
-          return await this.getPrompt(ctx, params);
+          return await runUpstreamCall(this.callDeps, ctx, GET_PROMPT, params);
         default:
           // Not offered: completions, logging, subscriptions, tasks.
           throw new McpError(METHOD_NOT_FOUND, `Method not found: ${request.method.slice(0, 100)}`, 404, 'method_not_found');
       }
     } catch (error) {
+      if (error instanceof McpError) throw error;
       throw toMcpError(error, '', this.settings);
     }
   }
@@ -143,43 +146,12 @@ export class McpService {
   }
 
   private async list<T>(ctx: CallContext, kind: ListKind, params: Record<string, unknown>, entries: (reachable: ReachableServer[]) => T[], wholeServersOnly = false): Promise<Record<string, unknown>> {
-    const offset = params.cursor === undefined ? 0 : decodeCursor(kind, params.cursor);
+    const { cursor } = parseParams(PaginatedRequestParamsSchema, params);
+    const offset = cursor === undefined ? 0 : decodeCursor(kind, cursor);
     if (offset === undefined) throw invalidParams('`cursor` is not a cursor this server gave for this list.', { field: 'cursor' });
     const all = entries(await this.directory.reachable(ctx.access, ctx.endpoint, wholeServersOnly));
     const { page, nextCursor } = pageOf(kind, all, offset, this.settings.pageSize);
     return { [kind]: page, ...(nextCursor === undefined ? {} : { nextCursor }) };
-  }
-
-  private async readResource(ctx: CallContext, params: Record<string, unknown>): Promise<ReadResourceResult> {
-    const uri = params.uri;
-    if (typeof uri !== 'string' || uri === '') throw invalidParams('`uri` must be a resource URI.', { field: 'uri' });
-    const target = this.directory.resource(ctx.access, ctx.endpoint, uri);
-    if (target === undefined) throw resourceNotFound(uri);
-    const { maxResultBytes, callTimeoutMs } = this.settings;
-    try {
-      const result = await target.server.readResource(target.uri, { signal: ctx.signal, timeoutMs: callTimeoutMs, maxResultBytes });
-      if (ctx.endpoint !== '') return result;
-      return { ...result, contents: result.contents.map((content) => ({ ...content, uri: callerUri(target.server.id, content.uri) })) };
-    } catch (error) {
-      throw toMcpError(error, target.server.id, this.settings);
-    }
-  }
-
-  private async getPrompt(ctx: CallContext, params: Record<string, unknown>): Promise<GetPromptResult> {
-    const name = params.name;
-    if (typeof name !== 'string' || name === '') throw invalidParams('`name` must be the name of a prompt.', { field: 'name' });
-    const args = params.arguments;
-    if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args) || Object.values(args).some((value) => typeof value !== 'string'))) {
-      throw invalidParams("`arguments` must be an object of strings (a prompt's arguments are strings).", { field: 'arguments' });
-    }
-    const found = await this.directory.prompt(ctx.access, ctx.endpoint, name);
-    if (found === undefined) throw invalidParams(`Unknown prompt: ${name.slice(0, 128)}`);
-    const { maxResultBytes, callTimeoutMs } = this.settings;
-    try {
-      return await found.server.getPrompt(found.prompt.upstream.name, args as Record<string, string> | undefined, { signal: ctx.signal, timeoutMs: callTimeoutMs, maxResultBytes });
-    } catch (error) {
-      throw toMcpError(error, found.server.id, this.settings);
-    }
   }
 
   private endHere(id: string, issuedAt: number): void {
@@ -187,8 +159,4 @@ export class McpService {
     this.inFlight.cancelSession(id);
     this.notifier.closeSession(id);
   }
-}
-
-function resourceNotFound(uri: string): McpError {
-  return new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri.slice(0, 256)}`, 404, 'resource_not_found', { uri: uri.slice(0, 256) });
 }

@@ -26,7 +26,7 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
   const groups = new Map<string, { -readonly [K in keyof DailyRow]: DailyRow[K] }>();
   for (const row of rows) {
     const day = dayOf(Number(row.at));
-    // A tool call goes under its own name, apart from any model of the same name (core/tool-calls.ts).
+    // An MCP call goes under its own name, apart from any model of the same name (core/tool-calls.ts).
     const model = rolledUpName(row.operation, row.model);
     const id = `${day}\u0000${row.account_id}\u0000${row.key_id}\u0000${model}`;
     let group = groups.get(id);
@@ -69,7 +69,10 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
  * over migration 0008's columns (`unpriced` came later: a ledger written before it has none).
  */
 export async function rollUpWholeLedger(db: Kysely<any>): Promise<void> {
-  const rolledUpModel = sql`case when operation = ${sql.lit(ROLLED_UP_NAME_SQL.operation)} then ${sql.lit(ROLLED_UP_NAME_SQL.prefix)} || model else model end`;
+  const { toolOperation, operationPrefix, prefix } = ROLLED_UP_NAME_SQL;
+  const rolledUpModel = sql`case when operation = ${sql.lit(toolOperation)} then ${sql.lit(prefix)} || model
+    when substr(operation, 1, ${sql.lit(operationPrefix.length)}) = ${sql.lit(operationPrefix)} then ${sql.lit(prefix)} || substr(operation, ${sql.lit(operationPrefix.length + 1)}) || ' ' || model
+    else model end`;
   await sql`delete from usage_daily`.execute(db);
   await sql`insert into usage_daily (day, account_id, key_id, model, requests, failed, input_tokens, output_tokens, cost_usd)
     select cast(at / ${sql.lit(DAY_MS)} as integer), account_id, key_id, ${rolledUpModel}, count(*),

@@ -59,7 +59,7 @@ export class GatewayTelemetry implements Telemetry {
     const span = this.tracing?.toolCall(start);
     return {
       end: (record: ToolCallRecord) => {
-        this.metrics.toolCallEnded(record);
+        this.metrics.toolCallEnded(start.method, record);
         if (span !== undefined) this.tracing!.toolCallEnded(span, record);
       },
     };

@@ -3,7 +3,7 @@ import { LeanCounter, LeanHistogram, type Labels } from './lean-metrics.js';
 import { clientOperationName, DURATION_BUCKETS, EXECUTE_TOOL, UNRESOLVED_TOOL, providerName, serverOf, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
 import type { ConnectionUse } from '../generation/provider.js';
 import type { Deployment } from '../catalogue/catalogue.js';
-import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest, ToolCallRecord } from './telemetry.js';
+import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, McpCallMethod, ServedRequest, ToolCallRecord } from './telemetry.js';
 
 
 /** What the metrics read at each scrape from the parts that keep their own counts. */
@@ -53,6 +53,9 @@ const CLIENT_LABELS = [
 ] as const;
 
 /** An MCP tool call's labels: the conventions' names, and Sluice's own `server` (a configured id, never a caller's text). */
+/** The distinct tool labels one server may have; its further tools are counted under OTHER_TOOLS. */
+export const MAX_TOOL_LABELS = 100;
+const OTHER_TOOLS = 'other';
 const TOOL_CALL_LABELS = ['mcp_method_name', 'gen_ai_operation_name', 'gen_ai_tool_name', 'server', 'error_type'] as const;
 
 /**
@@ -74,6 +77,8 @@ export class GatewayMetrics {
   private readonly retries: LeanCounter;
   private readonly fallbacks: LeanCounter;
   private readonly toolCallDuration: LeanHistogram;
+  /** The tool labels given so far, by server. */
+  private readonly toolLabels = new Map<string, Set<string>>();
   private readonly toolCallOverhead: LeanHistogram;
   private readonly attemptLabelSets = new WeakMap<Deployment, Map<string, AttemptLabels>>();
   private readonly generationLabelSets = new Map<string, Labels>();
@@ -130,7 +135,7 @@ export class GatewayMetrics {
 
     this.toolCallDuration = new LeanHistogram({
       name: 'mcp_server_operation_duration_seconds',
-      help: 'mcp.server.operation.duration: MCP tool calls Sluice served (gen_ai_operation_name execute_tool), by upstream server, tool and error.',
+      help: 'mcp.server.operation.duration: MCP calls Sluice served to an upstream (tools/call as gen_ai_operation_name execute_tool, resources/read, prompts/get), by method, upstream server, tool and error.',
       labelNames: TOOL_CALL_LABELS,
       buckets: DURATION_BUCKETS,
       registers,
@@ -230,16 +235,24 @@ export class GatewayMetrics {
     return labels;
   }
 
-  toolCallEnded(record: ToolCallRecord): void {
-    const labels: Labels = {
-      mcp_method_name: 'tools/call',
-      gen_ai_operation_name: EXECUTE_TOOL,
-      gen_ai_tool_name: record.tool ?? UNRESOLVED_TOOL,
-      server: record.server ?? UNRESOLVED_TOOL,
-    };
+  toolCallEnded(method: McpCallMethod, record: ToolCallRecord): void {
+    // Tool execution by the GenAI conventions; the other methods are MCP's alone. (Labels in TOOL_CALL_LABELS's order.)
+    const tool: Labels = method === 'tools/call' ? { gen_ai_operation_name: EXECUTE_TOOL, gen_ai_tool_name: this.toolLabel(record.server, record.tool) } : {};
+    const labels: Labels = { mcp_method_name: method, ...tool, server: record.server ?? UNRESOLVED_TOOL };
     if (record.errorKind !== null) labels.error_type = record.errorKind;
     this.toolCallDuration.observe(labels, record.durationMs / 1000);
     if (record.server !== null && record.upstreamMs > 0) this.toolCallOverhead.observe({ server: record.server }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
+  }
+
+  /** A tool's label: its (printable) name for the first MAX_TOOL_LABELS tools of its server, then `other` (an upstream cannot grow the series without bound). */
+  private toolLabel(server: string | null, tool: string | null): string {
+    if (server === null || tool === null) return UNRESOLVED_TOOL;
+    let seen = this.toolLabels.get(server);
+    if (seen === undefined) this.toolLabels.set(server, (seen = new Set()));
+    if (seen.has(tool)) return tool;
+    if (seen.size >= MAX_TOOL_LABELS) return OTHER_TOOLS;
+    seen.add(tool);
+    return tool;
   }
 
   generationEnded(start: GenerationStart, record: GenerationRecord): void {

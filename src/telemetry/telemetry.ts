@@ -9,12 +9,16 @@ export interface Telemetry {
   served(request: ServedRequest): void;
   /** A generation request was admitted to routing: its trace begins (a no-op without tracing). */
   generation(start: GenerationStart): GenerationTelemetry;
-  /** An MCP `tools/call` was parsed: its `execute_tool` span begins (a no-op without tracing). */
+  /** An MCP call to an upstream (`tools/call`, `resources/read`, `prompts/get`) was parsed: its span begins (a no-op without tracing). */
   toolCall(start: ToolCallStart): ToolCallTelemetry;
 }
 
+/** The MCP methods that reach an upstream server, each metered as a call. */
+export type McpCallMethod = 'tools/call' | 'resources/read' | 'prompts/get';
+
 export interface ToolCallStart {
   readonly requestId: string;
+  readonly method: McpCallMethod;
   /** The caller's headers, for its W3C trace context. */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** performance.now() when the request arrived. */
@@ -24,7 +28,7 @@ export interface ToolCallStart {
 /** What a tool call came to: the upstream server and tool once resolved (null when the name was unknown or denied: never the caller's text). */
 export interface ToolCallRecord {
   readonly server: string | null;
-  /** The upstream's name of the tool. */
+  /** The upstream's name of the tool, printable (no control characters) and at most 64 characters: null for an unresolved tool and for the other methods. */
   readonly tool: string | null;
   /** HTTP-like, as in the ledger (200, 400 bad arguments, 404 unknown, 429 limited, 502, 504, 499). */
   readonly status: number;

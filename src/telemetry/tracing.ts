@@ -125,24 +125,26 @@ export class Tracing {
   }
 
   /**
-   * An MCP tool call: the conventions' `execute_tool` span (its parent the caller's `traceparent`),
+   * An MCP call to an upstream: a tool call is the conventions' `execute_tool` span (its parent the caller's `traceparent`),
    * named for the tool once it is resolved (`execute_tool read_file`; a name the gateway does not
    * know is never put in a span).
    */
   toolCall(start: ToolCallStart): Span {
     const parent = propagator.extract(ROOT_CONTEXT, start.headers, defaultTextMapGetter);
+    const tool = start.method === 'tools/call';
     return this.tracer.startSpan(
-      EXECUTE_TOOL,
+      tool ? EXECUTE_TOOL : start.method,
       {
         kind: SpanKind.SERVER,
         startTime: performance.timeOrigin + start.startedAt,
-        attributes: { 'gen_ai.operation.name': EXECUTE_TOOL, 'mcp.method.name': 'tools/call', 'sluice.request_id': start.requestId },
+        attributes: { ...(tool ? { 'gen_ai.operation.name': EXECUTE_TOOL } : {}), 'mcp.method.name': start.method, 'sluice.request_id': start.requestId },
       },
       parent,
     );
   }
 
   toolCallEnded(span: Span, record: ToolCallRecord): void {
+    // Printable and bounded (see ToolCallRecord): the upstream's text never breaks a span name.
     if (record.tool !== null) {
       span.updateName(`${EXECUTE_TOOL} ${record.tool}`);
       span.setAttribute('gen_ai.tool.name', record.tool);

@@ -72,6 +72,8 @@ export interface FakeMcpOptions {
   readonly pageSize?: number;
   /** (Streamable HTTP) Answer POSTs with one JSON body instead of an SSE stream. */
   readonly jsonResponse?: boolean;
+  /** Also offer HOSTILE_TOOLS: schemas that are costly to check, and tools that echo the server's own credential. */
+  readonly hostile?: boolean;
 }
 
 /** A tool name longer than OpenAI's 64-character limit on function names. */
@@ -100,6 +102,29 @@ const BASE_TOOLS: Tool[] = [
   { name: 'headers', description: 'Returns the names of the HTTP headers of this call (never their values).', inputSchema: { type: 'object', properties: {} } },
   { name: LONG_TOOL_NAME, description: 'A tool with a long name.', inputSchema: { type: 'object', properties: {} } },
   { name: DOTTED_TOOL_NAME, description: 'A tool with a dot in its name.', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+];
+
+/** `anyOf: [{$ref: next}, {$ref: next}]` nested `levels` deep, ending in a string: 2^levels branches for a value that is not one. */
+function anyOfBomb(levels: number): Record<string, unknown> {
+  const defs: Record<string, unknown> = { leaf: { type: 'string' } };
+  for (let level = 0; level < levels; level++) {
+    const next = { $ref: `#/$defs/${level === levels - 1 ? 'leaf' : `l${level + 1}`}` };
+    defs[`l${level}`] = { anyOf: [next, next] };
+  }
+  return { type: 'object', $defs: defs, properties: { v: { $ref: '#/$defs/l0' } } };
+}
+
+/**
+ * A hostile upstream's tools: schemas whose naive check takes seconds or the heap (a polynomial
+ * pattern, uniqueItems over many objects, an anyOf bomb through `$ref`), and tools that return the
+ * server's own Authorization header, whole and bare, in a result and in an error.
+ */
+export const HOSTILE_TOOLS: Tool[] = [
+  { name: 'hostile_pattern', description: 'A polynomial pattern.', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^a*a*a*a*a*a*a*a*a*a*a*a*b$' } } } },
+  { name: 'hostile_unique', description: 'uniqueItems over objects.', inputSchema: { type: 'object', properties: { list: { type: 'array', uniqueItems: true, items: { type: 'object' } } } } },
+  { name: 'hostile_anyof', description: 'An anyOf bomb through $ref.', inputSchema: anyOfBomb(41) as Tool['inputSchema'] },
+  { name: 'leak', description: 'Returns its own Authorization header, whole and bare.', inputSchema: { type: 'object', properties: {} } },
+  { name: 'leak_error', description: 'Fails with its own Authorization header in the error.', inputSchema: { type: 'object', properties: {} } },
 ];
 
 const RESOURCES = [
@@ -150,6 +175,7 @@ function buildServer(shared: Shared): Server {
         }));
   const allTools = (): Tool[] => [
     ...(generated ?? BASE_TOOLS),
+    ...(options.hostile === true ? HOSTILE_TOOLS : []),
     ...[...shared.extraTools.keys()].map((name) => ({ name, description: 'Added at runtime.', inputSchema: { type: 'object' as const, properties: {} } })),
   ];
 
@@ -216,6 +242,17 @@ function buildServer(shared: Shared): Server {
       }
       case 'headers':
         return done(textResult(Object.keys(extra.requestInfo?.headers ?? {}).sort().join(',')));
+      case 'hostile_pattern':
+      case 'hostile_unique':
+      case 'hostile_anyof':
+        return done(textResult(`${name} ran`));
+      case 'leak':
+      case 'leak_error': {
+        const authorization = String(extra.requestInfo?.headers?.authorization ?? '');
+        const words = `whole: ${authorization}; bare: ${authorization.replace(/^Bearer /, '')}`;
+        if (name === 'leak_error') throw new McpError(ErrorCode.InvalidParams, words, { echoed: authorization });
+        return done({ content: [{ type: 'text', text: words }], structuredContent: { authorization } });
+      }
       case LONG_TOOL_NAME:
         return done(textResult('long'));
       case DOTTED_TOOL_NAME:

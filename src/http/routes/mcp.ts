@@ -6,7 +6,7 @@ import type { Principal } from '../../core/principal.js';
 import { errorMessage, FORBIDDEN, INVALID_REQUEST, McpError, METHOD_NOT_FOUND, notificationMessage, PARSE_ERROR, parseMessage, resultMessage, TRANSPORT_ERROR, UNAUTHORIZED, type JsonRpcMessage, type JsonRpcRequest } from '../../mcp/jsonrpc.js';
 import { allowsBatches, ASSUMED_PROTOCOL_VERSION, PROTOCOL_VERSIONS, type McpService } from '../../mcp/mcp-service.js';
 import type { McpSession } from '../../mcp/session-token.js';
-import type { CallContext } from '../../mcp/tool-call.js';
+import type { CallContext } from '../../mcp/upstream-call.js';
 import { readJsonBody } from '../body.js';
 import type { Handler, RequestContext } from '../handler.js';
 

@@ -478,9 +478,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private async request(session: Session, method: string, params: Record<string, unknown>, schema: Parameters<Client['request']>[1], options: CallOptions, deadline: number): Promise<unknown> {
     const remaining = Math.max(0, deadline - Date.now());
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new Error('timeout')), remaining);
+    const timer = setTimeout(() => timeout.abort('the gateway timed the call out (mcp.call_timeout_ms)'), remaining);
     const onProgress = options.onProgress;
     try {
+      options.onSent?.();
       return await session.client.request({ method, params } as never, schema, {
         // Aborting either sends the upstream `notifications/cancelled` (the SDK does, for both).
         signal: AbortSignal.any([options.signal, timeout.signal]),

@@ -38,6 +38,8 @@ export interface CallOptions {
   readonly maxResultBytes: number;
   /** Progress the upstream reports for this call (asked for with a progress token only when given). */
   readonly onProgress?: (update: ProgressUpdate) => void;
+  /** Called when the request is handed to the upstream's session (from then on it may run, and is charged). */
+  readonly onSent?: () => void;
 }
 
 /**

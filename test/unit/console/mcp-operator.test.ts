@@ -8,7 +8,7 @@ import { emptyLimitValues, parseLimitValues } from '../../../src/console/limits-
 import { readMcpServerForm } from '../../../src/console/pages/mcp/forms.js';
 import { reachesGateway } from '../../../src/console/pages/mcp/routes.js';
 import { overallWith, statusJson } from '../../../src/console/pages/status.js';
-import { rolledUpName, toolOfRolledUp, TOOL_CALL_OPERATION } from '../../../src/core/tool-calls.js';
+import { PROMPT_GET_OPERATION, RESOURCE_READ_OPERATION, rolledUpName, toolOfRolledUp, TOOL_CALL_OPERATION } from '../../../src/core/tool-calls.js';
 import type { McpServerView } from '../../../src/mcp/mcp-server-status.js';
 import type { StatusSnapshot } from '../../../src/status/status-monitor.js';
 
@@ -60,6 +60,9 @@ describe('the roll-up name of a tool call', () => {
     assert.equal(toolOfRolledUp('mcp files/read_file'), 'files/read_file');
     assert.equal(toolOfRolledUp('files/read_file'), undefined);
     assert.equal(toolOfRolledUp('mcp:x/y'), undefined, 'a model id with mcp: is a model');
+    assert.equal(rolledUpName(RESOURCE_READ_OPERATION, 'files'), 'mcp resources/read files', 'a read is filed under its server alone');
+    assert.equal(rolledUpName(PROMPT_GET_OPERATION, 'files/greet'), 'mcp prompts/get files/greet');
+    assert.equal(toolOfRolledUp(rolledUpName(PROMPT_GET_OPERATION, 'files/greet')), 'prompts/get files/greet');
   });
 });
 
