@@ -87,6 +87,10 @@ describe('MCP faults', () => {
     await assert.rejects(client.callTool({ name: 'local__big', arguments: {} }), rejectsWith(-32012, /mcp\.max_result_bytes/));
     assert.equal(textOf(await client.callTool({ name: 'web__echo', arguments: { text: 'small' } })), 'small');
     assert.equal(textOf(await client.callTool({ name: 'local__echo', arguments: { text: 'small' } })), 'small');
+    // The limit is on the result to the byte: one whose text alone fits but whose JSON does not is refused, a slightly smaller one passes.
+    const limit = 4 * 1024 * 1024;
+    await assert.rejects(client.callTool({ name: 'web__big', arguments: { bytes: limit - 10 } }), rejectsWith(-32012, /mcp\.max_result_bytes/));
+    assert.equal(textOf(await client.callTool({ name: 'web__big', arguments: { bytes: limit - 1_000 } })).length, limit - 1_000);
   });
 
   test('a call past call_timeout_ms: the caller gets an error, the upstream a cancellation; the next call works', async () => {
@@ -133,6 +137,7 @@ describe('MCP faults', () => {
       const mine = (await world.sluice.ledger()).filter((row) => row.key_id === key.id);
       return expected.every(([model, kind]) => mine.some((row) => row.model === model && `${row.status} ${row.error_kind}` === kind)) ? mine : undefined;
     }, 5_000, 'a row for every fault');
-    assert.equal(rows.filter((row) => row.model === 'web/big').length, 1, 'one row per call');
+    // The 6 MiB call, the one just past the limit and the one just under it: one row each.
+    assert.deepEqual(rows.filter((row) => row.model === 'web/big').map((row) => `${row.status} ${row.error_kind}`).sort(), ['200 null', '502 result_too_large', '502 result_too_large'], 'one row per call');
   });
 });

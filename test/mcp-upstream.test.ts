@@ -184,11 +184,8 @@ describe('upstream MCP servers', () => {
       await assert.rejects(server(id).callTool('big', {}, options()), failure('too_large'));
       assert.equal(textOf(await server(id).callTool('echo', { text: 'after' }, options())), 'after', id);
     }
-    // Under the cap it passes; the cap is on the result itself, to the byte.
+    // Under the cap it passes (the exact limit on the serialised result is the gateway's write stage's: test/mcp-hostile.test.ts).
     assert.equal(textOf(await server('web').callTool('big', { bytes: 1_000_000 }, options())).length, 1_000_000);
-    const exactly = Buffer.byteLength(JSON.stringify({ content: [{ type: 'text', text: 'x'.repeat(1_000) }] }));
-    assert.equal(textOf(await server('json').callTool('big', { bytes: 1_000 }, options({ maxResultBytes: exactly }))).length, 1_000);
-    await assert.rejects(server('json').callTool('big', { bytes: 1_001 }, options({ maxResultBytes: exactly })), failure('too_large'));
   });
 
   test("a huge stdio answer is dropped as it arrives: the gateway's memory stays bounded", async () => {

@@ -225,13 +225,7 @@ const secretsByConfig = new WeakMap<object, readonly string[]>();
 function jsonSecretsOf(server: UpstreamMcpServer): readonly string[] {
   let secrets = secretsByConfig.get(server.config);
   if (secrets === undefined) {
-    const values = mcpSecretValuesOf(server.config);
-    // The credential of an `Authorization: Bearer …` header alone, as a tool would echo it (until secret-values gives it: see the report).
-    for (const value of values) {
-      const credential = /^(?:Bearer|Basic|Token|Bot)\s+(\S{4,})$/i.exec(value)?.[1];
-      if (credential !== undefined && !values.includes(credential)) values.push(credential);
-    }
-    secrets = values
+    secrets = mcpSecretValuesOf(server.config)
       .map((secret) => JSON.stringify(secret).slice(1, -1))
       .sort((a, b) => b.length - a.length);
     secretsByConfig.set(server.config, secrets);

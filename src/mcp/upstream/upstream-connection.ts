@@ -460,10 +460,8 @@ export class UpstreamConnection implements UpstreamMcpServer {
       const session = this.current;
       if (this.status.state !== 'ready' || session === undefined) throw this.unavailable();
       try {
-        const result = await this.request(session, method, params, schema, options, deadline);
-        // The stream was capped with room for the envelope; the result itself is held to the exact limit.
-        if (Buffer.byteLength(JSON.stringify(result)) > options.maxResultBytes) throw this.tooLarge(options);
-        return result;
+        // The stream was capped with room for the envelope; the caller's write stage holds the result to the exact limit as it serialises it once.
+        return await this.request(session, method, params, schema, options, deadline);
       } catch (error) {
         // A 404 on the session means the request was not run: a new session, and the request once more.
         if (attempt === 0 && isSessionLost(error)) {
