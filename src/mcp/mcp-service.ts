@@ -97,8 +97,8 @@ export class McpService {
     this.inFlight.cancel(session.id, id);
   }
 
-  /** A request of the session begins; its signal aborts when the caller cancels it (from any connection or worker). */
-  track(session: McpSession, id: RequestId): { readonly signal: AbortSignal; done(): void } {
+  /** A request of the session begins; its signal aborts when the caller cancels it (from any connection or worker). Undefined when the id is already in flight here. */
+  track(session: McpSession, id: RequestId): { readonly signal: AbortSignal; done(): void } | undefined {
     return this.inFlight.start(session.id, id);
   }
 
