@@ -52,7 +52,7 @@ export class McpService {
     this.directory = directory ?? new McpDirectory(deps.servers, deps.logger);
     this.tokens = new SessionTokens(deps.sessionKey);
     this.inFlight = new InFlightRequests(deps.siblings);
-    this.notifier = new ListNotifier(deps.servers);
+    this.notifier = new ListNotifier(deps.servers, deps.siblings);
     this.callDeps = { ...deps, directory: this.directory };
     this.unsubscribe = deps.siblings.subscribe(ENDED_TOPIC, (data) => {
       const word = data as Partial<{ id: string; issuedAt: number }>;
