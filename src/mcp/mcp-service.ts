@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpSettings } from '../config/config-file.js';
-import { decodeCursor, pageOf, type ListKind } from './cursor.js';
-import { McpDirectory, type Endpoint, type ReachableServer } from './directory.js';
+import { decodeCursor, pageAfter, type ListKind } from './cursor.js';
+import { McpDirectory, type Endpoint } from './directory.js';
 import { InFlightRequests } from './in-flight.js';
 import { invalidParams, McpError, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, type JsonRpcRequest, type RequestId } from './jsonrpc.js';
 import { ListNotifier, type ListenerStream } from './list-notifier.js';
@@ -114,13 +114,13 @@ export class McpService {
         case 'ping':
           return {};
         case 'tools/list':
-          return this.list(ctx, 'tools', params, (reachable) => reachable.flatMap(({ server, named }) => named.tools.filter((tool) => ctx.access.allowsTool(server.id, tool.upstream.name)).map((tool) => tool.listed)));
+          return await this.list(ctx, 'tools', params);
         case 'prompts/list':
-          return this.list(ctx, 'prompts', params, (reachable) => reachable.flatMap(({ named }) => named.prompts.map((prompt) => prompt.listed)), true);
+          return await this.list(ctx, 'prompts', params);
         case 'resources/list':
-          return this.list(ctx, 'resources', params, (reachable) => reachable.flatMap(({ named }) => named.resources), true);
+          return await this.list(ctx, 'resources', params);
         case 'resources/templates/list':
-          return this.list(ctx, 'resourceTemplates', params, (reachable) => reachable.flatMap(({ named }) => named.resourceTemplates), true);
+          return await this.list(ctx, 'resourceTemplates', params);
         case 'tools/call':
           return await callTool(this.callDeps, ctx, params);
         case 'resources/read':
@@ -142,11 +142,11 @@ export class McpService {
     this.notifier.close();
   }
 
-  private async list<T>(ctx: CallContext, kind: ListKind, params: Record<string, unknown>, entries: (reachable: ReachableServer[]) => T[], wholeServersOnly = false): Promise<Record<string, unknown>> {
-    const offset = params.cursor === undefined ? 0 : decodeCursor(kind, params.cursor);
-    if (offset === undefined) throw invalidParams('`cursor` is not a cursor this server gave for this list.', { field: 'cursor' });
-    const all = entries(await this.directory.reachable(ctx.access, ctx.endpoint, wholeServersOnly));
-    const { page, nextCursor } = pageOf(kind, all, offset, this.settings.pageSize);
+  private async list(ctx: CallContext, kind: ListKind, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const after = params.cursor === undefined ? undefined : decodeCursor(kind, params.cursor);
+    if (params.cursor !== undefined && after === undefined) throw invalidParams('`cursor` is not a cursor this server gave for this list.', { field: 'cursor' });
+    const sorted = await this.directory.listing(ctx.access, ctx.endpoint, kind);
+    const { page, nextCursor } = pageAfter(kind, sorted, after, this.settings.pageSize);
     return { [kind]: page, ...(nextCursor === undefined ? {} : { nextCursor }) };
   }
 
