@@ -170,6 +170,7 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   const { ctx } = exchange;
   checkPostHeaders(exchange);
   let body: unknown;
+  exchange.bodyRead = true;
   try {
     body = await readJsonBody(ctx.req, deps.maxBodyBytes);
   } catch (error) {
@@ -493,6 +494,9 @@ function end(deps: McpRouteDeps, exchange: Exchange, principal: Principal, endpo
 
 /** One HTTP exchange: what the client accepts, and the ways of answering it; nothing is written once the response has ended. */
 class Exchange {
+  /** Whether the request's body was (or is being) read: a refusal before it closes the connection. */
+  bodyRead = false;
+
   constructor(
     readonly ctx: RequestContext,
     private readonly logger: Logger,
@@ -555,7 +559,7 @@ class Exchange {
       return;
     }
     // Refused before its body was read (a bad key, a wrong content type): the connection closes after the answer rather than waiting, possibly for minutes, for a body nobody will read.
-    const unread: Record<string, string> = req.complete ? {} : { connection: 'close' };
+    const unread: Record<string, string> = this.bodyRead || req.complete ? {} : { connection: 'close' };
     this.json(refusal.status, errorMessage(refusal.id, new McpError(refusal.code, refusal.message, refusal.status, 'refused')), { ...refusal.headers, ...unread });
   }
 }
