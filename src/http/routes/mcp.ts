@@ -451,6 +451,12 @@ function getStream(deps: McpRouteDeps, exchange: Exchange, caller: StreamCaller,
   let ended = false;
   let keepalive: NodeJS.Timeout | undefined;
   let stop: () => void = () => undefined;
+  const waiting = new Set<string>();
+  const flushWaiting = () => {
+    const messages = [...waiting];
+    waiting.clear();
+    if (!ended) for (const message of messages) exchange.event(message);
+  };
   // However the stream ends (client gone, DELETE, gateway closing, key refused), everything it holds goes at once, and nothing is written after.
   const finish = () => {
     if (ended) return;
@@ -468,7 +474,14 @@ function getStream(deps: McpRouteDeps, exchange: Exchange, caller: StreamCaller,
     endpoint: caller.endpoint,
     access: caller.access,
     send: (message) => {
-      if (!ended) exchange.event(message);
+      if (ended) return;
+      // A reader not reading is owed each list's notification once (the same message each time), not one per change.
+      if (waiting.size > 0 || exchange.congested()) {
+        waiting.add(message);
+        if (waiting.size === 1) res.once('drain', flushWaiting);
+        return;
+      }
+      exchange.event(message);
     },
     close: finish,
   });
