@@ -33,18 +33,21 @@ export function readMcpAllowList(entries: readonly string[]): readonly string[] 
  * every key of the account: a key reaches what both lists allow.
  */
 export class McpAccess {
-  static readonly NONE = new McpAccess(null, null);
+  static readonly NONE = new McpAccess(null, null, '');
 
   private constructor(
     private readonly key: AllowList | null,
     private readonly account: AllowList | null,
+    /** The same for two accesses that allow the same (what per-access caches are keyed by). */
+    readonly fingerprint: string,
   ) {}
 
   static of(keyLimits: Limits | null, accountLimits: Limits | null): McpAccess {
     const key = keyLimits?.mcp;
     if (key === undefined || key.length === 0) return McpAccess.NONE;
     const account = accountLimits?.mcp;
-    return new McpAccess(AllowList.parse(key), account === undefined ? null : AllowList.parse(account));
+    const fingerprint = JSON.stringify([[...key].sort(), account === undefined ? null : [...account].sort()]);
+    return new McpAccess(AllowList.parse(key), account === undefined ? null : AllowList.parse(account), fingerprint);
   }
 
   /** True when the key reaches nothing at all. */

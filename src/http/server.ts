@@ -268,9 +268,9 @@ function gatewayRoutes(deps: GatewayDeps): Router {
     // HEAD is GET without the body (node:http leaves it out): a client checking the gateway is up (Claude Code's `HEAD /`) gets GET's status.
     const asGet = method === 'HEAD' ? exact.get(`GET ${path}`) : undefined;
     if (asGet !== undefined) return { name: key, handler: asGet };
-    if (mcp !== undefined && (path === MCP_PATH || (path.startsWith(MCP_SERVER_PREFIX) && path.length > MCP_SERVER_PREFIX.length))) {
-      // The route answers a wrong method itself, in JSON-RPC's words; the label is bounded whatever the method.
-      return { name: `${(MCP_METHODS as readonly string[]).includes(method) ? method : 'OTHER'} ${path === MCP_PATH ? MCP_PATH : `${MCP_SERVER_PREFIX}{server}`}`, handler: mcp };
+    if (mcp !== undefined && (path === MCP_PATH || path.startsWith(MCP_SERVER_PREFIX))) {
+      // The route answers a wrong method itself, in JSON-RPC's words (and takes `/mcp/` as `/mcp`); the label is bounded whatever the method.
+      return { name: `${(MCP_METHODS as readonly string[]).includes(method) ? method : 'OTHER'} ${path === MCP_PATH || path === MCP_SERVER_PREFIX ? MCP_PATH : `${MCP_SERVER_PREFIX}{server}`}`, handler: mcp };
     }
     for (const page of pages.prefixes) {
       if (path.startsWith(page.prefix) && path.length > page.prefix.length) {

@@ -3,6 +3,7 @@ import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprot
 import type { McpAccess } from '../core/mcp-access.js';
 import type { UpstreamLists, UpstreamMcpServer, UpstreamMcpServers } from './upstream/upstream-server.js';
 import { ArgumentChecks } from './arguments.js';
+import { sortedByKey, type Keyed, type ListKind } from './cursor.js';
 import { callerName, callerUri, NameMap, SERVER_SEPARATOR, upstreamUriOf } from './names.js';
 
 /**
@@ -54,9 +55,18 @@ export type ToolLookup =
 const LIST_WAIT_MS = 5_000;
 /** How often a server left out of the lists because it is down is logged (per server, per process). */
 const DOWN_LOG_MS = 60_000;
+/** Sorted listings kept (by list, endpoint and access): a few per key in use. */
+const MAX_LISTINGS = 1000;
+
+/** A sorted listing and the versions of the servers' lists it was made from. */
+interface Listing {
+  readonly from: readonly NamedLists[];
+  readonly sorted: readonly Keyed<unknown>[];
+}
 
 export class McpDirectory {
-  private readonly named = new WeakMap<UpstreamLists, { aggregated?: NamedLists; alone?: NamedLists }>();
+  private readonly named = new WeakMap<UpstreamLists, { aggregated?: NamedLists; alone?: NamedLists; checks?: ArgumentChecks }>();
+  private readonly listings = new Map<string, Listing>();
   private readonly downLogged = new Map<string, number>();
 
   constructor(
@@ -98,8 +108,33 @@ export class McpDirectory {
     }
     let entry = this.named.get(lists);
     if (entry === undefined) this.named.set(lists, (entry = {}));
-    if (aggregated) return (entry.aggregated ??= this.rename(server.id, lists, true));
-    return (entry.alone ??= this.rename(server.id, lists, false));
+    // The tools' schemas are the same under either naming: compiled once per version of the lists.
+    const checks = (entry.checks ??= new ArgumentChecks(server.id, this.logger));
+    if (aggregated) return (entry.aggregated ??= this.rename(server.id, lists, true, checks));
+    return (entry.alone ??= this.rename(server.id, lists, false, checks));
+  }
+
+  /**
+   * One list as the key sees it on the endpoint, over every server it reaches that is up, sorted by
+   * the caller's key of each entry (see cursor.ts). Kept while no server's lists change, so paging
+   * through it costs a binary search a page rather than a rebuild.
+   */
+  async listing(access: McpAccess, endpoint: Endpoint, kind: ListKind): Promise<readonly Keyed<unknown>[]> {
+    const wholeServersOnly = kind !== 'tools';
+    const reachable = await this.reachable(access, endpoint, wholeServersOnly);
+    const key = `${kind}\u0000${endpoint}\u0000${access.fingerprint}`;
+    const kept = this.listings.get(key);
+    if (kept !== undefined && kept.from.length === reachable.length && kept.from.every((named, index) => named === reachable[index]!.named)) {
+      // Most recently used last: the first is the one to go.
+      this.listings.delete(key);
+      this.listings.set(key, kept);
+      return kept.sorted;
+    }
+    const sorted = sortedByKey(entriesOf(kind, access, reachable));
+    this.listings.delete(key);
+    this.listings.set(key, { from: reachable.map((server) => server.named), sorted });
+    if (this.listings.size > MAX_LISTINGS) this.listings.delete(this.listings.keys().next().value!);
+    return sorted;
   }
 
   /**
@@ -151,7 +186,7 @@ export class McpDirectory {
     return server === undefined || server.id !== name.slice(0, separator) ? undefined : { server };
   }
 
-  private rename(serverId: string, lists: UpstreamLists, aggregated: boolean): NamedLists {
+  private rename(serverId: string, lists: UpstreamLists, aggregated: boolean, checks: ArgumentChecks): NamedLists {
     const prefix = aggregated ? serverId : null;
     const toolsByName = new NameMap<NamedTool>();
     const tools: NamedTool[] = [];
@@ -168,7 +203,7 @@ export class McpDirectory {
     }
     const resources = aggregated ? lists.resources.map((resource) => ({ ...resource, uri: callerUri(serverId, resource.uri) })) : lists.resources;
     const resourceTemplates = aggregated ? lists.resourceTemplates.map((template) => ({ ...template, uriTemplate: callerUri(serverId, template.uriTemplate) })) : lists.resourceTemplates;
-    return { tools, toolsByName, prompts, promptsByName, resources, resourceTemplates, checks: new ArgumentChecks(serverId, this.logger) };
+    return { tools, toolsByName, prompts, promptsByName, resources, resourceTemplates, checks };
   }
 
   private logDown(server: UpstreamMcpServer, error: unknown): void {
@@ -178,5 +213,25 @@ export class McpDirectory {
     this.downLogged.set(server.id, now);
     const state = server.state();
     this.logger.warn({ server: server.id, state: state.state, since: new Date(state.since).toISOString(), err: error instanceof Error ? error.message : String(error) }, `MCP server ${server.id} is ${state.state}: left out of the lists (logged at most once a minute)`);
+  }
+}
+
+/** A list's entries over the reachable servers, each under the key it is paged by. */
+function* entriesOf(kind: ListKind, access: McpAccess, reachable: readonly ReachableServer[]): Generator<Keyed<unknown>> {
+  for (const { server, named } of reachable) {
+    switch (kind) {
+      case 'tools':
+        for (const tool of named.tools) if (access.allowsTool(server.id, tool.upstream.name)) yield { key: tool.listed.name, item: tool.listed };
+        break;
+      case 'prompts':
+        for (const prompt of named.prompts) yield { key: prompt.listed.name, item: prompt.listed };
+        break;
+      case 'resources':
+        for (const resource of named.resources) yield { key: resource.uri, item: resource };
+        break;
+      case 'resourceTemplates':
+        for (const template of named.resourceTemplates) yield { key: template.uriTemplate, item: template };
+        break;
+    }
   }
 }

@@ -24,9 +24,14 @@ export class InFlightRequests {
     });
   }
 
-  /** A request begins: its signal aborts on cancellation; `done` when it ends, however. */
-  start(session: string, id: RequestId): { readonly signal: AbortSignal; done(): void } {
+  /**
+   * A request begins: its signal aborts on cancellation; `done` when it ends, however. Undefined
+   * when a request of the session with this id is still running here: the second would take the
+   * first's place, leaving it beyond cancellation, and both would be answered under one id.
+   */
+  start(session: string, id: RequestId): { readonly signal: AbortSignal; done(): void } | undefined {
     const key = keyOf(session, id);
+    if (this.running.has(key)) return undefined;
     const controller = new AbortController();
     this.running.set(key, controller);
     return {

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { InitializeRequestParamsSchema, LATEST_PROTOCOL_VERSION, PaginatedRequestParamsSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { McpSettings } from '../config/config-file.js';
-import { decodeCursor, pageOf, type ListKind } from './cursor.js';
-import { McpDirectory, type Endpoint, type ReachableServer } from './directory.js';
+import { decodeCursor, pageAfter, type ListKind } from './cursor.js';
+import { McpDirectory, type Endpoint } from './directory.js';
 import { InFlightRequests } from './in-flight.js';
 import { invalidParams, McpError, METHOD_NOT_FOUND, parseParams, type JsonRpcRequest, type RequestId } from './jsonrpc.js';
 import { ListNotifier, type ListenerStream } from './list-notifier.js';
@@ -53,7 +53,7 @@ export class McpService {
     this.directory = directory ?? new McpDirectory(deps.servers, deps.logger);
     this.tokens = new SessionTokens(deps.sessionKey);
     this.inFlight = new InFlightRequests(deps.siblings);
-    this.notifier = new ListNotifier(deps.servers);
+    this.notifier = new ListNotifier(deps.servers, deps.siblings);
     this.callDeps = { ...deps, directory: this.directory };
     this.unsubscribe = deps.siblings.subscribe(ENDED_TOPIC, (data) => {
       const word = data as Partial<{ id: string; issuedAt: number }>;
@@ -88,18 +88,18 @@ export class McpService {
     return checked;
   }
 
-  /** DELETE: the session ends here and in the sibling workers; its requests are cancelled and its streams closed. */
-  end(session: McpSession): void {
+  /** DELETE: the session ends here and in the sibling workers (all of them, before this resolves); its requests are cancelled and its streams closed. */
+  async end(session: McpSession): Promise<void> {
     this.endHere(session.id, session.issuedAt);
-    this.deps.siblings.publish(ENDED_TOPIC, { id: session.id, issuedAt: session.issuedAt });
+    await this.deps.siblings.publishAndWait(ENDED_TOPIC, { id: session.id, issuedAt: session.issuedAt });
   }
 
   cancel(session: McpSession, id: RequestId): void {
     this.inFlight.cancel(session.id, id);
   }
 
-  /** A request of the session begins; its signal aborts when the caller cancels it (from any connection or worker). */
-  track(session: McpSession, id: RequestId): { readonly signal: AbortSignal; done(): void } {
+  /** A request of the session begins; its signal aborts when the caller cancels it (from any connection or worker). Undefined when the id is already in flight here. */
+  track(session: McpSession, id: RequestId): { readonly signal: AbortSignal; done(): void } | undefined {
     return this.inFlight.start(session.id, id);
   }
 
@@ -115,13 +115,13 @@ export class McpService {
         case 'ping':
           return {};
         case 'tools/list':
-          return await this.list(ctx, 'tools', params, (reachable) => reachable.flatMap(({ server, named }) => named.tools.filter((tool) => ctx.access.allowsTool(server.id, tool.upstream.name)).map((tool) => tool.listed)));
+          return await this.list(ctx, 'tools', params);
         case 'prompts/list':
-          return await this.list(ctx, 'prompts', params, (reachable) => reachable.flatMap(({ named }) => named.prompts.map((prompt) => prompt.listed)), true);
+          return await this.list(ctx, 'prompts', params);
         case 'resources/list':
-          return await this.list(ctx, 'resources', params, (reachable) => reachable.flatMap(({ named }) => named.resources), true);
+          return await this.list(ctx, 'resources', params);
         case 'resources/templates/list':
-          return await this.list(ctx, 'resourceTemplates', params, (reachable) => reachable.flatMap(({ named }) => named.resourceTemplates), true);
+          return await this.list(ctx, 'resourceTemplates', params);
         // Every method that reaches an upstream runs through the same stages: admitted, metered, one ledger row each.
         case 'tools/call':
           return await runUpstreamCall(this.callDeps, ctx, CALL_TOOL, params);
@@ -145,12 +145,12 @@ export class McpService {
     this.notifier.close();
   }
 
-  private async list<T>(ctx: CallContext, kind: ListKind, params: Record<string, unknown>, entries: (reachable: ReachableServer[]) => T[], wholeServersOnly = false): Promise<Record<string, unknown>> {
+  private async list(ctx: CallContext, kind: ListKind, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     const { cursor } = parseParams(PaginatedRequestParamsSchema, params);
-    const offset = cursor === undefined ? 0 : decodeCursor(kind, cursor);
-    if (offset === undefined) throw invalidParams('`cursor` is not a cursor this server gave for this list.', { field: 'cursor' });
-    const all = entries(await this.directory.reachable(ctx.access, ctx.endpoint, wholeServersOnly));
-    const { page, nextCursor } = pageOf(kind, all, offset, this.settings.pageSize);
+    const after = cursor === undefined ? undefined : decodeCursor(kind, cursor);
+    if (cursor !== undefined && after === undefined) throw invalidParams('`cursor` is not a cursor this server gave for this list.', { field: 'cursor' });
+    const sorted = await this.directory.listing(ctx.access, ctx.endpoint, kind);
+    const { page, nextCursor } = pageAfter(kind, sorted, after, this.settings.pageSize);
     return { [kind]: page, ...(nextCursor === undefined ? {} : { nextCursor }) };
   }
 

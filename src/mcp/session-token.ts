@@ -26,6 +26,8 @@ export const SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000;
 /** Far beyond ours (about 150 characters): a longer header is not read. */
 const MAX_TOKEN_LENGTH = 1024;
 const MAC_LENGTH = 32;
+/** 32 bytes in unpadded base64url. */
+const CANONICAL_MAC = /^[A-Za-z0-9_-]{43}$/;
 
 export type SessionCheck = { readonly ok: true; readonly session: McpSession } | { readonly ok: false; readonly reason: 'malformed' | 'forged' | 'expired' | 'other_key' | 'other_endpoint' };
 
@@ -48,8 +50,11 @@ export class SessionTokens {
     const dot = token.indexOf('.');
     if (dot <= 0) return { ok: false, reason: 'malformed' };
     const payload = token.slice(0, dot);
-    const mac = Buffer.from(token.slice(dot + 1), 'base64url');
-    if (mac.length !== MAC_LENGTH || !timingSafeEqual(mac, this.mac(payload))) return { ok: false, reason: 'forged' };
+    const written = token.slice(dot + 1);
+    // Strictly the canonical form (as issued): Buffer's lenient decoding would take padding, stray characters and other spellings of the same bytes.
+    if (!CANONICAL_MAC.test(written)) return { ok: false, reason: 'forged' };
+    const mac = Buffer.from(written, 'base64url');
+    if (mac.length !== MAC_LENGTH || mac.toString('base64url') !== written || !timingSafeEqual(mac, this.mac(payload))) return { ok: false, reason: 'forged' };
     let fields: { v?: unknown; r?: unknown; k?: unknown; e?: unknown; p?: unknown; t?: unknown };
     try {
       fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof fields;
@@ -70,26 +75,87 @@ export class SessionTokens {
   }
 }
 
+/** How long ended sessions are grouped together: the set drops a whole group once all of it has expired. */
+const BUCKET_MS = 60 * 60 * 1000;
 /**
- * Sessions ended before their time (DELETE), by id until they would have expired anyway, so the
- * set stays bounded by the sessions of one lifetime.
+ * The most ended sessions one process remembers. One key looping initialize → DELETE must not grow
+ * every worker's memory for a day: past the cap, the sessions that expire soonest are forgotten early.
+ * A forgotten session answers again until its own expiry, which gives nothing away: a session only
+ * ever works with the key that opened it, and that key may open another at will.
+ */
+export const MAX_ENDED_SESSIONS = 100_000;
+
+/**
+ * Sessions ended before their time (DELETE), by id until they would have expired anyway, grouped by
+ * the hour they expire in so that expired ones go a whole group at a time (constant work per
+ * DELETE, about 25 groups at most), and never more than MAX_ENDED_SESSIONS of them.
  */
 export class EndedSessions {
-  private readonly ended = new Map<string, number>();
+  /** Expiry hour → the ids ending in it; kept in ascending hour order (see add). */
+  private readonly buckets = new Map<number, Set<string>>();
+  private count = 0;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly max = MAX_ENDED_SESSIONS,
+  ) {}
 
   add(id: string, issuedAt: number): void {
-    this.sweep();
-    this.ended.set(id, issuedAt + SESSION_LIFETIME_MS);
+    this.dropExpired();
+    // A session's group is the hour after the one it expires in, so a group is dropped only once all of it has expired.
+    const hour = Math.floor((issuedAt + SESSION_LIFETIME_MS) / BUCKET_MS) + 1;
+    if (hour * BUCKET_MS <= this.now() || this.has(id)) return;
+    while (this.count >= this.max && this.buckets.size > 0) this.forgetOne();
+    let bucket = this.buckets.get(hour);
+    if (bucket === undefined) {
+      // Sessions end in about the order they were issued: a group out of order (rare, 25 groups at most) puts them back in order.
+      const outOfOrder = [...this.buckets.keys()].some((key) => key > hour);
+      bucket = new Set();
+      this.buckets.set(hour, bucket);
+      if (outOfOrder) this.reorder();
+    }
+    bucket.add(id);
+    this.count++;
   }
 
   has(id: string): boolean {
-    return this.ended.has(id);
+    for (const bucket of this.buckets.values()) if (bucket.has(id)) return true;
+    return false;
   }
 
-  private sweep(): void {
+  get size(): number {
+    return this.count;
+  }
+
+  private dropExpired(): void {
     const now = this.now();
-    for (const [id, until] of this.ended) if (until <= now) this.ended.delete(id);
+    for (const hour of this.buckets.keys()) {
+      if (hour * BUCKET_MS > now) break;
+      this.dropOldest();
+    }
+  }
+
+  /** The longest-ended session of the group expiring soonest. */
+  private forgetOne(): void {
+    const first = this.buckets.entries().next();
+    if (first.done === true) return;
+    const [hour, bucket] = first.value;
+    const id = bucket.values().next();
+    if (id.done !== true) bucket.delete(id.value);
+    if (bucket.size === 0) this.buckets.delete(hour);
+    this.count--;
+  }
+
+  private dropOldest(): void {
+    const first = this.buckets.keys().next();
+    if (first.done === true) return;
+    this.count -= this.buckets.get(first.value)!.size;
+    this.buckets.delete(first.value);
+  }
+
+  private reorder(): void {
+    const sorted = [...this.buckets.entries()].sort(([a], [b]) => a - b);
+    this.buckets.clear();
+    for (const [key, bucket] of sorted) this.buckets.set(key, bucket);
   }
 }

@@ -203,11 +203,13 @@ function buildServer(shared: Shared): Server {
       case 'slow': {
         const ms = typeof args.ms === 'number' ? args.ms : 10_000;
         const token = request.params._meta?.progressToken;
-        const steps = 5;
+        // `steps` and `pad` (characters added to each progress message) make a progress flood.
+        const steps = typeof args.steps === 'number' ? args.steps : 5;
+        const pad = typeof args.pad === 'number' ? ' '.repeat(args.pad) : '';
         for (let step = 1; step <= steps && !extra.signal.aborted; step++) {
-          await delay(ms / steps, extra.signal);
+          if (ms > 0) await delay(ms / steps, extra.signal);
           if (token !== undefined && !extra.signal.aborted) {
-            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, total: steps, message: `step ${step}` } });
+            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: step, total: steps, message: `step ${step}${pad}` } });
           }
         }
         if (extra.signal.aborted) {

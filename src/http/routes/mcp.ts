@@ -3,8 +3,8 @@ import type { Authenticator } from '../../auth/authenticator.js';
 import { GatewayError } from '../../core/errors.js';
 import { McpAccess } from '../../core/mcp-access.js';
 import type { Principal } from '../../core/principal.js';
-import { errorMessage, FORBIDDEN, INVALID_REQUEST, McpError, METHOD_NOT_FOUND, notificationMessage, PARSE_ERROR, parseMessage, resultMessage, TRANSPORT_ERROR, UNAUTHORIZED, type JsonRpcMessage, type JsonRpcRequest } from '../../mcp/jsonrpc.js';
-import { allowsBatches, ASSUMED_PROTOCOL_VERSION, PROTOCOL_VERSIONS, type McpService } from '../../mcp/mcp-service.js';
+import { errorMessage, FORBIDDEN, INVALID_REQUEST, McpError, METHOD_NOT_FOUND, notificationMessage, PARSE_ERROR, parseMessage, RATE_LIMITED, resultMessage, TRANSPORT_ERROR, UNAUTHORIZED, type JsonRpcMessage, type JsonRpcRequest, type RequestId } from '../../mcp/jsonrpc.js';
+import { allowsBatches, PROTOCOL_VERSIONS, type McpService } from '../../mcp/mcp-service.js';
 import type { McpSession } from '../../mcp/session-token.js';
 import type { CallContext } from '../../mcp/upstream-call.js';
 import { readJsonBody } from '../body.js';
@@ -20,6 +20,8 @@ export interface McpRouteDeps {
   readonly mcp: McpService;
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /** How often the GET stream says it is alive and re-checks the key (tests shorten it). */
+  readonly keepAliveMs?: number;
 }
 
 /** How often the GET stream says it is alive (an SSE comment), so that proxies keep it open. */
@@ -27,6 +29,11 @@ const KEEPALIVE_MS = 15_000;
 
 /** The most messages one batch may hold: one HTTP request must not fan out into unbounded upstream calls. */
 const MAX_BATCH = 100;
+
+/** GET streams one session may hold open on one worker: the SDK's client keeps one, a reconnecting one briefly two. */
+export const MAX_STREAMS_PER_SESSION = 2;
+/** GET streams one key may hold open on one worker, across its sessions: each is a socket and a re-authentication every keep-alive. */
+export const MAX_STREAMS_PER_KEY = 32;
 
 /** Methods Sluice answers within a session: a request without one for any other method is told it does not exist. */
 const KNOWN_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read', 'prompts/list', 'prompts/get']);
@@ -40,26 +47,39 @@ const KNOWN_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call',
  * refused at its next request.
  */
 export function mcpRoute(deps: McpRouteDeps): Handler {
+  const streams = new StreamCounts();
+  const keepAliveMs = deps.keepAliveMs ?? keepAliveFromEnvironment() ?? KEEPALIVE_MS;
   return async (ctx) => {
-    const exchange = new Exchange(ctx);
+    const exchange = new Exchange(ctx, deps.logger);
     try {
       const principal = await authenticate(deps.authenticator, ctx);
       const access = McpAccess.of(principal.keyLimits, principal.accountLimits);
-      const endpoint = endpointOf(deps.mcp, ctx.path, access);
+      const endpoint = endpointOf(deps.mcp, normalisedPath(ctx.path), access);
       switch (ctx.req.method) {
         case 'POST':
           return await post(deps, exchange, principal, access, endpoint);
         case 'GET':
-          return getStream(deps, exchange, principal, access, endpoint, () => authenticate(deps.authenticator, ctx));
+          return getStream(deps, exchange, { principal, access, endpoint, streams, keepAliveMs }, () => authenticate(deps.authenticator, ctx));
         case 'DELETE':
-          return end(deps, exchange, principal, endpoint);
+          return await end(deps, exchange, principal, endpoint);
         default:
           throw new Refusal(405, TRANSPORT_ERROR, `${ctx.req.method} is not allowed on ${ctx.path}: use POST, GET or DELETE.`, { allow: MCP_METHODS.join(', ') });
       }
     } catch (thrown) {
-      exchange.refuse(thrown, deps.logger);
+      exchange.refuse(thrown);
     }
   };
+}
+
+/** An internal setting for tests (not documented): the keep-alive interval in ms. */
+function keepAliveFromEnvironment(): number | undefined {
+  const value = Number(process.env.SLUICE_MCP_KEEPALIVE_MS);
+  return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+/** `/mcp/` is `/mcp` and `/mcp/web/` is `/mcp/web`: clients given a base URL with a trailing slash keep it. */
+function normalisedPath(path: string): string {
+  return path.length > MCP_PATH.length && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
 /** A refusal of the whole HTTP request: its status, and a JSON-RPC error body with `id: null`. */
@@ -69,7 +89,7 @@ class Refusal extends Error {
     readonly code: number,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
-    readonly id: string | number | null = null,
+    readonly id: RequestId | null = null,
   ) {
     super(message);
   }
@@ -98,32 +118,59 @@ function endpointOf(mcp: McpService, path: string, access: McpAccess): string {
     id = '';
   }
   const server = id === '' || id.includes('/') ? undefined : mcp.directory.server(id);
-  if (server === undefined || !access.allowsServer(server.id)) throw new Refusal(404, TRANSPORT_ERROR, `There is no MCP server at ${path} for this key.`);
+  if (server === undefined || !access.allowsServer(server.id)) throw new Refusal(404, TRANSPORT_ERROR, `There is no MCP server at ${path.slice(0, 200)} for this key.`);
   return server.id.toLowerCase();
 }
 
 /** The session a request names, or why it cannot go on: 400 without one, 404 for one that is unknown, ended, expired or another key's. */
 function sessionOf(deps: McpRouteDeps, exchange: Exchange, principal: Principal, endpoint: string): McpSession {
   const header = exchange.ctx.req.headers['mcp-session-id'];
-  if (typeof header !== 'string' || header === '') throw new Refusal(400, TRANSPORT_ERROR, 'Bad Request: the Mcp-Session-Id header is required; send initialize first.');
+  if (typeof header !== 'string' || header === '') {
+    // The older HTTP+SSE transport opens with a session-less GET and waits for an `endpoint` event that never comes here.
+    if (exchange.ctx.req.method === 'GET') throw new Refusal(400, TRANSPORT_ERROR, 'Bad Request: Sluice serves MCP over the Streamable HTTP transport only, not the older HTTP+SSE transport: POST initialize to this URL, then GET with its Mcp-Session-Id for notifications.');
+    throw new Refusal(400, TRANSPORT_ERROR, 'Bad Request: the Mcp-Session-Id header is required; send initialize first.');
+  }
   const checked = deps.mcp.session(header, principal.keyId, endpoint);
   if (!checked.ok) throw new Refusal(404, TRANSPORT_ERROR, 'Session not found: it ended or expired; send initialize again.');
   return checked.session;
 }
 
-/** The revision a request speaks: its `MCP-Protocol-Version`, or 2025-03-26 without one. */
-function protocolVersionOf(exchange: Exchange): string {
+/**
+ * The revision a request speaks: the session's, negotiated at initialize and carried in the signed
+ * session. A request naming another (or one Sluice does not speak) is refused; one naming none is
+ * taken to speak the session's (clients of 2024-11-05 send none).
+ */
+function checkProtocolVersion(exchange: Exchange, session: McpSession): string {
   const header = exchange.ctx.req.headers['mcp-protocol-version'];
-  if (header === undefined) return ASSUMED_PROTOCOL_VERSION;
+  if (header === undefined) return session.protocolVersion;
   if (typeof header !== 'string' || !PROTOCOL_VERSIONS.includes(header)) {
     throw new Refusal(400, TRANSPORT_ERROR, `Bad Request: unsupported MCP-Protocol-Version ${String(header).slice(0, 40)} (supported: ${PROTOCOL_VERSIONS.join(', ')}).`);
   }
+  if (header !== session.protocolVersion) throw new Refusal(400, TRANSPORT_ERROR, `Bad Request: MCP-Protocol-Version ${header} is not the revision this session negotiated (${session.protocolVersion}).`);
   return header;
+}
+
+/** What a POST must carry before its body is read: JSON (415 otherwise), to a client that accepts JSON or SSE (406 otherwise). */
+function checkPostHeaders(exchange: Exchange): void {
+  const { headers } = exchange.ctx.req;
+  const type = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') throw new Refusal(415, TRANSPORT_ERROR, 'Unsupported Media Type: MCP messages are posted as Content-Type: application/json.');
+  const accept = headers.accept;
+  if (accept !== undefined && accept.trim() !== '' && !/application\/json|text\/event-stream|application\/\*|text\/\*|\*\/\*/i.test(accept)) {
+    throw new Refusal(406, TRANSPORT_ERROR, 'Not Acceptable: the answers are application/json or text/event-stream; send Accept: application/json, text/event-stream.');
+  }
+}
+
+/** A request id as a key: a number and a string of the same digits are different ids. */
+function idKey(id: RequestId): string {
+  return `${typeof id}\u0000${id}`;
 }
 
 async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal, access: McpAccess, endpoint: string): Promise<void> {
   const { ctx } = exchange;
+  checkPostHeaders(exchange);
   let body: unknown;
+  exchange.bodyRead = true;
   try {
     body = await readJsonBody(ctx.req, deps.maxBodyBytes);
   } catch (error) {
@@ -135,7 +182,14 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   const raw: unknown[] = batch ? (body as unknown[]) : [body];
   if (raw.length === 0) throw new Refusal(400, INVALID_REQUEST, 'An empty batch holds no message.');
   if (raw.length > MAX_BATCH) throw new Refusal(400, INVALID_REQUEST, `A batch holds at most ${MAX_BATCH} messages.`);
-  const parsed = raw.map(parseMessage);
+  const parsed = raw.map((value) => {
+    const message = parseMessage(value);
+    // A number past 2^53 was rounded when read: answering it would name another id.
+    if (!(message instanceof McpError) && message.kind === 'request' && typeof message.id === 'number' && !Number.isSafeInteger(message.id) && Number.isInteger(message.id)) {
+      return new McpError(INVALID_REQUEST, 'A numeric `id` must be an integer of at most 2^53 - 1 (send a larger one as a string).', 400, 'invalid_request');
+    }
+    return message;
+  });
   const invalid = parsed.find((message): message is McpError => message instanceof McpError);
   if (invalid !== undefined && !batch) throw new Refusal(400, invalid.code, invalid.message);
   const messages = parsed.filter((message): message is JsonRpcMessage => !(message instanceof McpError));
@@ -152,12 +206,18 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
     return;
   }
   const session = headerSession(deps, exchange, principal, endpoint, messages);
-  const version = protocolVersionOf(exchange);
-  if (batch && !allowsBatches(version)) throw new Refusal(400, INVALID_REQUEST, `JSON-RPC batches are not part of MCP ${version}; send one message per request.`);
+  checkProtocolVersion(exchange, session);
+  // Whether batches are allowed is the session's revision's rule, not a header the client may change.
+  if (batch && !allowsBatches(session.protocolVersion)) throw new Refusal(400, INVALID_REQUEST, `JSON-RPC batches are not part of MCP ${session.protocolVersion}; send one message per request.`);
   const requests: JsonRpcRequest[] = [];
+  const duplicates: JsonRpcRequest[] = [];
+  const ids = new Set<string>();
   for (const message of messages) {
-    if (message.kind === 'request') requests.push(message);
-    else if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
+    if (message.kind === 'request') {
+      const key = idKey(message.id);
+      if (ids.has(key)) duplicates.push(message);
+      else (ids.add(key), requests.push(message));
+    } else if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
       const id = message.params.requestId;
       if (typeof id === 'string' || typeof id === 'number') deps.mcp.cancel(session, id);
     }
@@ -172,18 +232,24 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   const streams = exchange.acceptsStream() && (!exchange.acceptsJson() || requests.some(wantsProgress));
   const answers = new Answers(exchange, streams, batch);
   for (const refused of refusedInBatch) answers.add(errorMessage(null, refused));
-  // The caller going away cancels what it asked, as a cancellation would.
+  for (const duplicate of duplicates) answers.add(errorMessage(duplicate.id, duplicateId(duplicate.id, 'appears twice in this batch')));
+  // The caller going away cancels what it asked and is still running, as a cancellation would.
+  const running = new Map<string, RequestId>();
   const { res } = exchange.ctx;
   const onClose = () => {
-    if (!res.writableFinished) for (const request of requests) deps.mcp.cancel(session, request.id);
+    if (!res.writableFinished) for (const id of running.values()) deps.mcp.cancel(session, id);
   };
   res.once('close', onClose);
   try {
-    await Promise.all(requests.map((request) => answer(deps, exchange, answers, { principal, access, endpoint, session }, request)));
+    await Promise.all(requests.map((request) => answer(deps, exchange, answers, { principal, access, endpoint, session, running }, request)));
   } finally {
     res.off('close', onClose);
   }
   answers.finish();
+}
+
+function duplicateId(id: RequestId, why: string): McpError {
+  return new McpError(INVALID_REQUEST, `Invalid request: the id ${JSON.stringify(id).slice(0, 100)} ${why}; each request needs an id of its own until it is answered.`, 400, 'invalid_request');
 }
 
 /** The session of a request other than initialize; a session-less request for a method Sluice does not know (a newer revision's probe) is told so. */
@@ -199,9 +265,15 @@ function headerSession(deps: McpRouteDeps, exchange: Exchange, principal: Princi
   return sessionOf(deps, exchange, principal, endpoint);
 }
 
-function wantsProgress(request: JsonRpcRequest): boolean {
+function progressTokenOf(request: JsonRpcRequest): string | number | undefined {
   const meta = request.params._meta;
-  return request.method === 'tools/call' && meta !== null && typeof meta === 'object' && (meta as { progressToken?: unknown }).progressToken !== undefined;
+  if (request.method !== 'tools/call' || meta === null || typeof meta !== 'object') return undefined;
+  const token = (meta as { progressToken?: unknown }).progressToken;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+function wantsProgress(request: JsonRpcRequest): boolean {
+  return progressTokenOf(request) !== undefined;
 }
 
 interface Caller {
@@ -209,14 +281,23 @@ interface Caller {
   readonly access: McpAccess;
   readonly endpoint: string;
   readonly session: McpSession;
+  /** This POST's requests still running, by id key: what the caller leaving cancels. */
+  readonly running: Map<string, RequestId>;
 }
 
 async function answer(deps: McpRouteDeps, exchange: Exchange, answers: Answers, caller: Caller, request: JsonRpcRequest): Promise<void> {
   const tracked = deps.mcp.track(caller.session, request.id);
-  const token = (request.params._meta as { progressToken?: unknown } | undefined)?.progressToken;
+  if (tracked === undefined) {
+    answers.add(errorMessage(request.id, duplicateId(request.id, 'is already in flight in this session')));
+    return;
+  }
+  const key = idKey(request.id);
+  caller.running.set(key, request.id);
+  const token = progressTokenOf(request);
+  const progressKey = token === undefined ? undefined : idKey(token);
   const progress =
-    answers.streams && (typeof token === 'string' || typeof token === 'number')
-      ? (update: { progress: number; total?: number; message?: string }) => answers.add(notificationMessage('notifications/progress', { progressToken: token, ...update }))
+    answers.streams && token !== undefined
+      ? (update: { progress: number; total?: number; message?: string }) => answers.progress(progressKey!, notificationMessage('notifications/progress', { progressToken: token, ...update }))
       : undefined;
   const ctx: CallContext = {
     principal: caller.principal,
@@ -229,12 +310,14 @@ async function answer(deps: McpRouteDeps, exchange: Exchange, answers: Answers, 
     progress,
   };
   try {
-    answers.add(resultMessage(request.id, await deps.mcp.handle(ctx, request)));
+    const result = await deps.mcp.handle(ctx, request);
+    answers.add(resultMessage(request.id, result), progressKey);
   } catch (error) {
     const refused = error instanceof McpError ? error : new McpError(-32603, 'The gateway failed to handle this request.', 500, 'internal_error');
     if (!(error instanceof McpError)) deps.logger.warn({ requestId: exchange.ctx.requestId, err: error }, 'an MCP request failed');
-    answers.add(errorMessage(request.id, refused));
+    answers.add(errorMessage(request.id, refused), progressKey);
   } finally {
+    caller.running.delete(key);
     tracked.done();
   }
 }
@@ -242,9 +325,18 @@ async function answer(deps: McpRouteDeps, exchange: Exchange, answers: Answers, 
 /**
  * The answers to one POST's requests: gathered and sent as one JSON body (an array for a batch),
  * or written to an SSE stream as they come (progress first, each response when ready).
+ *
+ * A reader slower than the upstream's progress must not make the gateway hold every update: while
+ * the socket asks to drain, only the latest update of each progress token waits (a batch has at
+ * most MAX_BATCH tokens), written when it drains. Responses are never dropped: each is bounded by
+ * `mcp.max_result_bytes` and there are at most MAX_BATCH of them, so what one exchange holds is
+ * bounded too.
  */
 class Answers {
   private readonly gathered: string[] = [];
+  /** The latest progress update of each token, waiting for the socket to drain (in first-waiting order). */
+  private readonly waiting = new Map<string, string>();
+  private drainAwaited = false;
 
   constructor(
     private readonly exchange: Exchange,
@@ -254,62 +346,181 @@ class Answers {
     if (streams) exchange.openStream();
   }
 
-  add(message: string): void {
+  /** A progress update: written now, or (the socket being full) kept as its token's latest. */
+  progress(tokenKey: string, message: string): void {
+    if (!this.streams) return;
+    if (this.waiting.size > 0 || this.exchange.congested()) {
+      this.waiting.set(tokenKey, message);
+      this.awaitDrain();
+      return;
+    }
+    this.exchange.event(message);
+  }
+
+  /** A response (never dropped); any progress of its token still waiting is now stale and goes. */
+  add(message: string, tokenKey?: string): void {
+    if (tokenKey !== undefined) this.waiting.delete(tokenKey);
     if (this.streams) this.exchange.event(message);
     else this.gathered.push(message);
   }
 
+  /** Bytes of progress waiting for the socket (for tests and the bound above). */
+  get waitingBytes(): number {
+    let bytes = 0;
+    for (const message of this.waiting.values()) bytes += message.length;
+    return bytes;
+  }
+
   finish(): void {
     if (this.streams) {
+      // Every request has been answered, so no progress is left waiting.
+      this.waiting.clear();
       this.exchange.endStream();
       return;
     }
     const body = this.batch ? `[${this.gathered.join(',')}]` : this.gathered[0]!;
     this.exchange.json(200, body);
   }
+
+  private awaitDrain(): void {
+    if (this.drainAwaited || !this.exchange.writable) return;
+    this.drainAwaited = true;
+    this.exchange.ctx.res.once('drain', () => {
+      this.drainAwaited = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    for (const [tokenKey, message] of this.waiting) {
+      if (this.exchange.congested()) break;
+      this.waiting.delete(tokenKey);
+      this.exchange.event(message);
+    }
+    if (this.waiting.size > 0) this.awaitDrain();
+  }
+}
+
+/** GET streams open on this worker, by session and by key: what MAX_STREAMS_PER_SESSION and MAX_STREAMS_PER_KEY bound. */
+class StreamCounts {
+  private readonly bySession = new Map<string, number>();
+  private readonly byKey = new Map<string, number>();
+
+  /** The stream's release, or undefined when the session or the key has as many as it may. */
+  open(session: string, keyId: string): (() => void) | undefined {
+    const ofSession = this.bySession.get(session) ?? 0;
+    const ofKey = this.byKey.get(keyId) ?? 0;
+    if (ofSession >= MAX_STREAMS_PER_SESSION || ofKey >= MAX_STREAMS_PER_KEY) return undefined;
+    this.bySession.set(session, ofSession + 1);
+    this.byKey.set(keyId, ofKey + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      decrement(this.bySession, session);
+      decrement(this.byKey, keyId);
+    };
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left <= 0) counts.delete(key);
+  else counts.set(key, left);
+}
+
+interface StreamCaller {
+  readonly principal: Principal;
+  readonly access: McpAccess;
+  readonly endpoint: string;
+  readonly streams: StreamCounts;
+  readonly keepAliveMs: number;
 }
 
 /** The GET stream, open until the client leaves, the session ends, or (checked at each keep-alive) the key is no longer good. */
-function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal, access: McpAccess, endpoint: string, stillAuthenticated: () => Promise<Principal>): void {
-  const session = sessionOf(deps, exchange, principal, endpoint);
-  protocolVersionOf(exchange);
+function getStream(deps: McpRouteDeps, exchange: Exchange, caller: StreamCaller, stillAuthenticated: () => Promise<Principal>): void {
+  const session = sessionOf(deps, exchange, caller.principal, caller.endpoint);
+  checkProtocolVersion(exchange, session);
   if (!exchange.acceptsStream()) throw new Refusal(406, TRANSPORT_ERROR, 'Not Acceptable: the GET stream is text/event-stream; send Accept: text/event-stream.');
+  const release = caller.streams.open(session.id, caller.principal.keyId);
+  if (release === undefined) {
+    throw new Refusal(429, RATE_LIMITED, `Too many GET streams: at most ${MAX_STREAMS_PER_SESSION} per session and ${MAX_STREAMS_PER_KEY} per key are kept open; close one first.`);
+  }
   exchange.openStream();
   const { res } = exchange.ctx;
-  // Comments keep proxies from closing a quiet stream; the first tells the client the stream is open.
-  res.write(': open\n\n');
-  const keepalive = setInterval(() => {
-    stillAuthenticated().then(
-      () => res.write(': keepalive\n\n'),
-      () => res.end(),
-    );
-  }, KEEPALIVE_MS);
-  keepalive.unref();
-  const stop = deps.mcp.listen({
-    session: session.id,
-    endpoint,
-    access,
-    send: (message) => exchange.event(message),
-    close: () => res.end(),
-  });
-  res.once('close', () => {
+  let ended = false;
+  let keepalive: NodeJS.Timeout | undefined;
+  let stop: () => void = () => undefined;
+  const waiting = new Set<string>();
+  const flushWaiting = () => {
+    const messages = [...waiting];
+    waiting.clear();
+    if (!ended) for (const message of messages) exchange.event(message);
+  };
+  // However the stream ends (client gone, DELETE, gateway closing, key refused), everything it holds goes at once, and nothing is written after.
+  const finish = () => {
+    if (ended) return;
+    ended = true;
     clearInterval(keepalive);
     stop();
+    release();
+    exchange.endStream();
+  };
+  res.once('close', finish);
+  // Comments keep proxies from closing a quiet stream; the first tells the client the stream is open.
+  exchange.write(': open\n\n');
+  stop = deps.mcp.listen({
+    session: session.id,
+    endpoint: caller.endpoint,
+    access: caller.access,
+    send: (message) => {
+      if (ended) return;
+      // A reader not reading is owed each list's notification once (the same message each time), not one per change.
+      if (waiting.size > 0 || exchange.congested()) {
+        waiting.add(message);
+        if (waiting.size === 1) res.once('drain', flushWaiting);
+        return;
+      }
+      exchange.event(message);
+    },
+    close: finish,
   });
+  keepalive = setInterval(() => {
+    stillAuthenticated().then(
+      () => {
+        // A reader that is not reading needs no keep-alive, and must not be given more to hold.
+        if (!ended && !exchange.congested()) exchange.write(': keepalive\n\n');
+      },
+      () => finish(),
+    );
+  }, caller.keepAliveMs);
+  keepalive.unref();
+  if (res.destroyed) finish();
 }
 
-function end(deps: McpRouteDeps, exchange: Exchange, principal: Principal, endpoint: string): void {
+async function end(deps: McpRouteDeps, exchange: Exchange, principal: Principal, endpoint: string): Promise<void> {
   const session = sessionOf(deps, exchange, principal, endpoint);
-  deps.mcp.end(session);
+  checkProtocolVersion(exchange, session);
+  // Answered once every worker knows: the client's next request, wherever it lands, finds the session ended.
+  await deps.mcp.end(session);
   exchange.ctx.res.writeHead(200).end();
 }
 
-/** One HTTP exchange: what the client accepts, and the ways of answering it. */
+/** One HTTP exchange: what the client accepts, and the ways of answering it; nothing is written once the response has ended. */
 class Exchange {
-  constructor(readonly ctx: RequestContext) {}
+  /** Whether the request's body was (or is being) read: a refusal before it closes the connection. */
+  bodyRead = false;
+
+  constructor(
+    readonly ctx: RequestContext,
+    private readonly logger: Logger,
+  ) {
+    // A write racing the socket's end (a reset, a client gone) must not become an uncaught 'error' that ends the worker.
+    ctx.res.on('error', (error) => logger.debug({ requestId: ctx.requestId, err: error }, 'MCP response error'));
+  }
 
   acceptsStream(): boolean {
-    return /text\/event-stream|\*\/\*/i.test(this.ctx.req.headers.accept ?? '');
+    return /text\/event-stream|text\/\*|\*\/\*/i.test(this.ctx.req.headers.accept ?? '');
   }
 
   acceptsJson(): boolean {
@@ -317,12 +528,23 @@ class Exchange {
     return accept === undefined || accept === '' || /application\/json|application\/\*|\*\/\*/i.test(accept);
   }
 
+  get writable(): boolean {
+    const { res } = this.ctx;
+    return !res.writableEnded && !res.destroyed;
+  }
+
+  /** The socket holds more than it wants: the reader is slower than what is written. */
+  congested(): boolean {
+    return this.ctx.res.writableNeedDrain;
+  }
+
   json(status: number, body: string, headers: Readonly<Record<string, string>> = {}): void {
+    if (!this.writable || this.ctx.res.headersSent) return;
     this.ctx.res.writeHead(status, { ...headers, 'content-type': 'application/json' }).end(body);
   }
 
   accepted(): void {
-    this.ctx.res.writeHead(202).end();
+    if (this.writable) this.ctx.res.writeHead(202).end();
   }
 
   openStream(): void {
@@ -330,22 +552,28 @@ class Exchange {
     this.ctx.res.flushHeaders();
   }
 
+  write(chunk: string): void {
+    if (this.writable) this.ctx.res.write(chunk);
+  }
+
   event(message: string): void {
-    if (!this.ctx.res.writableEnded) this.ctx.res.write(`event: message\ndata: ${message}\n\n`);
+    this.write(`event: message\ndata: ${message}\n\n`);
   }
 
   endStream(): void {
-    if (!this.ctx.res.writableEnded) this.ctx.res.end();
+    if (this.writable) this.ctx.res.end();
   }
 
-  refuse(thrown: unknown, logger: Logger): void {
-    const { res } = this.ctx;
+  refuse(thrown: unknown): void {
+    const { req, res } = this.ctx;
     const refusal = thrown instanceof Refusal ? thrown : new Refusal(500, -32603, 'The gateway failed to handle this request.');
-    if (!(thrown instanceof Refusal)) logger.warn({ requestId: this.ctx.requestId, err: thrown }, 'an MCP request failed');
+    if (!(thrown instanceof Refusal)) this.logger.warn({ requestId: this.ctx.requestId, err: thrown }, 'an MCP request failed');
     if (res.headersSent) {
-      if (!res.writableEnded) res.end();
+      this.endStream();
       return;
     }
-    this.json(refusal.status, errorMessage(refusal.id, new McpError(refusal.code, refusal.message, refusal.status, 'refused')), refusal.headers);
+    // Refused before its body was read (a bad key, a wrong content type): the connection closes after the answer rather than waiting, possibly for minutes, for a body nobody will read.
+    const unread: Record<string, string> = this.bodyRead || req.complete ? {} : { connection: 'close' };
+    this.json(refusal.status, errorMessage(refusal.id, new McpError(refusal.code, refusal.message, refusal.status, 'refused')), { ...refusal.headers, ...unread });
   }
 }
