@@ -3,6 +3,7 @@ import { describeLimits } from '../core/key-limits.js';
 import { resolveRedis } from '../core/settings.js';
 import { UserError } from '../core/user-error.js';
 import { loadCatalogue, warnOfUnpricedModels } from './catalogue.js';
+import { warnOfUnknownMcpServers } from './mcp-servers.js';
 import { applyLimitFlags, type ConfigFlags, type JsonFlag, type LimitFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './options.js';
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
@@ -135,6 +136,7 @@ export function addAccountsCommands(program: SluiceCommand): void {
         const changed = await setAccountLimits(store, name, applyLimitFlags(current.limits, opts));
         // The account's budget binds on every request of its keys: every model is checked, not one key's list.
         if (opts.budgetUsd !== undefined && opts.budgetUsd !== 'none') await warnOfUnpricedModels(await loadCatalogue(store, dataDir, configFile), null, `The account ${name}`);
+        if (opts.mcp !== undefined && opts.mcp !== 'none') await warnOfUnknownMcpServers(store, configFile, opts.mcp, `the account ${name}`);
         return changed;
       }, resolveRedis(opts));
       if (opts.json) console.log(JSON.stringify({ account: account.name, limits: account.limits }));

@@ -8,6 +8,7 @@ import type { KeyRecord, KeyStatus } from '../store/store.js';
 import { applyLimitFlags, type ConfigFlags, type JsonFlag, type LimitFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './options.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
 import { loadCatalogue, warnOfUnpricedModels } from './catalogue.js';
+import { warnOfUnknownMcpServers } from './mcp-servers.js';
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
 
@@ -102,6 +103,7 @@ export function addKeysCommands(program: SluiceCommand): void {
           if (catalogue !== undefined && models !== undefined && !opts.allowUnknown) await checkModelsKnown(catalogue, configFile, models);
           const created = await createKey(store, hasher, { accountName: opts.account, name: opts.name, models, expiresAt: opts.expires, limits });
           if (catalogue !== undefined && limits.budgetUsd !== undefined) await warnOfUnpricedModels(catalogue, models ?? null, 'This key');
+          if (limits.mcp !== undefined) await warnOfUnknownMcpServers(store, configFile, limits.mcp, 'this key');
           return created;
         },
         resolveRedis(opts),
@@ -157,6 +159,7 @@ export function addKeysCommands(program: SluiceCommand): void {
         if (current === undefined) throw new KeyManagementError(`No key has the id '${id}'.`);
         const changed = await setKeyLimits(store, id, applyLimitFlags(current.limits, opts));
         if (opts.budgetUsd !== undefined && opts.budgetUsd !== 'none') await warnOfUnpricedModels(await loadCatalogue(store, dataDir, configFile), changed.models, 'This key');
+        if (opts.mcp !== undefined && opts.mcp !== 'none') await warnOfUnknownMcpServers(store, configFile, opts.mcp, 'this key');
         return changed;
       }, resolveRedis(opts));
       if (opts.json) console.log(JSON.stringify(keyJson(key)));

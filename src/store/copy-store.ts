@@ -22,7 +22,7 @@ const DEFAULT_BATCH = 1000;
 /** A ledger row binds two dozen parameters: 2000 rows stay well below PostgreSQL's 65,535 per statement. */
 export const MAX_COPY_BATCH = 2000;
 /** The meta counters that caches poll, and the tables whose changes each one announces. */
-const COUNTERS = { keys_version: ['accounts', 'api_keys'], catalogue_version: ['console_providers', 'console_models', 'price_list'] } as const;
+const COUNTERS = { keys_version: ['accounts', 'api_keys'], catalogue_version: ['console_providers', 'console_models', 'price_list', 'console_mcp_servers'] } as const;
 
 /**
  * Copies one store's contents into another (an embedded deployment's SQLite into PostgreSQL), a
@@ -38,7 +38,7 @@ export async function copyStore(source: Kysely<Database>, target: Kysely<Databas
   const progress = options.progress ?? (() => {});
   const results: TableCopy[] = [];
 
-  const byId = async <T extends 'accounts' | 'api_keys' | 'console_providers' | 'console_models' | 'price_list' | 'stored_responses' | 'stored_response_items'>(
+  const byId = async <T extends 'accounts' | 'api_keys' | 'console_providers' | 'console_models' | 'console_mcp_servers' | 'price_list' | 'stored_responses' | 'stored_response_items'>(
     table: T,
     check?: (rows: Selectable<Database[T]>[], inserted: Set<string>) => Promise<void>,
   ) => {
@@ -78,6 +78,7 @@ export async function copyStore(source: Kysely<Database>, target: Kysely<Databas
   await byId('api_keys');
   await byId('console_providers');
   await byId('console_models');
+  await byId('console_mcp_servers');
   await byId('price_list');
   await byId('stored_responses');
   await byId('stored_response_items');

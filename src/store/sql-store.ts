@@ -7,11 +7,12 @@ import { SqlAccounts, SqlSignInLinks } from './sql-accounts.js';
 import { SqlCatalogue } from './sql-catalogue.js';
 import { SqlLoginThrottle, SqlSessions } from './sql-console.js';
 import { SqlKeys } from './sql-keys.js';
+import { SqlMcpServers } from './sql-mcp-servers.js';
 import { SqlResponses } from './sql-responses.js';
 import { SqlStatus } from './sql-status.js';
 import { SqlUsage } from './sql-usage.js';
 import { SqlUsageDaily } from './sql-usage-daily.js';
-import type { AccountsRepository, CatalogueRepository, KeysRepository, LoginThrottleRepository, SessionsRepository, SignInLinksRepository, StatusRepository, Store, UsageDailyRepository, UsageRepository } from './store.js';
+import type { AccountsRepository, CatalogueRepository, KeysRepository, McpServersRepository, LoginThrottleRepository, SessionsRepository, SignInLinksRepository, StatusRepository, Store, UsageDailyRepository, UsageRepository } from './store.js';
 import { type ResponsesRepository } from '../core/stored-responses.js';
 
 export interface StoreOptions {
@@ -34,6 +35,7 @@ export class SqlStore implements Store {
   readonly signInLinks: SignInLinksRepository;
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
+  readonly mcpServers: McpServersRepository;
   readonly status: StatusRepository;
   readonly responses: ResponsesRepository;
   private readonly closeWaitMs: number | undefined;
@@ -58,6 +60,7 @@ export class SqlStore implements Store {
     this.signInLinks = new SqlSignInLinks(db);
     this.loginThrottle = new SqlLoginThrottle(db);
     this.catalogue = new SqlCatalogue(db, counters, dialect);
+    this.mcpServers = new SqlMcpServers(db, counters, dialect);
     this.status = new SqlStatus(db);
     this.responses = new SqlResponses(db);
   }

@@ -265,6 +265,26 @@ export interface CatalogueRepository {
   dropDiscovered(keep: readonly string[]): Promise<boolean>;
 }
 
+/** An upstream MCP server registered in the console (HTTP only), as stored. */
+export interface StoredMcpServer {
+  readonly id: string;
+  /** Its configuration-file fields except the headers (url, transport, price_per_call). */
+  readonly config: Readonly<Record<string, unknown>>;
+  /** Sealed (encrypted) JSON of its headers, or null when it has none. */
+  readonly secrets: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** Console-registered MCP servers; a change bumps the catalogue's counter (and its change-feed topic). */
+export interface McpServersRepository {
+  list(): Promise<StoredMcpServer[]>;
+  /** false when `create` finds the id taken, or an update finds it missing. */
+  put(entry: { id: string; config: object; secrets: string | null }, mode: 'create' | 'update'): Promise<boolean>;
+  /** false when there was no such server. */
+  delete(id: string): Promise<boolean>;
+}
+
 /** One request that reached a provider, for health figures. */
 export interface TrafficSample {
   readonly at: number;
@@ -388,6 +408,7 @@ export interface Store {
   readonly signInLinks: SignInLinksRepository;
   readonly loginThrottle: LoginThrottleRepository;
   readonly catalogue: CatalogueRepository;
+  readonly mcpServers: McpServersRepository;
   readonly status: StatusRepository;
   /** One trivial query (`select 1`): whether the store answers at all, for `/readyz`. */
   ping(): Promise<void>;
