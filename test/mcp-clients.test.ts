@@ -1,0 +1,267 @@
+// postgres-pass: skip (real MCP clients over the wire; the store is reached only for the key and the ledger rows, which the /mcp endpoint's own tests run on PostgreSQL)
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { Agent, MCPServerStreamableHttp, OpenAIChatCompletionsModel, run, setTracingDisabled } from '@openai/agents';
+import OpenAI from 'openai';
+import { startStreamableHttpMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
+import { AGENT_BIN, claudeCodeEnv, claudeCodeHome, runClaudeCode, runCli } from './support/agent-cli.js';
+import { createKey, eventually, startSluice, tempDir, type LedgerRow, type RunningSluice } from './support/sluice.js';
+import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
+
+/**
+ * The MCP clients people point at a gateway, beyond the official SDK's own client (mcp-edge's
+ * tests): the OpenAI Agents SDK, Claude Code and Codex, each configured with Sluice as an HTTP MCP
+ * server the way their users do, against one fake upstream MCP server (the official SDK's server
+ * classes, Streamable HTTP) behind Sluice and the fake model upstreams scripted to ask for a tool.
+ * Each run shows the same four things: the key's allow-list decides what the client sees, the call
+ * runs on the upstream MCP server, its answer reaches the model, and the ledger has one row for it;
+ * and the upstream sees its own token, never the caller's key.
+ */
+
+/** The upstream MCP server's id in Sluice: tools are `toolbox__echo` on /mcp. */
+const SERVER = 'toolbox';
+const UPSTREAM_TOKEN = 'upstream-mcp-token-7f3a9c21e5';
+
+let models: ThreeUpstreams;
+let toolbox: FakeMcpUpstream;
+let sluice: RunningSluice;
+/** Allowed two tools of the toolbox alone (`toolbox/echo,toolbox/add`). */
+let key: string;
+/** A key without an MCP allow-list: deny by default. */
+let keyWithoutMcp: string;
+
+before(async () => {
+  setTracingDisabled(true); // the Agents SDK would export its traces to OpenAI
+  [models, toolbox] = await Promise.all([startThreeUpstreams(), startStreamableHttpMcpUpstream({ token: UPSTREAM_TOKEN })]);
+  sluice = await startSluice({
+    config: `${models.providersYaml}
+models:
+  - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
+  - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
+mcp_servers:
+  - id: ${SERVER}
+    url: ${toolbox.url}
+    headers: { Authorization: "Bearer ${UPSTREAM_TOKEN}" }
+`,
+  });
+  key = (await createKey(sluice.dataDir, 'acme', ['--mcp', `${SERVER}/echo,${SERVER}/add`])).key;
+  keyWithoutMcp = (await createKey(sluice.dataDir, 'acme')).key;
+});
+
+after(async () => {
+  assert.equal(await sluice.stop(), 0);
+  await Promise.all([models.close(), toolbox.close()]);
+});
+
+beforeEach(() => {
+  models.reset();
+  toolbox.completedCalls.length = 0;
+});
+
+/** The ledger's MCP tool-call rows. */
+async function toolCallRows(): Promise<LedgerRow[]> {
+  return (await sluice.ledger()).filter((row) => row.operation === 'mcp.tools/call');
+}
+
+/** Waits for `count` more MCP tool-call rows than `before` and returns the new ones. */
+async function newToolCallRows(before: number, count: number): Promise<LedgerRow[]> {
+  return eventually(
+    async () => {
+      const rows = await toolCallRows();
+      return rows.length >= before + count ? rows.slice(before) : undefined;
+    },
+    5000,
+    `${count} mcp.tools/call ledger row(s)`,
+  );
+}
+
+/** The tools/call requests the upstream MCP server received, with their arguments. */
+function upstreamToolCalls(): { name: string; arguments: unknown }[] {
+  return toolbox.requests.filter((r) => r.body?.method === 'tools/call').map((r) => ({ name: r.body.params.name, arguments: r.body.params.arguments }));
+}
+
+/** The caller's key never reached the upstream MCP server, which saw its own token on every request. */
+function assertUpstreamSawOnlyItsToken(callerKey: string): void {
+  assert.ok(toolbox.requests.length > 0);
+  for (const request of toolbox.requests) {
+    assert.equal(request.headers.authorization, `Bearer ${UPSTREAM_TOKEN}`);
+    assert.ok(!JSON.stringify(request.headers).includes(callerKey) && !JSON.stringify(request.body ?? null).includes(callerKey), 'the caller’s Sluice key went upstream');
+  }
+}
+
+describe('the OpenAI Agents SDK (MCPServerStreamableHttp) through Sluice', () => {
+  const connect = async (apiKey: string) => {
+    const server = new MCPServerStreamableHttp({ url: `${sluice.url}/mcp`, name: 'sluice', requestInit: { headers: { Authorization: `Bearer ${apiKey}` } }, timeout: 20_000 });
+    // It probes `server/discover` first, without a session, and must fall back to `initialize`.
+    await server.connect();
+    return server;
+  };
+
+  test('connects, lists exactly the tools its key allows, and calls one on the upstream MCP server', async () => {
+    const server = await connect(key);
+    try {
+      assert.ok(server.sessionId !== undefined && server.sessionId.length > 0, 'a Streamable HTTP session was opened');
+      const tools = await server.listTools();
+      assert.deepEqual(tools.map((tool) => tool.name).sort(), [`${SERVER}__add`, `${SERVER}__echo`]);
+      const echo = tools.find((tool) => tool.name === `${SERVER}__echo`)!;
+      assert.deepEqual(echo.inputSchema.required, ['text'], 'the upstream’s input schema, passed on');
+      const rowsBefore = (await toolCallRows()).length;
+      const content = await server.callTool(`${SERVER}__echo`, { text: 'hello from the Agents SDK' });
+      assert.deepEqual(content, [{ type: 'text', text: 'hello from the Agents SDK' }]);
+      assert.deepEqual(toolbox.completedCalls, ['echo'], 'the tool ran on the upstream MCP server, under its own name');
+      assert.deepEqual(upstreamToolCalls().at(-1), { name: 'echo', arguments: { text: 'hello from the Agents SDK' } });
+      const [row] = await newToolCallRows(rowsBefore, 1);
+      assert.equal(row!.status, 200, JSON.stringify(row));
+      assertUpstreamSawOnlyItsToken(key);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a key without an MCP allow-list connects and sees no tool at all', async () => {
+    const server = await connect(keyWithoutMcp);
+    try {
+      assert.deepEqual(await server.listTools(), []);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('an Agent run: the model asks for the MCP tool, the SDK calls it through Sluice, its result reaches the model’s next request', async () => {
+    const server = await connect(key);
+    try {
+      const client = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+      const agent = new Agent({ name: 'toolbox user', instructions: 'Use the tools you are given.', model: new OpenAIChatCompletionsModel(client, 'llama-chat'), mcpServers: [server] });
+      const rowsBefore = (await toolCallRows()).length;
+      // The fake model calls the tool the prompt names, with the minimal instance of its schema ({"text":"example"}).
+      const result = await run(agent, `Please call tool ${SERVER}__echo`, { maxTurns: 3 });
+      const calls = models.vllm.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions'));
+      assert.equal(calls.length, 2, 'the tool call, then its result');
+      const offered = calls[0]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name).sort();
+      assert.deepEqual(offered, [`${SERVER}__add`, `${SERVER}__echo`], 'the model was offered the MCP tools under their aggregated names');
+      assert.deepEqual(upstreamToolCalls().at(-1), { name: 'echo', arguments: { text: 'example' } });
+      const toolMessages = calls[1]!.body.messages.filter((m: { role: string }) => m.role === 'tool');
+      assert.equal(toolMessages.length, 1);
+      assert.match(JSON.stringify(toolMessages[0].content), /example/, 'the tool’s answer reached the model');
+      assert.match(String(result.finalOutput), /^Result: .*example/);
+      const [row] = await newToolCallRows(rowsBefore, 1);
+      assert.equal(row!.status, 200);
+      assertUpstreamSawOnlyItsToken(key);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('Claude Code with Sluice added as an HTTP MCP server', () => {
+  /** A Claude Code home where `claude mcp add --transport http sluice <url>/mcp --header "Authorization: Bearer <key>"` was run, as a user does. */
+  async function homeWithSluiceMcp(apiKey: string): Promise<string> {
+    const home = claudeCodeHome();
+    const added = await runCli(join(AGENT_BIN, 'claude'), ['mcp', 'add', '--transport', 'http', 'sluice', `${sluice.url}/mcp`, '--header', `Authorization: Bearer ${apiKey}`], claudeCodeEnv(home, sluice.url, apiKey), join(home, 'work'));
+    assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);
+    assert.doesNotMatch(added.stdout, new RegExp(apiKey), 'Claude Code does not print the header’s value');
+    // It keeps the header in its own config file, as the issue says.
+    assert.match(readFileSync(join(home, '.claude', '.claude.json'), 'utf8'), new RegExp(`Bearer ${apiKey}`));
+    return home;
+  }
+
+  /** The tools Claude Code offered the model from its MCP server `sluice`. */
+  const sluiceTools = (body: { tools?: { name: string }[] }) => (body.tools ?? []).map((tool) => tool.name).filter((name) => name.startsWith('mcp__sluice__')).sort();
+
+  test('claude -p --allowedTools mcp__sluice__toolbox__echo: the tool runs on the upstream MCP server and its answer reaches the model', async () => {
+    const home = await homeWithSluiceMcp(key);
+    const tool = `mcp__sluice__${SERVER}__echo`;
+    const rowsBefore = (await toolCallRows()).length;
+    const result = await runClaudeCode(sluice.url, key, 'claude', `Please call tool ${tool}`, { home, args: ['--allowedTools', tool] });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const output = JSON.parse(result.stdout);
+    assert.equal(output.is_error, false, result.stdout);
+    assert.deepEqual(output.permission_denials, []);
+
+    const calls = models.anthropic.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/messages') && Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    assert.equal(calls.length, 2, 'the tool call, then its result');
+    assert.deepEqual(sluiceTools(calls[0]!.body), [`mcp__sluice__${SERVER}__add`, tool], 'Claude Code offered the tools the key allows, under mcp__sluice__<server>__<tool>');
+    assert.deepEqual(toolbox.completedCalls, ['echo']);
+    assert.deepEqual(upstreamToolCalls().at(-1), { name: 'echo', arguments: { text: 'example' } });
+    const lastTurn = calls[1]!.body.messages.at(-1);
+    const toolResults = lastTurn.content.filter((block: { type: string }) => block.type === 'tool_result');
+    assert.equal(toolResults.length, 1, JSON.stringify(lastTurn).slice(0, 1000));
+    assert.notEqual(toolResults[0].is_error, true, JSON.stringify(toolResults[0]));
+    assert.deepEqual(toolResults[0].content, [{ type: 'text', text: 'example' }], 'the upstream tool’s answer reached the model');
+    assert.equal(output.result, 'Result: example');
+
+    const [row] = await newToolCallRows(rowsBefore, 1);
+    assert.equal(row!.status, 200);
+    assertUpstreamSawOnlyItsToken(key);
+  });
+
+  test('with a key without an MCP allow-list, Claude Code is offered no tool of Sluice’s', async () => {
+    const home = await homeWithSluiceMcp(keyWithoutMcp);
+    const result = await runClaudeCode(sluice.url, keyWithoutMcp, 'claude', 'Say hello.', { home });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const calls = models.anthropic.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/messages') && Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    assert.ok(calls.length >= 1);
+    assert.deepEqual(sluiceTools(calls[0]!.body), []);
+    assert.ok(calls[0]!.body.tools.length > 10, 'Claude Code’s own tools are still there');
+  });
+});
+
+describe('Codex with Sluice added as an HTTP MCP server', () => {
+  /**
+   * A Codex home with the model provider of docs/dialects.md and `codex mcp add sluice --url
+   * <url>/mcp --bearer-token-env-var SLUICE_API_KEY` run as a user does; Codex asks before any MCP
+   * tool runs, which `codex exec` cannot, so the server's tools are approved in its config.
+   */
+  async function codexHome(): Promise<string> {
+    const home = tempDir('sluice-codex-');
+    mkdirSync(join(home, 'work'));
+    mkdirSync(join(home, '.codex'));
+    writeFileSync(
+      join(home, '.codex', 'config.toml'),
+      ['model_provider = "sluice"', '', '[model_providers.sluice]', 'name = "Sluice"', `base_url = "${sluice.url}/v1"`, 'env_key = "SLUICE_API_KEY"', 'wire_api = "responses"', 'request_max_retries = 0', 'stream_max_retries = 0', ''].join('\n'),
+    );
+    const added = await runCli(join(AGENT_BIN, 'codex'), ['mcp', 'add', 'sluice', '--url', `${sluice.url}/mcp`, '--bearer-token-env-var', 'SLUICE_API_KEY'], codexEnv(home), join(home, 'work'));
+    assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);
+    const config = readFileSync(join(home, '.codex', 'config.toml'), 'utf8');
+    assert.match(config, /\[mcp_servers\.sluice\]\nurl = "http:\/\/127\.0\.0\.1:\d+\/mcp"\nbearer_token_env_var = "SLUICE_API_KEY"/);
+    assert.doesNotMatch(config, new RegExp(key), 'the key stays in the environment, out of the config file');
+    writeFileSync(join(home, '.codex', 'config.toml'), `${config.trimEnd()}\ndefault_tools_approval_mode = "approve"\n`);
+    return home;
+  }
+
+  const codexEnv = (home: string) => ({ HOME: home, CODEX_HOME: join(home, '.codex'), SLUICE_API_KEY: key });
+
+  test('codex exec: the model asks for the MCP tool, Codex calls it through Sluice, its result reaches the model', async () => {
+    const home = await codexHome();
+    const rowsBefore = (await toolCallRows()).length;
+    const tool = `mcp__sluice__${SERVER}__echo`;
+    const result = await runCli(
+      join(AGENT_BIN, 'codex'),
+      ['exec', '--ephemeral', '--skip-git-repo-check', '--sandbox', 'read-only', '--json', '-C', join(home, 'work'), '-c', 'model=llama-chat', '-c', 'analytics.enabled=false', '-c', 'features.plugins=false', `Please call tool ${tool}`],
+      codexEnv(home),
+      join(home, 'work'),
+    );
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const events = result.stdout.split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
+    const toolCall = events.find((event) => event.type === 'item.completed' && event.item?.type === 'mcp_tool_call')?.item;
+    assert.ok(toolCall !== undefined, result.stdout);
+    assert.deepEqual([toolCall.server, toolCall.tool, toolCall.status, toolCall.error], ['sluice', `${SERVER}__echo`, 'completed', null]);
+    assert.deepEqual(toolCall.result.content, [{ type: 'text', text: 'example' }]);
+
+    const calls = models.vllm.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions'));
+    assert.equal(calls.length, 2, 'the tool call, then its result');
+    const offered = calls[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name).filter((name: string) => name.startsWith('mcp__sluice__')).sort();
+    assert.deepEqual(offered, [`mcp__sluice__${SERVER}__add`, tool]);
+    assert.deepEqual(toolbox.completedCalls, ['echo']);
+    assert.deepEqual(upstreamToolCalls().at(-1), { name: 'echo', arguments: { text: 'example' } });
+    const toolMessages = calls[1]!.body.messages.filter((m: { role: string }) => m.role === 'tool');
+    assert.equal(toolMessages.length, 1);
+    assert.match(JSON.stringify(toolMessages[0].content), /example/, 'the upstream tool’s answer reached the model');
+
+    const [row] = await newToolCallRows(rowsBefore, 1);
+    assert.equal(row!.status, 200);
+    assertUpstreamSawOnlyItsToken(key);
+  });
+});
