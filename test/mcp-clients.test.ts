@@ -29,6 +29,7 @@ let toolbox: FakeMcpUpstream;
 let sluice: RunningSluice;
 /** Allowed two tools of the toolbox alone (`toolbox/echo,toolbox/add`). */
 let key: string;
+let keyId: string;
 /** A key without an MCP allow-list: deny by default. */
 let keyWithoutMcp: string;
 
@@ -46,7 +47,7 @@ mcp_servers:
     headers: { Authorization: "Bearer ${UPSTREAM_TOKEN}" }
 `,
   });
-  key = (await createKey(sluice.dataDir, 'acme', ['--mcp', `${SERVER}/echo,${SERVER}/add`])).key;
+  ({ key, id: keyId } = await createKey(sluice.dataDir, 'acme', ['--mcp', `${SERVER}/echo,${SERVER}/add`]));
   keyWithoutMcp = (await createKey(sluice.dataDir, 'acme')).key;
 });
 
@@ -75,6 +76,17 @@ async function newToolCallRows(before: number, count: number): Promise<LedgerRow
     5000,
     `${count} mcp.tools/call ledger row(s)`,
   );
+}
+
+/** One successful call of the toolbox's echo tool with these arguments, as the ledger records it: server, tool, status, bytes in and out. */
+function assertEchoRow(row: LedgerRow | undefined, args: Record<string, unknown>, keyId: string): void {
+  assert.ok(row !== undefined);
+  assert.deepEqual(
+    { model: row.model, provider_id: row.provider_id, status: row.status, error_kind: row.error_kind, key_id: row.key_id, bytes_in: row.bytes_in },
+    { model: `${SERVER}/echo`, provider_id: SERVER, status: 200, error_kind: null, key_id: keyId, bytes_in: Buffer.byteLength(JSON.stringify(args)) },
+    JSON.stringify(row),
+  );
+  assert.ok((row.bytes_out ?? 0) > Buffer.byteLength(String(args.text)), 'the result’s bytes');
 }
 
 /** The tools/call requests the upstream MCP server received, with their arguments. */
@@ -113,7 +125,7 @@ describe('the OpenAI Agents SDK (MCPServerStreamableHttp) through Sluice', () =>
       assert.deepEqual(toolbox.completedCalls, ['echo'], 'the tool ran on the upstream MCP server, under its own name');
       assert.deepEqual(upstreamToolCalls().at(-1), { name: 'echo', arguments: { text: 'hello from the Agents SDK' } });
       const [row] = await newToolCallRows(rowsBefore, 1);
-      assert.equal(row!.status, 200, JSON.stringify(row));
+      assertEchoRow(row, { text: 'hello from the Agents SDK' }, keyId);
       assertUpstreamSawOnlyItsToken(key);
     } finally {
       await server.close();
@@ -147,7 +159,7 @@ describe('the OpenAI Agents SDK (MCPServerStreamableHttp) through Sluice', () =>
       assert.match(JSON.stringify(toolMessages[0].content), /example/, 'the tool’s answer reached the model');
       assert.match(String(result.finalOutput), /^Result: .*example/);
       const [row] = await newToolCallRows(rowsBefore, 1);
-      assert.equal(row!.status, 200);
+      assertEchoRow(row, { text: 'example' }, keyId);
       assertUpstreamSawOnlyItsToken(key);
     } finally {
       await server.close();
@@ -193,7 +205,7 @@ describe('Claude Code with Sluice added as an HTTP MCP server', () => {
     assert.equal(output.result, 'Result: example');
 
     const [row] = await newToolCallRows(rowsBefore, 1);
-    assert.equal(row!.status, 200);
+    assertEchoRow(row, { text: 'example' }, keyId);
     assertUpstreamSawOnlyItsToken(key);
   });
 
@@ -261,7 +273,7 @@ describe('Codex with Sluice added as an HTTP MCP server', () => {
     assert.match(JSON.stringify(toolMessages[0].content), /example/, 'the upstream tool’s answer reached the model');
 
     const [row] = await newToolCallRows(rowsBefore, 1);
-    assert.equal(row!.status, 200);
+    assertEchoRow(row, { text: 'example' }, keyId);
     assertUpstreamSawOnlyItsToken(key);
   });
 });
