@@ -12,7 +12,7 @@ import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js
 
 /**
  * The MCP clients people point at a gateway, beyond the official SDK's own client (mcp-edge's
- * tests): the OpenAI Agents SDK, Claude Code and Codex, each configured with Sluice as an HTTP MCP
+ * tests): the OpenAI Agents SDK, Claude Code, Codex and the Gemini CLI, each configured with Sluice as an HTTP MCP
  * server the way their users do, against one fake upstream MCP server (the official SDK's server
  * classes, Streamable HTTP) behind Sluice and the fake model upstreams scripted to ask for a tool.
  * Each run shows the same four things: the key's allow-list decides what the client sees, the call
@@ -41,6 +41,7 @@ before(async () => {
 models:
   - { id: claude, provider: anthropic, upstream_model: claude-test, endpoints: [chat], max_output_tokens: 8000 }
   - { id: llama-chat, provider: vllm, upstream_model: upstream-model, endpoints: [chat], max_output_tokens: 8000 }
+  - { id: gemini-flash, provider: google, upstream_model: gemini-test, endpoints: [chat], max_output_tokens: 8000 }
 mcp_servers:
   - id: ${SERVER}
     url: ${toolbox.url}
@@ -271,6 +272,53 @@ describe('Codex with Sluice added as an HTTP MCP server', () => {
     const toolMessages = calls[1]!.body.messages.filter((m: { role: string }) => m.role === 'tool');
     assert.equal(toolMessages.length, 1);
     assert.match(JSON.stringify(toolMessages[0].content), /example/, 'the upstream tool’s answer reached the model');
+
+    const [row] = await newToolCallRows(rowsBefore, 1);
+    assertEchoRow(row, { text: 'example' }, keyId);
+    assertUpstreamSawOnlyItsToken(key);
+  });
+});
+
+describe('the Gemini CLI with Sluice added as an HTTP MCP server', () => {
+  test('gemini -p: the model asks for the MCP tool, the CLI calls it through Sluice, its result reaches the model', async () => {
+    const home = tempDir('sluice-gemini-');
+    const work = join(home, 'work');
+    mkdirSync(work);
+    mkdirSync(join(home, '.gemini'));
+    // Headless, the CLI takes the API-key sign-in only from settings (as in agent-clis.test.ts).
+    writeFileSync(
+      join(home, '.gemini', 'settings.json'),
+      JSON.stringify({
+        security: { auth: { selectedType: 'gemini-api-key' } },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+        general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: 1 },
+        ide: { enabled: false },
+      }),
+    );
+    const env = { HOME: home, GEMINI_CLI_HOME: home, GOOGLE_GEMINI_BASE_URL: sluice.url, GEMINI_API_KEY: key, GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true', TERM: 'dumb' };
+    // As a user adds it; --trust: the CLI asks before an MCP tool runs otherwise, which -p cannot.
+    const added = await runCli(process.execPath, [join(AGENT_BIN, 'gemini'), 'mcp', 'add', '--scope', 'user', '--transport', 'http', '--trust', '-H', `Authorization: Bearer ${key}`, 'sluice', `${sluice.url}/mcp`], env, work);
+    assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);
+    assert.deepEqual(JSON.parse(readFileSync(join(home, '.gemini', 'settings.json'), 'utf8')).mcpServers.sluice, { url: `${sluice.url}/mcp`, type: 'http', headers: { Authorization: `Bearer ${key}` }, trust: true });
+
+    const rowsBefore = (await toolCallRows()).length;
+    // The CLI names MCP tools mcp_<its name for the server>_<tool>.
+    const tool = `mcp_sluice_${SERVER}__echo`;
+    const result = await runCli(process.execPath, [join(AGENT_BIN, 'gemini'), '-m', 'gemini-flash', '-o', 'json', '-p', `Please call tool ${tool}`], env, work);
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+
+    const calls = models.gemini.requests.filter((r) => r.method === 'POST' && /:streamGenerateContent/.test(r.path));
+    assert.equal(calls.length, 2, 'the tool call, then its result');
+    const offered = calls[0]!.body.tools.flatMap((t: { functionDeclarations?: { name: string }[] }) => (t.functionDeclarations ?? []).map((f) => f.name)).filter((name: string) => name.startsWith('mcp_sluice_')).sort();
+    assert.deepEqual(offered, [`mcp_sluice_${SERVER}__add`, tool]);
+    assert.deepEqual(toolbox.completedCalls, ['echo']);
+    assert.deepEqual(upstreamToolCalls().at(-1), { name: 'echo', arguments: { text: 'example' } });
+    const responses = calls[1]!.body.contents.at(-1).parts.filter((part: { functionResponse?: unknown }) => part.functionResponse !== undefined);
+    assert.equal(responses.length, 1);
+    assert.equal(responses[0].functionResponse.name, tool);
+    assert.match(JSON.stringify(responses[0].functionResponse.response), /example/, 'the upstream tool’s answer reached the model');
+    assert.match(JSON.parse(result.stdout).response, /^Result: .*example/s);
 
     const [row] = await newToolCallRows(rowsBefore, 1);
     assertEchoRow(row, { text: 'example' }, keyId);
