@@ -147,7 +147,7 @@ function refused(field: string, message: string): AdminResult {
   return { ok: false, errors: { [field]: message } };
 }
 
-function fieldErrors(error: z.ZodError): FieldErrors {
+export function fieldErrors(error: z.ZodError): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of error.issues) {
     const field = issue.path.length === 0 ? '_' : issue.path.map(String).join('.');

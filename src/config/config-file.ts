@@ -452,13 +452,15 @@ const limitsSectionSchema = z.strictObject({
 });
 
 /** Defaults of the `mcp:` section (docs/mcp.md). */
-export const MCP_DEFAULTS = { max_result_bytes: 4 * 1024 * 1024, call_timeout_ms: 120_000 } as const;
+export const MCP_DEFAULTS = { max_result_bytes: 4 * 1024 * 1024, call_timeout_ms: 120_000, page_size: 100 } as const;
 
 const mcpSectionSchema = z.strictObject({
   /** The largest answer an upstream MCP server may give one call (a tool result, a resource, a prompt); a larger one is refused. */
   max_result_bytes: z.number().int().min(1024).default(MCP_DEFAULTS.max_result_bytes),
   /** How long a call may wait on an upstream MCP server before the caller gets an error and the upstream a cancellation. */
   call_timeout_ms: z.number().int().min(100).default(MCP_DEFAULTS.call_timeout_ms),
+  /** How many tools (resources, prompts) one page of an aggregated list holds; `cursor` gives the next. */
+  page_size: z.number().int().min(1).max(10_000).default(MCP_DEFAULTS.page_size),
 });
 
 export const MCP_TRANSPORTS = ['streamable_http', 'sse'] as const;
@@ -505,6 +507,7 @@ export function isStdioServer(server: McpServerConfig): server is McpStdioServer
 export interface McpSettings {
   readonly maxResultBytes: number;
   readonly callTimeoutMs: number;
+  readonly pageSize: number;
 }
 
 /** OpenAI's own limit on an uploaded file (25 MiB): the default `max_upload_bytes`. */
@@ -560,7 +563,7 @@ export interface GatewayConfig {
   readonly mcp: McpSettings;
 }
 
-const mcpSettingsOf = (section: { max_result_bytes: number; call_timeout_ms: number }): McpSettings => ({ maxResultBytes: section.max_result_bytes, callTimeoutMs: section.call_timeout_ms });
+const mcpSettingsOf = (section: { max_result_bytes: number; call_timeout_ms: number; page_size: number }): McpSettings => ({ maxResultBytes: section.max_result_bytes, callTimeoutMs: section.call_timeout_ms, pageSize: section.page_size });
 
 const limitsOf = (section: { lease_ms: number; default_max_output_tokens: number }) => ({ leaseMs: section.lease_ms, defaultMaxOutputTokens: section.default_max_output_tokens });
 

@@ -12,6 +12,9 @@ import type { LoginThrottle } from './login-throttle.js';
 import { decodeParam } from './path-routes.js';
 import type { Session, Sessions } from './sessions.js';
 import type { ProviderAdapter, ProviderRegistry } from '../generation/provider.js';
+import type { McpServerAdmin } from '../mcp/mcp-server-admin.js';
+import type { McpServerList } from '../mcp/mcp-server-list.js';
+import type { UpstreamMcpServers } from '../mcp/upstream/upstream-server.js';
 
 export type ConsoleStore = Pick<Store, 'accounts' | 'keys' | 'catalogue' | 'signInLinks' | 'usageDaily'>;
 
@@ -30,6 +33,12 @@ export interface ConsoleDeps {
   readonly sessions: Sessions;
   readonly throttle: LoginThrottle;
   readonly logger: Logger;
+  /** The MCP servers: the list in force (file and console), its console admin, and this process's connections to them (state and tools). */
+  readonly mcp: {
+    readonly servers: McpServerList;
+    readonly admin: McpServerAdmin;
+    readonly upstreams: Pick<UpstreamMcpServers, 'get'>;
+  };
 }
 
 export type PageHandler = (ctx: RequestContext) => Promise<void>;

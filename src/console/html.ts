@@ -40,7 +40,7 @@ export interface LayoutOptions {
   readonly title: string;
   readonly body: Html;
   /** Which nav item is current. */
-  readonly nav?: 'models' | 'status' | 'keys' | 'usage' | 'catalogue' | 'accounts' | 'login';
+  readonly nav?: 'models' | 'status' | 'keys' | 'usage' | 'catalogue' | 'mcp' | 'accounts' | 'login';
   /** The signed-in account; public pages leave it out so they never carry account data. */
   readonly user?: { readonly name: string; readonly isAdmin: boolean; readonly csrf: string };
   /** Seconds between live refreshes of <main> (with JavaScript). */
@@ -72,6 +72,7 @@ export function layout(options: LayoutOptions): Html {
       ${item('keys', '/app/keys', 'API keys')}
       ${item('usage', '/app/usage', 'Usage')}
       ${user?.isAdmin ? item('catalogue', '/app/catalogue', 'Catalogue') : ''}
+      ${user?.isAdmin ? item('mcp', '/app/mcp', 'MCP servers') : ''}
       ${user?.isAdmin ? item('accounts', '/app/accounts', 'Accounts') : ''}
     </ul>
     ${

@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import type { LimitUse } from '../limits/limit-admission.js';
 import { BUDGET_PERIODS, DEFAULT_BUDGET_PERIOD, hasLimits, limitsSchema, normaliseLimits, type BudgetPeriod, type Limits } from '../core/key-limits.js';
+import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE } from '../core/mcp-access.js';
 import type { AccountRecord, KeyRecord } from '../store/store.js';
 import type { ConsoleDeps } from './console-context.js';
 import { formatInt, formatUsd, html, MONTHS, type Html } from './html.js';
 
 /** The limit fields of the console's forms, by their form names. */
-export const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrency', 'budget_usd', 'budget_period'] as const;
+export const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrency', 'budget_usd', 'budget_period', 'mcp'] as const;
 export type LimitField = (typeof LIMIT_FIELDS)[number];
 /** What a limits form holds: the text typed, kept as typed so a refused form comes back as it was. */
 export type LimitValues = Record<LimitField, string>;
@@ -34,7 +35,7 @@ const PERIOD_LABELS: Record<BudgetPeriod, string> = {
 };
 
 export function emptyLimitValues(): LimitValues {
-  return { rpm: '', tpm: '', concurrency: '', budget_usd: '', budget_period: DEFAULT_BUDGET_PERIOD };
+  return { rpm: '', tpm: '', concurrency: '', budget_usd: '', budget_period: DEFAULT_BUDGET_PERIOD, mcp: '' };
 }
 
 /** Stored limits as a form shows them. */
@@ -45,6 +46,7 @@ export function limitValuesOf(limits: Limits | null): LimitValues {
     concurrency: limits?.concurrency === undefined ? '' : String(limits.concurrency),
     budget_usd: limits?.budgetUsd === undefined ? '' : String(limits.budgetUsd),
     budget_period: limits?.budgetPeriod ?? DEFAULT_BUDGET_PERIOD,
+    mcp: limits?.mcp?.join(', ') ?? '',
   };
 }
 
@@ -56,7 +58,7 @@ export function limitValuesFromForm(form: URLSearchParams): LimitValues {
 
 /** True when a form's limit fields hold anything: the create form opens its limits section then. */
 export function anyLimitTyped(values: LimitValues): boolean {
-  return values.rpm !== '' || values.tpm !== '' || values.concurrency !== '' || values.budget_usd !== '';
+  return values.rpm !== '' || values.tpm !== '' || values.concurrency !== '' || values.budget_usd !== '' || values.mcp !== '';
 }
 
 /** Empty, or `none` as on the command line: no limit. */
@@ -86,6 +88,9 @@ export function parseLimitValues(values: LimitValues): { limits: Limits | null; 
     if (!(BUDGET_PERIODS as readonly string[]).includes(values.budget_period)) errors.budget_period = `must be one of ${BUDGET_PERIODS.join(', ')}`;
     else limits.budgetPeriod = values.budget_period as BudgetPeriod;
   }
+  const mcp = parseMcpAllowList(values.mcp);
+  if (typeof mcp === 'string') errors.mcp = mcp;
+  else if (mcp !== undefined) limits.mcp = mcp;
   if (Object.keys(errors).length > 0) return { limits: null, errors };
   const checked = limitsSchema.safeParse(limits);
   if (!checked.success) {
@@ -96,6 +101,26 @@ export function parseLimitValues(values: LimitValues): { limits: Limits | null; 
     return { limits: null, errors };
   }
   return { limits: normaliseLimits(checked.data), errors };
+}
+
+/** Most entries an MCP allow-list holds (as the limits' schema says). */
+const MCP_ALLOW_LIST_MAX = 500;
+
+/** The MCP field: entries separated by commas or spaces; empty (or `none`) for no MCP server at all. An error's text when it is refused. */
+function parseMcpAllowList(text: string): readonly string[] | undefined | string {
+  if (isNone(text.trim())) return undefined;
+  const entries = [...new Set(text.split(/[\s,]+/).filter((entry) => entry !== ''))];
+  if (entries.length > MCP_ALLOW_LIST_MAX) return `must have at most ${MCP_ALLOW_LIST_MAX} entries`;
+  const bad = entries.filter((entry) => !MCP_ALLOW_ENTRY.test(entry));
+  if (bad.length > 0) return `${bad.slice(0, 5).map((entry) => `“${entry.length > 60 ? `${entry.slice(0, 60)}…` : entry}”`).join(', ')}: ${MCP_ALLOW_ENTRY_RULE.replace(/^must/, 'each must')} (a server id is 1-32 letters, digits, - or _)`;
+  return entries;
+}
+
+/** An MCP allow-list as a page shows it: each entry as code, or a muted "no MCP server" (deny by default). */
+export function describeMcp(limits: Limits | null): Html {
+  const entries = limits?.mcp;
+  if (entries === undefined || entries.length === 0) return html`<span class="muted">no MCP server</span>`;
+  return html`${entries.map((entry, i) => html`${i > 0 ? ', ' : ''}<code>${entry}</code>`)}`;
 }
 
 /**
@@ -135,6 +160,12 @@ export function limitsFieldset(values: LimitValues, errors: Record<string, strin
       </select>
       ${fieldError('budget_period')}
     </div>
+  </div>
+  <div class="field">
+    <label for="${id('mcp')}">MCP servers and tools</label>
+    <input id="${id('mcp')}" name="mcp" value="${values.mcp}" placeholder="none" autocomplete="off" spellcheck="false"${describedBy('mcp', true)}>
+    <p class="hint" id="${id('mcp')}-hint">What it may use at <code>/mcp</code>: MCP server ids (all their tools) and <code>server/tool</code> entries, separated by commas or spaces. Unlike the limits above, empty means <strong>no</strong> MCP server at all. An account’s list is a ceiling over its keys’.</p>
+    ${fieldError('mcp')}
   </div>
 </fieldset>`;
 }

@@ -10,6 +10,7 @@ import { accountsRoutes } from './pages/accounts.js';
 import { catalogueRoutes } from './pages/catalogue/routes.js';
 import { keysRoutes } from './pages/keys/routes.js';
 import { loginRoutes } from './pages/login.js';
+import { mcpRoutes } from './pages/mcp/routes.js';
 import { modelsRoutes } from './pages/models/routes.js';
 import { statusRoutes } from './pages/status.js';
 import { usageRoutes } from './pages/usage/routes.js';
@@ -29,6 +30,7 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
   const models = modelsRoutes(deps);
   const status = statusRoutes(deps);
   const catalogue = catalogueRoutes(deps);
+  const mcp = mcpRoutes(deps);
   const usage = usageRoutes(deps);
   const accounts = accountsRoutes(deps, keys.accountLimits);
   const to = (location: string): Handler => async (ctx) => redirect(ctx.res, location);
@@ -44,6 +46,7 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
       ['GET /app/usage', usage.page],
       ['GET /app/usage.csv', usage.csv],
       ['GET /app/catalogue', catalogue],
+      ['GET /app/mcp', mcp],
       ['GET /app/accounts', accounts.list],
       ['POST /app/accounts', accounts.create],
       ['GET /models', models.list],
@@ -59,6 +62,7 @@ export function consoleRoutes(deps: ConsoleDeps): MountedRoutes {
       { methods: ['GET', 'POST'], prefix: '/app/accounts/', handler: accounts.action },
       { methods: ['GET', 'POST'], prefix: SIGN_IN_LINK_PREFIX, handler: login.link },
       { methods: ['GET', 'POST'], prefix: '/app/catalogue/', handler: catalogue },
+      { methods: ['GET', 'POST'], prefix: '/app/mcp/', handler: mcp },
       { methods: ['GET'], prefix: '/models/', handler: models.detail },
     ],
   };

@@ -32,6 +32,8 @@ import { listModelsRoute, MODEL_PATH_PREFIXES, retrieveModelRoute } from './rout
 import { rerank } from '../dialects/openai/rerank/operation.js';
 import { moderations } from '../dialects/openai/moderations/operation.js';
 import { imageGenerations } from '../dialects/openai/images/operation.js';
+import type { McpService } from '../mcp/mcp-service.js';
+import { MCP_METHODS, MCP_PATH, MCP_SERVER_PREFIX, mcpRoute } from './routes/mcp.js';
 
 /** Everything the HTTP surface needs, passed in: no globals, so tests and workers wire their own. */
 export interface GatewayDeps {
@@ -52,6 +54,8 @@ export interface GatewayDeps {
   readonly telemetry: Telemetry;
   /** A cheap query on the store, for `/readyz` (which keeps its answer a second and waits for it two). */
   readonly storeCheck: () => Promise<void>;
+  /** The MCP gateway, at `/mcp` and `/mcp/{server}`; absent, those paths are not served. */
+  readonly mcp?: McpService;
 }
 
 export interface GatewayServer {
@@ -254,6 +258,7 @@ function gatewayRoutes(deps: GatewayDeps): Router {
   const { pages } = deps;
   for (const [route, handler] of pages.exact) exact.set(route, handler);
   const retrieveModel = retrieveModelRoute(deps);
+  const mcp = deps.mcp === undefined ? undefined : mcpRoute({ authenticator: deps.authenticator, mcp: deps.mcp, maxBodyBytes: deps.maxBodyBytes, logger: deps.logger });
   const knownPaths = new Set([...exact.keys(), LIVEZ_PATH, READYZ_PATH].map((route) => route.slice(route.indexOf(' ') + 1)));
 
   const match: Router = (method, path) => {
@@ -263,6 +268,10 @@ function gatewayRoutes(deps: GatewayDeps): Router {
     // HEAD is GET without the body (node:http leaves it out): a client checking the gateway is up (Claude Code's `HEAD /`) gets GET's status.
     const asGet = method === 'HEAD' ? exact.get(`GET ${path}`) : undefined;
     if (asGet !== undefined) return { name: key, handler: asGet };
+    if (mcp !== undefined && (path === MCP_PATH || (path.startsWith(MCP_SERVER_PREFIX) && path.length > MCP_SERVER_PREFIX.length))) {
+      // The route answers a wrong method itself, in JSON-RPC's words; the label is bounded whatever the method.
+      return { name: `${(MCP_METHODS as readonly string[]).includes(method) ? method : 'OTHER'} ${path === MCP_PATH ? MCP_PATH : `${MCP_SERVER_PREFIX}{server}`}`, handler: mcp };
+    }
     for (const page of pages.prefixes) {
       if (path.startsWith(page.prefix) && path.length > page.prefix.length) {
         return page.methods.includes(method) ? { name: `${method} ${page.prefix}*`, handler: page.handler } : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}.`);

@@ -115,6 +115,42 @@ export class LimitAdmission implements Admission {
   }
 
   /**
+   * Admits a call that has no model (an MCP tool call): the key's and account's `rpm` and
+   * `concurrency` count it, `tpm` does not (it has no tokens); their budgets only when the call has
+   * a price (`costUsd`, from `price_per_call`), reserved whole and settled to what the call cost.
+   * Shares the counters, the leases and the refusal metric with model requests.
+   */
+  async admitCall(principal: Principal, call: { readonly costUsd: number | undefined }): Promise<Admitted> {
+    const now = this.now();
+    const priced = call.costUsd !== undefined;
+    const scopes = [scopeOf(`key:${principal.keyId}`, principal.keyLimits, now), scopeOf(`account:${principal.accountId}`, principal.accountLimits, now)]
+      .filter((scope): scope is ScopeLimits => scope !== null)
+      .map((scope) => ({ ...scope, tpm: 0, budget: priced ? scope.budget : null }))
+      .filter((scope) => scope.rpm > 0 || scope.concurrency > 0 || scope.budget !== null);
+    if (scopes.length === 0) return UNLIMITED;
+    const reservation: Reservation = { lease: `${this.leasePrefix}${this.leases++}`, tokens: 0, costUsd: call.costUsd ?? 0 };
+    let result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+    for (let seeded = 0; 'unseeded' in result; seeded++) {
+      if (seeded === 2) throw new GatewayError('internal_error', 'The spend counters could not be prepared; try again shortly.');
+      const unseeded = result.unseeded;
+      await this.seed(scopes.filter((scope) => unseeded.includes(scope.scope)));
+      result = await this.counter.admit(scopes, reservation, this.settings.leaseMs);
+    }
+    if (!result.admitted) throw this.refused(result, { usd: 0, ordinaryCap: 0 }, { promptTokens: async () => 0, maxOutputTokens: 0, choices: 1 });
+    if (scopes.some((scope) => scope.concurrency > 0)) this.held.set(reservation.lease, scopes);
+    let settled = false;
+    return {
+      headers: rateLimitHeaders(result.requests, null),
+      settle: (used) => {
+        if (settled) return;
+        settled = true;
+        this.held.delete(reservation.lease);
+        this.counter.settle(scopes, reservation, { tokens: 0, costUsd: used.costUsd }).catch((error: unknown) => this.logger.warn({ err: error }, 'settling a call against its limits failed'));
+      },
+    };
+  }
+
+  /**
    * What a key and its account have used against their limits now: requests and tokens in the
    * rolling minute, requests in flight, and the budget period's spend (from the ledger when no
    * request has started the period's counter yet). Null for a scope without limits.

@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from './metrics.js';
-import type { AttemptOutcome, AttemptStart, AttemptTelemetry, GenerationRecord, GenerationStart, GenerationTelemetry, ServedRequest, Telemetry, UpstreamRefusal } from './telemetry.js';
+import type { AttemptOutcome, AttemptStart, AttemptTelemetry, GenerationRecord, GenerationStart, GenerationTelemetry, ServedRequest, Telemetry, ToolCallRecord, ToolCallStart, ToolCallTelemetry, UpstreamRefusal } from './telemetry.js';
 import { callerTraceHeaders, type Tracing } from './tracing.js';
 
 /**
@@ -53,6 +53,16 @@ export class GatewayTelemetry implements Telemetry {
 
   generation(start: GenerationStart): GenerationTelemetry {
     return new GenerationObservation(this.metrics, this.tracing, this.logger, start, this.faultDue);
+  }
+
+  toolCall(start: ToolCallStart): ToolCallTelemetry {
+    const span = this.tracing?.toolCall(start);
+    return {
+      end: (record: ToolCallRecord) => {
+        this.metrics.toolCallEnded(record);
+        if (span !== undefined) this.tracing!.toolCallEnded(span, record);
+      },
+    };
   }
 
   /** Whether an operator fault is due to be logged again: at most once a minute per key, not once per request. */

@@ -79,6 +79,12 @@ export function serverOf(origin: string): { readonly address: string; readonly p
   return server;
 }
 
+/** `gen_ai.operation.name` of an MCP tool call, as the conventions name tool execution. */
+export const EXECUTE_TOOL = 'execute_tool';
+
+/** The tool label of a call whose name the gateway did not resolve (unknown, or not the key's): a caller's text is never a label. */
+export const UNRESOLVED_TOOL = '(unresolved)';
+
 export const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 export const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 export const TIME_TO_FIRST_TOKEN_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];

@@ -1,9 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { LeanCounter, LeanHistogram, type Labels } from './lean-metrics.js';
-import { clientOperationName, DURATION_BUCKETS, providerName, serverOf, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
+import { clientOperationName, DURATION_BUCKETS, EXECUTE_TOOL, UNRESOLVED_TOOL, providerName, serverOf, serverOperationName, TIME_PER_OUTPUT_TOKEN_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS, TOKEN_BUCKETS } from './gen-ai.js';
 import type { ConnectionUse } from '../generation/provider.js';
 import type { Deployment } from '../catalogue/catalogue.js';
-import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest } from './telemetry.js';
+import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ServedRequest, ToolCallRecord } from './telemetry.js';
 
 
 /** What the metrics read at each scrape from the parts that keep their own counts. */
@@ -52,6 +52,9 @@ const CLIENT_LABELS = [
   'sluice_deployment',
 ] as const;
 
+/** An MCP tool call's labels: the conventions' names, and Sluice's own `server` (a configured id, never a caller's text). */
+const TOOL_CALL_LABELS = ['mcp_method_name', 'gen_ai_operation_name', 'gen_ai_tool_name', 'server', 'error_type'] as const;
+
 /**
  * The Prometheus metrics of one process: OpenTelemetry's GenAI instruments under the names its
  * Prometheus compatibility rules give them (dots to underscores, the unit as a suffix, `_total`
@@ -70,6 +73,8 @@ export class GatewayMetrics {
   private readonly cost: LeanCounter;
   private readonly retries: LeanCounter;
   private readonly fallbacks: LeanCounter;
+  private readonly toolCallDuration: LeanHistogram;
+  private readonly toolCallOverhead: LeanHistogram;
   private readonly attemptLabelSets = new WeakMap<Deployment, Map<string, AttemptLabels>>();
   private readonly generationLabelSets = new Map<string, Labels>();
 
@@ -122,6 +127,21 @@ export class GatewayMetrics {
     this.cost = new LeanCounter({ name: 'sluice_cost_usd_total', help: 'Cost in USD of the requests served, by public model.', labelNames: ['model'], registers });
     this.retries = new LeanCounter({ name: 'sluice_routing_retries_total', help: 'Attempts after the first, by the public model asked for.', labelNames: ['model'], registers });
     this.fallbacks = new LeanCounter({ name: 'sluice_routing_fallbacks_total', help: 'Attempts that went to a fallback model, by the public model asked for.', labelNames: ['model'], registers });
+
+    this.toolCallDuration = new LeanHistogram({
+      name: 'mcp_server_operation_duration_seconds',
+      help: 'mcp.server.operation.duration: MCP tool calls Sluice served (gen_ai_operation_name execute_tool), by upstream server, tool and error.',
+      labelNames: TOOL_CALL_LABELS,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.toolCallOverhead = new LeanHistogram({
+      name: 'sluice_mcp_overhead_seconds',
+      help: 'What Sluice added to an MCP tool call: its whole time less the time spent waiting on the upstream server.',
+      labelNames: ['server'],
+      buckets: OVERHEAD_BUCKETS,
+      registers,
+    });
 
     new Gauge({ name: 'sluice_http_requests_in_flight', help: 'HTTP requests whose handlers are running.', registers, collect: function () { this.set(sources.inFlight()); } });
     new Gauge({ name: 'sluice_ledger_rows_buffered', help: 'Ledger rows recorded but not yet written to the store.', registers, collect: function () { this.set(sources.ledger().buffered); } });
@@ -208,6 +228,18 @@ export class GatewayMetrics {
       byOutcome.set(key, labels);
     }
     return labels;
+  }
+
+  toolCallEnded(record: ToolCallRecord): void {
+    const labels: Labels = {
+      mcp_method_name: 'tools/call',
+      gen_ai_operation_name: EXECUTE_TOOL,
+      gen_ai_tool_name: record.tool ?? UNRESOLVED_TOOL,
+      server: record.server ?? UNRESOLVED_TOOL,
+    };
+    if (record.errorKind !== null) labels.error_type = record.errorKind;
+    this.toolCallDuration.observe(labels, record.durationMs / 1000);
+    if (record.server !== null && record.upstreamMs > 0) this.toolCallOverhead.observe({ server: record.server }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
   }
 
   generationEnded(start: GenerationStart, record: GenerationRecord): void {

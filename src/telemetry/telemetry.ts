@@ -9,6 +9,33 @@ export interface Telemetry {
   served(request: ServedRequest): void;
   /** A generation request was admitted to routing: its trace begins (a no-op without tracing). */
   generation(start: GenerationStart): GenerationTelemetry;
+  /** An MCP `tools/call` was parsed: its `execute_tool` span begins (a no-op without tracing). */
+  toolCall(start: ToolCallStart): ToolCallTelemetry;
+}
+
+export interface ToolCallStart {
+  readonly requestId: string;
+  /** The caller's headers, for its W3C trace context. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** performance.now() when the request arrived. */
+  readonly startedAt: number;
+}
+
+/** What a tool call came to: the upstream server and tool once resolved (null when the name was unknown or denied: never the caller's text). */
+export interface ToolCallRecord {
+  readonly server: string | null;
+  /** The upstream's name of the tool. */
+  readonly tool: string | null;
+  /** HTTP-like, as in the ledger (200, 400 bad arguments, 404 unknown, 429 limited, 502, 504, 499). */
+  readonly status: number;
+  readonly errorKind: string | null;
+  readonly durationMs: number;
+  /** Time spent waiting on the upstream server. */
+  readonly upstreamMs: number;
+}
+
+export interface ToolCallTelemetry {
+  end(record: ToolCallRecord): void;
 }
 
 export interface ServedRequest {
@@ -107,8 +134,9 @@ export interface GenerationRecord {
   readonly upstreamMs: number;
 }
 
+const NO_TOOL_CALL: ToolCallTelemetry = { end: () => undefined };
 const NO_ATTEMPT: AttemptTelemetry = { headers: undefined, end: () => undefined, skipped: () => undefined };
 const NO_GENERATION: GenerationTelemetry = { attempt: () => NO_ATTEMPT, end: () => undefined };
 
 /** For wiring that observes nothing (tools, tests of a single stage). */
-export const NO_TELEMETRY: Telemetry = { served: () => undefined, generation: () => NO_GENERATION };
+export const NO_TELEMETRY: Telemetry = { served: () => undefined, generation: () => NO_GENERATION, toolCall: () => NO_TOOL_CALL };

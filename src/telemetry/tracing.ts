@@ -4,9 +4,9 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import { clientOperationName, providerName, serverOf, serverOperationName } from './gen-ai.js';
+import { clientOperationName, EXECUTE_TOOL, providerName, serverOf, serverOperationName } from './gen-ai.js';
 import { batchSettingsFromEnv, samplerFromEnv } from './tracing-env.js';
-import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart } from './telemetry.js';
+import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ToolCallRecord, ToolCallStart } from './telemetry.js';
 
 /** Which OTLP encoding the standard variables ask for; gRPC is not offered (it would bring a second HTTP stack). */
 function protocolOf(env: NodeJS.ProcessEnv): 'http/protobuf' | 'http/json' {
@@ -120,6 +120,36 @@ export class Tracing {
     });
     if (record.errorKind !== null) span.setAttribute('error.type', record.errorKind);
     // A server span is in error for what the server got wrong, not for what the caller did.
+    if (record.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  }
+
+  /**
+   * An MCP tool call: the conventions' `execute_tool` span (its parent the caller's `traceparent`),
+   * named for the tool once it is resolved (`execute_tool read_file`; a name the gateway does not
+   * know is never put in a span).
+   */
+  toolCall(start: ToolCallStart): Span {
+    const parent = propagator.extract(ROOT_CONTEXT, start.headers, defaultTextMapGetter);
+    return this.tracer.startSpan(
+      EXECUTE_TOOL,
+      {
+        kind: SpanKind.SERVER,
+        startTime: performance.timeOrigin + start.startedAt,
+        attributes: { 'gen_ai.operation.name': EXECUTE_TOOL, 'mcp.method.name': 'tools/call', 'sluice.request_id': start.requestId },
+      },
+      parent,
+    );
+  }
+
+  toolCallEnded(span: Span, record: ToolCallRecord): void {
+    if (record.tool !== null) {
+      span.updateName(`${EXECUTE_TOOL} ${record.tool}`);
+      span.setAttribute('gen_ai.tool.name', record.tool);
+    }
+    if (record.server !== null) span.setAttribute('sluice.mcp.server', record.server);
+    span.setAttributes({ 'sluice.status': record.status, 'sluice.upstream_ms': record.upstreamMs });
+    if (record.errorKind !== null) span.setAttribute('error.type', record.errorKind);
     if (record.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
   }

@@ -39,6 +39,8 @@ import { listenFailure } from './start-checks.js';
 import { startGuidance } from './start-guidance.js';
 import { warnOfUnpricedBudgets } from './unpriced-warning.js';
 import { Pipeline } from '../pipeline/pipeline.js';
+import { McpServerAdmin } from '../mcp/mcp-server-admin.js';
+import { McpServerList } from '../mcp/mcp-server-list.js';
 
 export interface GatewayOptions {
   /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
@@ -133,6 +135,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   // Without a named file, ./sluice.yaml is watched for: `sluice init` then needs no restart.
   const configReload = new ConfigReload(options.configFile ?? resolve(DEFAULT_CONFIG_FILE), options.configFile === undefined, async (next) => {
     await catalogue.replaceConfig(next);
+    await mcpServers.replaceConfig(next);
     admission.reconfigure(next.limits);
     if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);
@@ -173,6 +176,10 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const adapters = new ProviderAdapters(createProvider, logger);
   const catalogue = new LiveCatalogue(config, store.catalogue, cipher, logger, (providers) => adapters.sync(providers));
   await catalogue.start(changes);
+  // MCP servers: the file's merged with the console's, reloaded with the file and on the change feed; the upstream connections follow the list.
+  const mcpServers = new McpServerList(config, store.mcpServers, () => store.catalogue.version(), cipher, logger);
+  await mcpServers.start(changes);
+  const mcpUpstreams = { get: () => undefined };
   // Discovering providers' model lists, kept in the store for every process to read.
   const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
   discovery.start();
@@ -247,6 +254,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     sessions: new Sessions(store.sessions, store.accounts, options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS, options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS),
     throttle: new LoginThrottle(store.loginThrottle),
     logger,
+    mcp: { servers: mcpServers, admin: new McpServerAdmin(store.mcpServers, mcpServers, cipher), upstreams: mcpUpstreams },
   });
   gateway.open({
     logger,
@@ -297,6 +305,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
       // The ledger keeps trying the store until the drain deadline, and a moment at least.
       await ledger.stop(Math.max(deadline, Date.now() + LEDGER_MIN_STOP_MS));
       await catalogue.close();
+      await mcpServers.close();
       await limits.counter.close();
       await changes.close();
       await adapters.close();

@@ -108,6 +108,8 @@ async function supervise(options: ServeOptions): Promise<void> {
   // Without Redis (and while it is unreachable) the workers share this process's limit counters.
   cluster.setupPrimary({ serialization: 'advanced' });
   (await import('../limits/cluster-counter.js')).serveLimitsToWorkers();
+  // A cancellation or an ended MCP session reaches the worker that holds the call, whichever took the request.
+  (await import('../mcp/siblings.js')).relayBetweenSiblings();
   // One scrape, one view of the whole machine: the primary adds up every worker's metrics.
   const { aggregateWorkers } = await import('../telemetry/cluster-metrics.js');
   const scrape = aggregateWorkers();

@@ -6,6 +6,7 @@ import { page, visitor, type ConsoleDeps } from '../console-context.js';
 import { formatInt, timeTag, html, layout, type Html, type LayoutOptions } from '../html.js';
 import { sendHtml, sendPublicJson, wantsJson } from '../http.js';
 import { healthPill } from './models/views.js';
+import { mcpServerViews, type McpServerView } from '../../mcp/mcp-server-status.js';
 
 const HEADLINES: Record<Health, string> = {
   up: 'All systems operational',
@@ -38,14 +39,44 @@ function componentJson(c: ComponentStatus) {
   };
 }
 
-export function statusJson(snapshot: StatusSnapshot) {
+/** An MCP server as the public page shows it: its id and how its connection stands, never its address, headers or error. */
+function mcpServerJson(view: McpServerView) {
+  return { id: view.entry.id, status: view.state?.state ?? 'unknown', since: view.state === null ? null : new Date(view.state.since).toISOString() };
+}
+
+/** A down MCP server (its tools left out of /mcp) makes a gateway that is otherwise up read as degraded. */
+function overallWith(snapshot: StatusSnapshot, mcp: readonly McpServerView[]): Health {
+  return snapshot.overall === 'up' && mcp.some((view) => view.state?.state === 'down') ? 'degraded' : snapshot.overall;
+}
+
+export function statusJson(snapshot: StatusSnapshot, mcp: readonly McpServerView[]) {
+  const overall = overallWith(snapshot, mcp);
   return {
-    status: snapshot.overall,
-    description: HEADLINES[snapshot.overall],
+    status: overall,
+    description: HEADLINES[overall],
     generated_at: new Date(snapshot.generatedAt).toISOString(),
     degraded: snapshot.degraded.map((d) => ({ component: d.component, since: new Date(d.since).toISOString(), message: d.message })),
     providers: snapshot.providers.map((p) => ({ ...componentJson(p), models: p.models.map((m) => ({ ...componentJson(m), deployments: m.deployments })), unlisted_models: p.unlisted })),
+    mcp_servers: mcp.map(mcpServerJson),
   };
+}
+
+const MCP_STATES = { ready: 'Ready', connecting: 'Connecting', down: 'Down' } as const;
+const MCP_PILLS = { ready: 'up', connecting: 'degraded', down: 'down' } as const;
+
+/** The MCP servers' connections as this process sees them now: a down server's tools are left out of /mcp. */
+function mcpSection(mcp: readonly McpServerView[], now: number): Html | string {
+  if (mcp.length === 0) return '';
+  return html`<section class="card" aria-labelledby="mcp-status-heading" data-mcp-status>
+  <h2 id="mcp-status-heading">MCP servers</h2>
+  <div class="table-scroll" role="region" aria-label="MCP servers" tabindex="0"><table class="data compact">
+    <thead><tr><th scope="col">Server</th><th scope="col">State (this process)</th><th scope="col">Since</th></tr></thead>
+    <tbody>${mcp.map(
+      (view) => html`<tr data-mcp-server="${view.entry.id}"><th scope="row"><code>${view.entry.id}</code></th><td>${view.state === null ? html`<span class="pill pill-unknown">Not started</span>` : html`<span class="pill pill-${MCP_PILLS[view.state.state]}" data-state="${view.state.state}">${MCP_STATES[view.state.state]}</span>`}</td><td>${view.state === null ? html`<span class="muted">—</span>` : timeTag(view.state.since, now)}</td></tr>`,
+    )}</tbody>
+  </table></div>
+  <p class="muted small">Tools of a server that is down are left out of <code>/mcp</code> until it is back.</p>
+</section>`;
 }
 
 function barClass(day: DayBar): string {
@@ -88,7 +119,8 @@ function deploymentTable(providerId: string, models: readonly ModelStatus[]): Ht
   </table></div>`;
 }
 
-function statusPage(snapshot: StatusSnapshot, user: LayoutOptions['user']) {
+function statusPage(snapshot: StatusSnapshot, mcp: readonly McpServerView[], user: LayoutOptions['user']) {
+  const overall = overallWith(snapshot, mcp);
   return layout({
     title: 'Status',
     user,
@@ -97,9 +129,10 @@ function statusPage(snapshot: StatusSnapshot, user: LayoutOptions['user']) {
     body: html`<div class="page-head">
   <h1>Service status</h1>
 </div>
-<p class="banner banner-${snapshot.overall}" id="overall" role="status"><strong>${HEADLINES[snapshot.overall]}</strong> <span class="muted small">as of ${timeTag(snapshot.generatedAt, snapshot.generatedAt)}</span></p>
+<p class="banner banner-${overall}" id="overall" role="status"><strong>${HEADLINES[overall]}</strong> <span class="muted small">as of ${timeTag(snapshot.generatedAt, snapshot.generatedAt)}</span></p>
 ${snapshot.degraded.map((d) => html`<p class="banner banner-degraded" data-degraded="${d.component}">${d.message} <span class="muted small">since ${timeTag(d.since, snapshot.generatedAt)}</span></p>`)}
 ${snapshot.providers.length === 0 ? html`<p class="empty card">No providers are configured.</p>` : ''}
+${mcpSection(mcp, snapshot.generatedAt)}
 ${snapshot.providers.map(
   (p) => html`<section class="card provider" data-provider="${p.id}" aria-labelledby="prov-${p.id}">
   <div class="provider-head">
@@ -139,9 +172,10 @@ ${snapshot.providers.map(
 export function statusRoutes(deps: ConsoleDeps): { page: Handler; json: Handler } {
   const respond = async (ctx: RequestContext, forceJson: boolean) => {
     const snapshot = await deps.status.snapshot();
-    if (forceJson || wantsJson(ctx.req, new URLSearchParams(ctx.query))) return sendPublicJson(ctx.res, statusJson(snapshot));
+    const mcp = await mcpServerViews(deps.mcp.servers, deps.mcp.upstreams, false);
+    if (forceJson || wantsJson(ctx.req, new URLSearchParams(ctx.query))) return sendPublicJson(ctx.res, statusJson(snapshot, mcp));
     const { user, headers } = await visitor(deps, ctx);
-    sendHtml(ctx.res, 200, statusPage(snapshot, user), headers);
+    sendHtml(ctx.res, 200, statusPage(snapshot, mcp, user), headers);
   };
   return { page: page(deps, (ctx) => respond(ctx, false)), json: page(deps, (ctx) => respond(ctx, true)) };
 }

@@ -90,25 +90,26 @@ export function readProviderForm(form: URLSearchParams): { raw: Record<string, u
   const headerText = (form.get('headers') ?? '').trim();
   if (form.get('clear_headers') === '1') secrets.headers = null;
   else if (headerText !== '') {
-    const headers = new Map<string, string>();
-    for (const line of headerText.split(/\r?\n/)) {
-      if (line.trim() === '') continue;
-      const colon = line.indexOf(':');
-      const name = colon === -1 ? '' : line.slice(0, colon).trim();
-      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) {
-        errors.headers = 'each line must be `Name: value` with a valid header name';
-        break;
-      }
-      // The schema's header record drops a `__proto__` key: refuse it rather than lose it unseen.
-      if (name === '__proto__') {
-        errors.headers = '`__proto__` cannot be used as a header name';
-        break;
-      }
-      headers.set(name, line.slice(colon + 1).trim());
-    }
-    secrets.headers = Object.fromEntries(headers);
+    const parsed = parseHeaderLines(headerText);
+    if (typeof parsed === 'string') errors.headers = parsed;
+    secrets.headers = typeof parsed === 'string' ? {} : parsed;
   }
   return { raw, secrets, errors };
+}
+
+/** A headers textarea, one `Name: value` a line (blank lines skipped): the headers, or what is wrong (never quoting a value). */
+export function parseHeaderLines(text: string): Record<string, string> | string {
+  const headers = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    if (line.trim() === '') continue;
+    const colon = line.indexOf(':');
+    const name = colon === -1 ? '' : line.slice(0, colon).trim();
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) return 'each line must be `Name: value` with a valid header name';
+    // The schema's header record drops a `__proto__` key: refuse it rather than lose it unseen.
+    if (name === '__proto__') return '`__proto__` cannot be used as a header name';
+    headers.set(name, line.slice(colon + 1).trim());
+  }
+  return Object.fromEntries(headers);
 }
 
 /** The cloud kinds' plain fields, each only when given (a field of another kind is refused by name, not dropped). */

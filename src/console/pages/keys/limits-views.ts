@@ -5,7 +5,7 @@ import { hasLimits } from '../../../core/key-limits.js';
 import type { AccountRecord, KeyRecord } from '../../../store/store.js';
 import { userOf } from '../../console-context.js';
 import { formatInt, html, layout, type Html } from '../../html.js';
-import { describeUse, limitsFieldset, type LimitValues, type Uses } from '../../limits-view.js';
+import { describeMcp, describeUse, limitsFieldset, type LimitValues, type Uses } from '../../limits-view.js';
 import type { Session } from '../../sessions.js';
 import { displayStatus } from './views.js';
 
@@ -15,6 +15,7 @@ const FIELD_LABELS: Record<string, string> = {
   concurrency: 'Requests in flight',
   budget_usd: 'Budget (USD)',
   budget_period: 'Budget period',
+  mcp: 'MCP servers and tools',
 };
 
 /** Every refused field, each linked to its input. */
@@ -53,6 +54,7 @@ export function keyLimitsPage(session: Session, key: KeyRecord, uses: Uses, now:
     <dt>Status</dt><dd>${displayStatus(key, now)}</dd>
     <dt>Limits now</dt><dd>${hasLimits(key.limits) ? describeUse(key.limits, uses.keys.get(key.id), now) : html`<span class="muted">none</span>`}</dd>
     <dt>Account’s limits</dt><dd>${hasLimits(key.accountLimits) ? describeUse(key.accountLimits, uses.accounts.get(key.accountId), now) : html`<span class="muted">none</span>`} <a href="/app/accounts/${encodeURIComponent(key.accountName)}/limits">change<span class="visually-hidden"> the account’s limits</span></a></dd>
+    <dt>MCP</dt><dd data-mcp="key">${describeMcp(key.limits)}${key.accountLimits?.mcp === undefined ? '' : html` <span class="muted">(within the account’s: ${describeMcp(key.accountLimits)})</span>`}</dd>
   </dl>
   <p>The key’s own limits apply to it alone; its account’s apply to all the account’s keys together. A request must be within both. Changes apply within a second.</p>
   ${limitsForm(session, `/app/keys/${encodeURIComponent(key.id)}/limits`, values, errors, 'Limits of this key', 'key-limits')}
@@ -74,6 +76,7 @@ export function accountLimitsPage(session: Session, account: AccountRecord, keys
   <dl class="facts">
     <dt>Keys</dt><dd>${formatInt(usable)} active of ${formatInt(keys.length)} <a href="/app/keys?account=${encodeURIComponent(account.name)}">show<span class="visually-hidden"> the account’s keys</span></a></dd>
     <dt>Limits now</dt><dd>${hasLimits(account.limits) ? describeUse(account.limits, uses.accounts.get(account.id), now) : html`<span class="muted">none</span>`}</dd>
+    <dt>MCP</dt><dd data-mcp="account">${account.limits?.mcp === undefined ? html`<span class="muted">no ceiling: each key’s own list</span>` : describeMcp(account.limits)}</dd>
   </dl>
   <p>These limits apply to all the account’s keys together, on top of each key’s own. Changes apply within a second.</p>
   ${limitsForm(session, `/app/accounts/${encodeURIComponent(account.name)}/limits`, values, errors, 'Limits of this account', 'account-limits')}

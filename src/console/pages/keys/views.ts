@@ -8,7 +8,7 @@ import { listOfIds } from '../../../catalogue/unpriced.js';
 import { accountFilterForm } from '../../account-filter.js';
 import { userOf } from '../../console-context.js';
 import { formatInt, formatUsd, html, layout, timeTag, type Html } from '../../html.js';
-import { anyLimitTyped, describeUse, LIMIT_FIELDS, limitsFieldset, type Uses, type UseOrUnavailable } from '../../limits-view.js';
+import { anyLimitTyped, describeMcp, describeUse, LIMIT_FIELDS, limitsFieldset, type Uses, type UseOrUnavailable } from '../../limits-view.js';
 import type { Session } from '../../sessions.js';
 import { MAX_KEY_NAME, type CreateValues } from './forms.js';
 
@@ -37,12 +37,20 @@ function scopeItem(scope: 'key' | 'account', label: string, limits: Limits | nul
   return html`<li data-scope="${scope}"><span class="limit-scope">${label}:</span> ${hasLimits(limits) ? describeUse(limits, use, now) : html`<span class="muted">none</span>`}</li>`;
 }
 
-/** The limits cell of a key's row: its own limits and use, and its account's (shared by all the account's keys) where it has any. */
+/** The MCP servers and tools a key may use (its list, within its account's where that has one); shown only where some list is set. */
+function mcpItem(key: KeyRecord): Html | string {
+  if (key.limits?.mcp === undefined && key.accountLimits?.mcp === undefined) return '';
+  return html`<li data-scope="mcp"><span class="limit-scope">MCP:</span> ${describeMcp(key.limits)}${key.accountLimits?.mcp === undefined ? '' : html` <span class="muted small">(account: ${describeMcp(key.accountLimits)})</span>`}</li>`;
+}
+
+/** The limits cell of a key's row: its own limits and use, its account's (shared by all the account's keys) where it has any, and its MCP allow-list. */
 function limitsCell(key: KeyRecord, uses: Uses, now: number): Html {
-  if (!hasLimits(key.limits) && !hasLimits(key.accountLimits)) return html`<td class="limits"><span class="muted">none</span></td>`;
+  const mcp = mcpItem(key);
+  if (!hasLimits(key.limits) && !hasLimits(key.accountLimits) && mcp === '') return html`<td class="limits"><span class="muted">none</span></td>`;
   return html`<td class="limits"><ul class="plain">
     ${scopeItem('key', 'Key', key.limits, uses.keys.get(key.id), now)}
     ${hasLimits(key.accountLimits) ? scopeItem('account', 'Account', key.accountLimits, uses.accounts.get(key.accountId), now) : ''}
+    ${mcp}
   </ul></td>`;
 }
 
@@ -185,7 +193,7 @@ ${accountLimitsSection(listed, uses, isAdmin, now)}
 
 /** The accounts' limits and use: what every key of an account shares. Admins get a link to change them. */
 function accountLimitsSection(accounts: readonly AccountRecord[], uses: Uses, isAdmin: boolean, now: number): Html {
-  if (!isAdmin && !accounts.some((a) => hasLimits(a.limits))) return html``;
+  if (!isAdmin && !accounts.some((a) => a.limits?.mcp !== undefined || hasLimits(a.limits))) return html``;
   return html`<section aria-labelledby="account-limits-heading">
   <h2 id="account-limits-heading">Account limits</h2>
   <p class="lead small">An account’s limits apply to all its keys together, on top of each key’s own.</p>
@@ -199,7 +207,7 @@ function accountLimitsSection(accounts: readonly AccountRecord[], uses: Uses, is
         : accounts.map(
             (account) => html`<tr data-account="${account.name}">
       <th scope="row">${account.name}</th>
-      <td class="limits">${hasLimits(account.limits) ? describeUse(account.limits, uses.accounts.get(account.id), now) : html`<span class="muted">none</span>`}</td>
+      <td class="limits">${hasLimits(account.limits) ? describeUse(account.limits, uses.accounts.get(account.id), now) : html`<span class="muted">none</span>`}${account.limits?.mcp === undefined ? '' : html`<br><span class="limit-scope">MCP:</span> ${describeMcp(account.limits)}`}</td>
       ${isAdmin ? html`<td class="actions"><a class="btn btn-small btn-secondary" href="/app/accounts/${encodeURIComponent(account.name)}/limits">Limits<span class="visually-hidden"> of the account ${account.name}</span></a></td>` : ''}
     </tr>`,
           )

@@ -1,0 +1,498 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolResultSchema,
+  ErrorCode,
+  GetPromptResultSchema,
+  ListPromptsResultSchema,
+  ListResourcesResultSchema,
+  ListResourceTemplatesResultSchema,
+  ListToolsResultSchema,
+  McpError,
+  PromptListChangedNotificationSchema,
+  ReadResourceResultSchema,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type GetPromptResult,
+  type JSONRPCMessage,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { isStdioServer, type McpServerConfig } from '../../config/config-file.js';
+import { mcpSecretValuesOf } from '../../config/secret-values.js';
+import { redact } from '../../core/upstream-errors.js';
+import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import { boundedFetch, ForeignOriginError } from './bounded-fetch.js';
+import { ENVELOPE_BYTES, type JsonRpcId } from './message-limit.js';
+import { StdioProcessTransport } from './stdio-transport.js';
+import { UpstreamMcpError, type CallOptions, type UpstreamLists, type UpstreamMcpServer, type UpstreamState } from './upstream-server.js';
+
+export interface UpstreamConnectionOptions {
+  /** The cap on one message before any call says otherwise (each call's `maxResultBytes` then applies). */
+  readonly maxResultBytes: number;
+  /** How long connecting (initialize, then every list) may take. */
+  readonly connectTimeoutMs: number;
+  readonly backoff: BackoffOptions;
+  /** How long a stopped stdio server gets between SIGTERM and SIGKILL. */
+  readonly killGraceMs: number;
+  /** Entries kept per list, at most, and pages followed per list. */
+  readonly maxListEntries: number;
+  readonly maxListPages: number;
+  readonly clientInfo: { readonly name: string; readonly version: string };
+}
+
+export const DEFAULT_CONNECTION_OPTIONS: UpstreamConnectionOptions = {
+  maxResultBytes: 4 * 1024 * 1024,
+  connectTimeoutMs: 30_000,
+  backoff: DEFAULT_BACKOFF,
+  killGraceMs: 5_000,
+  maxListEntries: 10_000,
+  maxListPages: 200,
+  clientInfo: { name: 'sluice', version: '1.0.0' },
+};
+
+type ListKind = 'tools' | 'resources' | 'prompts';
+const LIST_KINDS: readonly ListKind[] = ['tools', 'resources', 'prompts'];
+const EMPTY_LISTS: UpstreamLists = { tools: [], resources: [], resourceTemplates: [], prompts: [] };
+
+/** Marks the error Sluice itself puts in place of an answer it dropped for its size (compared by identity: no upstream can send it). */
+const TOO_LARGE = Object.freeze({ sluice: 'too_large' });
+
+interface Session {
+  readonly client: Client;
+  readonly transport: Transport;
+  /** The protocol revision the client negotiated on it. */
+  protocolVersion: string | null;
+  /** Initialised and listed: from then on its closing is a failure to recover from. */
+  established: boolean;
+  closed: boolean;
+}
+
+/**
+ * One upstream MCP server: one SDK `Client` (one session) at a time, reconnected with back-off
+ * when it fails, re-initialised once when the upstream loses the session; its lists cached.
+ * The client declares no capabilities (no sampling, roots or elicitation: the upstream's requests
+ * for them are the protocol's method-not-found) and has no auth provider (no OAuth discovery).
+ */
+export class UpstreamConnection implements UpstreamMcpServer {
+  readonly id: string;
+  private current: Session | undefined;
+  private connecting: Promise<void> | undefined;
+  private cached: UpstreamLists = EMPTY_LISTS;
+  private status: UpstreamState = { state: 'connecting', since: Date.now(), error: null, protocolVersion: null, restarts: 0 };
+  private readonly listeners = new Set<(list: ListKind) => void>();
+  private readonly secrets: string[];
+  private readonly backoff: Backoff;
+  private readonly logger: Logger;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private messageLimit: number;
+  private readonly refreshing = new Map<ListKind, { again: boolean }>();
+  /** Its lists are out of the aggregate (it has not been ready yet, or it went down since): the next connection announces them all. */
+  private withdrawn = true;
+
+  constructor(
+    readonly config: McpServerConfig,
+    logger: Logger,
+    private readonly options: UpstreamConnectionOptions = DEFAULT_CONNECTION_OPTIONS,
+    now: () => number = Date.now,
+  ) {
+    this.id = config.id;
+    this.secrets = mcpSecretValuesOf(config);
+    this.backoff = new Backoff(options.backoff, now);
+    this.logger = logger.child({ mcpServer: config.id });
+    this.messageLimit = options.maxResultBytes + ENVELOPE_BYTES;
+  }
+
+  /** Connects (in the background). */
+  start(): void {
+    this.connecting = this.connect();
+  }
+
+  state(): UpstreamState {
+    return this.status;
+  }
+
+  async lists(timeoutMs: number): Promise<UpstreamLists> {
+    await this.settled(timeoutMs, undefined);
+    if (this.status.state !== 'ready') throw this.unavailable();
+    return this.cached;
+  }
+
+  callTool(name: string, args: Record<string, unknown> | undefined, options: CallOptions): Promise<CallToolResult> {
+    return this.call('tools/call', { name, ...(args !== undefined ? { arguments: args } : {}) }, CallToolResultSchema, options) as Promise<CallToolResult>;
+  }
+
+  readResource(uri: string, options: CallOptions): Promise<ReadResourceResult> {
+    return this.call('resources/read', { uri }, ReadResourceResultSchema, options) as Promise<ReadResourceResult>;
+  }
+
+  getPrompt(name: string, args: Record<string, string> | undefined, options: CallOptions): Promise<GetPromptResult> {
+    return this.call('prompts/get', { name, ...(args !== undefined ? { arguments: args } : {}) }, GetPromptResultSchema, options) as Promise<GetPromptResult>;
+  }
+
+  onListChanged(listener: (list: ListKind) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Stops it for good: an HTTP session is closed with DELETE, a stdio process is sent SIGTERM, then SIGKILL. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const session = this.current;
+    this.current = undefined;
+    this.setState('down', 'the server was removed from the configuration');
+    if (session !== undefined) await this.closeSession(session, true);
+  }
+
+  // ---- connecting ---------------------------------------------------------------------------
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    this.setState('connecting', this.status.error);
+    const session = this.open();
+    this.current = session;
+    try {
+      await session.client.connect(session.transport, { timeout: this.options.connectTimeoutMs });
+      const lists = await this.fetchLists(session);
+      if (this.current !== session || this.stopped) return;
+      const changed = LIST_KINDS.filter((kind) => this.withdrawn || !sameLists(this.cached, lists, kind));
+      this.cached = lists;
+      this.withdrawn = false;
+      session.established = true;
+      this.backoff.up();
+      this.setState('ready', null, session.protocolVersion);
+      this.logger.info({ protocolVersion: session.protocolVersion, tools: lists.tools.length, resources: lists.resources.length, prompts: lists.prompts.length }, 'MCP server connected');
+      for (const kind of changed) this.emit(kind);
+    } catch (error) {
+      this.lost(session, error);
+    }
+  }
+
+  /** A new client and transport (not yet connected). */
+  private open(): Session {
+    const client = new Client({ ...this.options.clientInfo }, { capabilities: {} });
+    let transport: Transport;
+    const onOversized = (requestId: JsonRpcId | undefined) => this.dropOversized(transport, requestId);
+    const config = this.config;
+    if (isStdioServer(config)) {
+      transport = new StdioProcessTransport(config, {
+        maxMessageBytes: () => this.messageLimit,
+        onOversized: ({ requestId }) => onOversized(requestId),
+        onStderrLine: (line) => this.logger.info({ stderr: this.redact(line) }, 'MCP server stderr'),
+        killGraceMs: this.options.killGraceMs,
+      });
+    } else {
+      const url = new URL(config.url);
+      const fetch = boundedFetch({ serverUrl: url, maxMessageBytes: () => this.messageLimit, onOversized });
+      // Only the configured headers: nothing of any caller's ever reaches the upstream.
+      const requestInit: RequestInit = { headers: { ...config.headers } };
+      transport =
+        config.transport === 'sse'
+          ? new SSEClientTransport(url, { requestInit, fetch })
+          : new StreamableHTTPClientTransport(url, { requestInit, fetch, reconnectionOptions: { initialReconnectionDelay: 1_000, maxReconnectionDelay: 30_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 } });
+    }
+    const session: Session = { client, transport, protocolVersion: null, established: false, closed: false };
+    // The client tells the transport the negotiated revision; it is kept for the state.
+    const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
+    transport.setProtocolVersion = (version: string) => {
+      session.protocolVersion = version;
+      setProtocolVersion?.(version);
+    };
+    client.onerror = (error) => this.logger.debug({ err: this.redact(String(error)) }, 'MCP server connection error');
+    client.onclose = () => {
+      session.closed = true;
+      // Before it is established, connect() reports the failure itself, with its real cause.
+      if (this.current === session && session.established) this.lost(session, new Error(isStdioServer(config) ? 'the process exited' : 'the connection closed'));
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(session, 'tools'));
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.refresh(session, 'resources'));
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.refresh(session, 'prompts'));
+    return session;
+  }
+
+  /** The session failed (or could not be made): down, and another attempt after the back-off. */
+  private lost(session: Session, error: unknown): void {
+    if (this.current !== session || this.stopped) {
+      void this.closeSession(session, false);
+      return;
+    }
+    this.current = undefined;
+    void this.closeSession(session, false);
+    const wasReady = this.status.state === 'ready';
+    const message = this.describe(error);
+    this.setState('down', message);
+    const delayMs = this.backoff.failed();
+    this.logger.warn({ err: message, retryInMs: delayMs, restarts: this.status.restarts }, isStdioServer(this.config) ? 'MCP server process is down; restarting it after a back-off' : 'MCP server is down; reconnecting after a back-off');
+    if (wasReady) {
+      this.withdrawn = true;
+      for (const kind of LIST_KINDS) this.emit(kind);
+    }
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.status = { ...this.status, restarts: this.status.restarts + 1 };
+      this.connecting = this.connect();
+    }, delayMs);
+    this.retryTimer.unref();
+  }
+
+  /** The upstream no longer knows the session: a new one at once (no back-off: the server is there). */
+  private renewSession(stale: Session): Promise<void> {
+    if (this.current === stale) {
+      this.current = undefined;
+      void this.closeSession(stale, false);
+      this.status = { ...this.status, restarts: this.status.restarts + 1 };
+      this.logger.info('MCP server lost the session; initialising a new one');
+      this.connecting = this.connect();
+    }
+    return this.connecting ?? Promise.resolve();
+  }
+
+  private async closeSession(session: Session, terminate: boolean): Promise<void> {
+    try {
+      if (terminate && session.transport instanceof StreamableHTTPClientTransport && !session.closed) {
+        await withTimeout(session.transport.terminateSession(), 2_000).catch(() => undefined);
+      }
+      await session.client.close();
+    } catch (error) {
+      this.logger.debug({ err: this.redact(String(error)) }, 'MCP server session did not close cleanly');
+    }
+  }
+
+  // ---- lists ----------------------------------------------------------------------------------
+
+  private async fetchLists(session: Session): Promise<UpstreamLists> {
+    const capabilities = session.client.getServerCapabilities() ?? {};
+    const [tools, resources, resourceTemplates, prompts] = await Promise.all([
+      capabilities.tools ? this.fetchAll<Tool>(session, 'tools/list', 'tools', ListToolsResultSchema) : [],
+      capabilities.resources ? this.fetchAll<Resource>(session, 'resources/list', 'resources', ListResourcesResultSchema) : [],
+      capabilities.resources ? this.fetchAll<ResourceTemplate>(session, 'resources/templates/list', 'resourceTemplates', ListResourceTemplatesResultSchema) : [],
+      capabilities.prompts ? this.fetchAll<Prompt>(session, 'prompts/list', 'prompts', ListPromptsResultSchema) : [],
+    ]);
+    return { tools, resources, resourceTemplates, prompts };
+  }
+
+  /** Every page of one list, up to the entry and page caps (a cursor seen twice ends it too). */
+  private async fetchAll<T>(session: Session, method: string, key: string, schema: Parameters<Client['request']>[1]): Promise<T[]> {
+    const items: T[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    for (let pages = 0; pages < this.options.maxListPages; pages++) {
+      let result: Record<string, unknown>;
+      try {
+        result = (await session.client.request({ method, params: cursor === undefined ? {} : { cursor } } as never, schema, { timeout: this.options.connectTimeoutMs })) as Record<string, unknown>;
+      } catch (error) {
+        // A server may announce a capability and still not serve one of its lists (templates, often).
+        if (error instanceof McpError && error.code === ErrorCode.MethodNotFound && pages === 0) return [];
+        throw error;
+      }
+      const page = (result[key] as T[] | undefined) ?? [];
+      items.push(...page.slice(0, this.options.maxListEntries - items.length));
+      if (items.length >= this.options.maxListEntries) {
+        this.logger.warn({ list: method, kept: items.length }, 'MCP server list is longer than the cap; the rest is left out');
+        return items;
+      }
+      const next = result.nextCursor;
+      if (typeof next !== 'string' || next === '') return items;
+      if (seen.has(next)) {
+        this.logger.warn({ list: method }, 'MCP server repeated a list cursor; the list ends there');
+        return items;
+      }
+      seen.add(next);
+      cursor = next;
+    }
+    this.logger.warn({ list: method, pages: this.options.maxListPages }, 'MCP server list has more pages than the cap; the rest is left out');
+    return items;
+  }
+
+  /** `notifications/<kind>/list_changed`: fetch that list again (once more if it changes meanwhile), then tell the listeners. */
+  private async refresh(session: Session, kind: ListKind): Promise<void> {
+    const running = this.refreshing.get(kind);
+    if (running !== undefined) {
+      running.again = true;
+      return;
+    }
+    const state = { again: true };
+    this.refreshing.set(kind, state);
+    try {
+      while (state.again && this.current === session && !this.stopped) {
+        state.again = false;
+        const update: Partial<{ -readonly [K in keyof UpstreamLists]: UpstreamLists[K] }> = {};
+        if (kind === 'tools') update.tools = await this.fetchAll<Tool>(session, 'tools/list', 'tools', ListToolsResultSchema);
+        if (kind === 'prompts') update.prompts = await this.fetchAll<Prompt>(session, 'prompts/list', 'prompts', ListPromptsResultSchema);
+        if (kind === 'resources') {
+          update.resources = await this.fetchAll<Resource>(session, 'resources/list', 'resources', ListResourcesResultSchema);
+          update.resourceTemplates = await this.fetchAll<ResourceTemplate>(session, 'resources/templates/list', 'resourceTemplates', ListResourceTemplatesResultSchema);
+        }
+        if (this.current !== session) return;
+        this.cached = { ...this.cached, ...update };
+        this.emit(kind);
+      }
+    } catch (error) {
+      this.logger.warn({ list: kind, err: this.describe(error) }, 'MCP server list could not be renewed');
+    } finally {
+      this.refreshing.delete(kind);
+    }
+  }
+
+  private emit(kind: ListKind): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(kind);
+      } catch (error) {
+        this.logger.warn({ err: error }, 'MCP list-changed listener failed');
+      }
+    }
+  }
+
+  // ---- calls ----------------------------------------------------------------------------------
+
+  private async call(method: string, params: Record<string, unknown>, schema: Parameters<Client['request']>[1], options: CallOptions): Promise<unknown> {
+    const deadline = Date.now() + options.timeoutMs;
+    this.messageLimit = options.maxResultBytes + ENVELOPE_BYTES;
+    for (let attempt = 0; ; attempt++) {
+      if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
+      await this.settled(deadline - Date.now(), options.signal);
+      if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
+      const session = this.current;
+      if (this.status.state !== 'ready' || session === undefined) throw this.unavailable();
+      try {
+        return await this.request(session, method, params, schema, options, deadline);
+      } catch (error) {
+        // A 404 on the session means the request was not run: a new session, and the request once more.
+        if (attempt === 0 && isSessionLost(error)) {
+          await this.renewSession(session);
+          continue;
+        }
+        throw this.classify(error, session);
+      }
+    }
+  }
+
+  private async request(session: Session, method: string, params: Record<string, unknown>, schema: Parameters<Client['request']>[1], options: CallOptions, deadline: number): Promise<unknown> {
+    const remaining = Math.max(0, deadline - Date.now());
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new Error('timeout')), remaining);
+    const onProgress = options.onProgress;
+    try {
+      return await session.client.request({ method, params } as never, schema, {
+        // Aborting either sends the upstream `notifications/cancelled` (the SDK does, for both).
+        signal: AbortSignal.any([options.signal, timeout.signal]),
+        // The SDK's own timer is only a backstop behind ours (its default, 60 s, must never be the one that fires).
+        timeout: remaining + 60_000,
+        resetTimeoutOnProgress: false,
+        ...(onProgress !== undefined ? { onprogress: ({ progress, total, message }) => onProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }) } : {}),
+      });
+    } catch (error) {
+      if (error instanceof McpError && error.data === TOO_LARGE) throw new UpstreamMcpError('too_large', `The answer of the MCP server '${this.id}' exceeded max_result_bytes (${options.maxResultBytes} bytes).`);
+      if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
+      if (timeout.signal.aborted) throw new UpstreamMcpError('timeout', `The MCP server '${this.id}' did not answer within ${options.timeoutMs} ms.`);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Puts an error answer in place of a message dropped for its size, so the call waiting for it fails now. */
+  private dropOversized(transport: Transport | undefined, requestId: JsonRpcId | undefined): void {
+    if (requestId === undefined) {
+      this.logger.warn({ maxBytes: this.messageLimit }, 'MCP server sent a message larger than the cap; it was dropped (no request id found in it)');
+      return;
+    }
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.InternalError, message: 'answer too large', data: TOO_LARGE } };
+    transport?.onmessage?.(answer);
+  }
+
+  private classify(error: unknown, session: Session): UpstreamMcpError {
+    if (error instanceof UpstreamMcpError) return error;
+    if (error instanceof McpError) {
+      if (error.code === ErrorCode.ConnectionClosed && (session.closed || this.current !== session)) return this.unavailable(`The connection to the MCP server '${this.id}' closed during the call.`);
+      return new UpstreamMcpError('protocol', this.redact(error.message.replace(/^MCP error -?\d+: /, '')), error.code, redactData(error.data, this.secrets));
+    }
+    if (error instanceof Error && error.name === 'ZodError') {
+      return new UpstreamMcpError('protocol', `The MCP server '${this.id}' sent an answer that is not a valid result.`, ErrorCode.InternalError);
+    }
+    if (error instanceof ForeignOriginError) this.logger.warn({ err: error.message }, 'MCP server tried to send Sluice to another origin');
+    if (isConnectionFailure(error)) this.lost(session, error);
+    return this.unavailable(`The MCP server '${this.id}' could not be reached: ${this.describe(error)}`);
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------
+
+  /** Waits while a connection attempt is under way (up to `ms`, or until `signal` aborts). */
+  private async settled(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    if (this.status.state !== 'connecting' || this.connecting === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    await Promise.race([
+      this.connecting,
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))),
+      new Promise<void>((resolve) => {
+        onAbort = () => resolve();
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+    clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+  }
+
+  private unavailable(message?: string): UpstreamMcpError {
+    return new UpstreamMcpError('unavailable', message ?? `The MCP server '${this.id}' is ${this.status.state === 'connecting' ? 'still connecting' : 'down'}${this.status.error !== null ? `: ${this.status.error}` : ''}.`);
+  }
+
+  private setState(state: UpstreamState['state'], error: string | null, protocolVersion: string | null = null): void {
+    if (this.status.state === state && this.status.error === error && this.status.protocolVersion === protocolVersion) return;
+    this.status = { state, since: Date.now(), error, protocolVersion, restarts: this.status.restarts };
+  }
+
+  private describe(error: unknown): string {
+    if (error instanceof StreamableHTTPError) return this.redact(`HTTP ${error.code}: ${error.message}`);
+    const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : '';
+    return this.redact(`${error instanceof Error ? error.message : String(error)}${cause}`);
+  }
+
+  private redact(text: string): string {
+    return redact(text, this.secrets);
+  }
+}
+
+/** The upstream answered 404 to the session: the Streamable HTTP transport's error, or the SSE transport's POST. */
+function isSessionLost(error: unknown): boolean {
+  if (error instanceof StreamableHTTPError) return error.code === 404;
+  return error instanceof Error && /^Error POSTing to endpoint \(HTTP 404\)/.test(error.message);
+}
+
+/** The server is not there (refused, reset, gone): the session is dead, not just this call. */
+function isConnectionFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error instanceof StreamableHTTPError) return false;
+  return error.name === 'TypeError' || /ECONNREFUSED|ECONNRESET|EPIPE|fetch failed|Not connected|socket/i.test(`${error.message} ${error.cause instanceof Error ? error.cause.message : ''}`);
+}
+
+function redactData(data: unknown, secrets: readonly string[]): unknown {
+  if (data === undefined || secrets.length === 0) return data;
+  try {
+    return JSON.parse(redact(JSON.stringify(data), secrets.map((secret) => JSON.stringify(secret).slice(1, -1))));
+  } catch {
+    return undefined;
+  }
+}
+
+function sameLists(before: UpstreamLists, after: UpstreamLists, kind: ListKind): boolean {
+  if (kind === 'resources') return JSON.stringify([before.resources, before.resourceTemplates]) === JSON.stringify([after.resources, after.resourceTemplates]);
+  return JSON.stringify(before[kind]) === JSON.stringify(after[kind]);
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(timer));
+}
