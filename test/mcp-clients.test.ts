@@ -177,6 +177,9 @@ describe('Claude Code with Sluice added as an HTTP MCP server', () => {
     assert.doesNotMatch(added.stdout, new RegExp(apiKey), 'Claude Code does not print the header’s value');
     // It keeps the header in its own config file, as the issue says.
     assert.match(readFileSync(join(home, '.claude', '.claude.json'), 'utf8'), new RegExp(`Bearer ${apiKey}`));
+    // Its health check opens a session with Sluice.
+    const listed = await runCli(join(AGENT_BIN, 'claude'), ['mcp', 'list'], claudeCodeEnv(home, sluice.url, apiKey), join(home, 'work'));
+    assert.match(listed.stdout, /^sluice: http:\/\/127\.0\.0\.1:\d+\/mcp \(HTTP\) - ✔ Connected$/m, `${listed.stdout}\n${listed.stderr}`);
     return home;
   }
 
