@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, hkdfSync } from 'node:crypto';
 import { randomBase62 } from '../core/ids.js';
 import { sharedSecret } from '../core/data-dir-secret.js';
 
@@ -30,6 +30,14 @@ export class SecretHasher {
 
   static forDataDir(dataDir: string, env: NodeJS.ProcessEnv = process.env): SecretHasher {
     return new SecretHasher(sharedSecret('SLUICE_KEY_PEPPER', dataDir, PEPPER_FILE, env));
+  }
+
+  /**
+   * A key for another purpose (signing MCP sessions), derived from the pepper: every process of a
+   * deployment shares it as they share the pepper, and it reveals nothing of the pepper or of keys.
+   */
+  derive(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.pepper, Buffer.alloc(0), `sluice ${purpose}`, 32));
   }
 
   hash(secret: string): string {

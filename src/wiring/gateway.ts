@@ -41,6 +41,7 @@ import { warnOfUnpricedBudgets } from './unpriced-warning.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { McpServerAdmin } from '../mcp/mcp-server-admin.js';
 import { McpServerList } from '../mcp/mcp-server-list.js';
+import { startMcpGateway } from './mcp.js';
 
 export interface GatewayOptions {
   /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
@@ -140,6 +141,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);
     maxUploadBytes = next.maxUploadBytes;
+    mcp.reconfigure(next);
   }, logger);
   configReload.catchSignals();
   const config = configReload.load();
@@ -239,6 +241,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
   const prober = new Prober(store.status, catalogue, adapters, logger);
   prober.start();
+  const mcp = startMcpGateway({ config, logger, hasher, admission, ledger, telemetry });
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();
   configReload.start();
@@ -266,6 +269,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     conversations,
     maxBodyBytes: options.maxBodyBytes,
     maxUploadBytes: () => maxUploadBytes,
+    mcp: mcp.service,
     pages: {
       exact: options.metricsToken === undefined ? consolePages.exact : [...consolePages.exact, ['GET /metrics', metricsRoute(options.metricsToken, scrape, METRICS_CONTENT_TYPE)]],
       prefixes: consolePages.prefixes,
@@ -309,6 +313,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
       await limits.counter.close();
       await changes.close();
       await adapters.close();
+      await mcp.close();
       await tracing?.close().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
       await store.close();
     },
