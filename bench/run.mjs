@@ -914,7 +914,7 @@ async function scenarioMcp(work, state) {
       const shift = (r - 1) % targets.length;
       const order = [...targets.slice(shift), ...targets.slice(0, shift)];
       log(`mcp, round ${r}/${S.mcpRounds}: order ${order.map((t) => t.id).join(', ')}`);
-      for (const cn of S.mcpConnections) for (const t of order) out.rows.push({ round: r, ...(await measureMcp(t, cn, S.mcpSeconds, mcpUpstream.pid())) });
+      for (const cn of S.mcpConnections) for (const t of order) out.rows.push({ round: r, ...(await measureMcp(t, mcpUpstream.pid(), cn, S.mcpSeconds)) });
     }
     out.answered = gateway.answered;
   } finally {
