@@ -826,10 +826,16 @@ async function mcpLoopRun(target, connections, seconds) {
 async function measureMcp(target, upstreamPid, connections, seconds) {
   const cpu0 = treeCpuSeconds(target.pid());
   const up0 = treeCpuSeconds(upstreamPid);
+  const m0 = machineCpu();
   const r = await mcpLoopRun(target, connections, seconds);
   const cpu1 = treeCpuSeconds(target.pid());
   const up1 = treeCpuSeconds(upstreamPid);
+  const m1 = machineCpu();
   const calls = Math.max(1, r.requests);
+  const machineBusyPct = ((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100;
+  const targetCpuPct = ((cpu1 - cpu0) / r.wall) * 100;
+  const upstreamCpuPct = ((up1 - up0) / r.wall) * 100;
+  const loadgenCpuPct = (r.loadgenCpu / r.wall) * 100;
   const row = {
     target: target.id,
     connections,
@@ -843,11 +849,15 @@ async function measureMcp(target, upstreamPid, connections, seconds) {
     p99Ms: r.p99_us / 1000,
     targetCpuUsPerCall: ((cpu1 - cpu0) * 1e6) / calls,
     upstreamCpuUsPerCall: ((up1 - up0) * 1e6) / calls,
-    loadgenCpuPct: (r.loadgenCpu / r.wall) * 100,
+    loadgenCpuPct,
+    machineBusyPct,
+    // What processes outside the measurement used meanwhile (others' work on a shared machine), % of one core.
+    otherCpuPct: Math.max(0, machineBusyPct * os.availableParallelism() - upstreamCpuPct - loadgenCpuPct - (target.id === 'direct' ? 0 : targetCpuPct)),
   };
   log(
     `  mcp ${target.id.padEnd(16)} c=${String(connections).padEnd(3)} ${Math.round(row.rps)} calls/s  p50 ${row.p50Ms.toFixed(3)} ms  p99 ${row.p99Ms.toFixed(3)} ms  ` +
-      `${target.id === 'direct' ? 'upstream' : 'Sluice'} CPU ${Math.round(row.targetCpuUsPerCall)} µs/call  upstream ${Math.round(row.upstreamCpuUsPerCall)} µs/call${r.bad + r.errors > 0 ? `  BAD ${r.bad} (non-2xx ${r.non2xx}) ERRORS ${r.errors}` : ''}`,
+      `${target.id === 'direct' ? 'upstream' : 'Sluice'} CPU ${Math.round(row.targetCpuUsPerCall)} µs/call  upstream ${Math.round(row.upstreamCpuUsPerCall)} µs/call  ` +
+      `wrk ${Math.round(loadgenCpuPct)}%  machine ${Math.round(machineBusyPct)}% busy (other processes ${Math.round(row.otherCpuPct)}% of a core)${r.bad + r.errors > 0 ? `  BAD ${r.bad} (non-2xx ${r.non2xx}) ERRORS ${r.errors}` : ''}`,
   );
   if (r.bad + r.errors > 0) fail(`mcp ${target.id} c=${connections}: ${r.bad} answers without a result (${r.non2xx} non-2xx) and ${r.errors} socket errors/timeouts out of ${r.requests}`);
   return row;
@@ -954,6 +964,8 @@ function mcpTable(m) {
         addedP99Ms: t.id === 'direct' ? NaN : median(deltas('p99Ms')),
         rpsRatio: t.id === 'direct' ? NaN : median(rows.map((x) => x.rps / (m.rows.find((y) => y.target === 'direct' && y.connections === cn && y.round === x.round)?.rps ?? NaN))),
         bad: rows.reduce((a, x) => a + x.bad + x.errors, 0),
+        otherCpuPct: median(rows.map((x) => x.otherCpuPct)),
+        addedP50PerRound: t.id === 'direct' ? [] : deltas('p50Ms'),
       });
     }
   }
@@ -969,14 +981,14 @@ function mcpReport(L, m) {
       '"added" = through Sluice minus direct within the same round, median over the rounds; "Sluice CPU" = utime+stime of the gateway\'s processes (primary and its one worker) per call; "upstream CPU" = the upstream MCP server\'s per call.',
     '',
   );
-  L.push('| conns | target | calls/s | p50 ms | p99 ms | added p50 ms | added p99 ms | calls/s vs direct | Sluice CPU µs/call | upstream CPU µs/call | bad+errors |', '|---|---|---|---|---|---|---|---|---|---|---|');
+  L.push('| conns | target | calls/s | p50 ms | p99 ms | added p50 ms | added p50 per round | added p99 ms | calls/s vs direct | Sluice CPU µs/call | upstream CPU µs/call | other CPU | bad+errors |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const x of mcpTable(m)) {
     const direct = x.id === 'direct';
     L.push(
-      `| ${x.connections} | ${x.label} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${direct ? '' : signed(x.addedP50Ms, 3)} | ${direct ? '' : signed(x.addedP99Ms, 3)} | ${direct ? '' : pct(x.rpsRatio, 1)} | ${direct ? '' : f(x.targetCpuUsPerCall, 0)} | ${f(direct ? x.targetCpuUsPerCall : x.upstreamCpuUsPerCall, 0)} | ${x.bad} |`,
+      `| ${x.connections} | ${x.label} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${direct ? '' : signed(x.addedP50Ms, 3)} | ${(x.addedP50PerRound ?? []).map((v) => signed(v, 3)).join(', ')} | ${direct ? '' : signed(x.addedP99Ms, 3)} | ${direct ? '' : pct(x.rpsRatio, 1)} | ${direct ? '' : f(x.targetCpuUsPerCall, 0)} | ${f(direct ? x.targetCpuUsPerCall : x.upstreamCpuUsPerCall, 0)} | ${Number.isFinite(x.otherCpuPct) ? `${f(x.otherCpuPct, 0)}%` : 'n/a'} | ${x.bad} |`,
     );
   }
-  L.push('');
+  L.push('', '"other CPU" = what processes outside the measurement (the load generator, the upstream and the target excepted) used meanwhile, % of one core: other work on a shared machine.', '');
   if (m.ledger) {
     L.push(
       `Ledger: ${m.ledger.rows} \`mcp.tools/call\` rows (by status ${JSON.stringify(m.ledger.byStatus)}) for ${m.ledger.answered} calls answered with a result through Sluice (warm-up and checks included; wrk stops with calls in flight, whose rows are there too): ${m.ledger.pass ? '**pass**' : '**FAIL**'}.`,
