@@ -27,6 +27,7 @@ server.setRequestHandler(ListToolsRequestSchema, () => ({
     { name: 'slow', description: 'Waits `ms` milliseconds; stops when cancelled.', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
     { name: 'crash', description: 'Exits the process.', inputSchema: { type: 'object', properties: {} } },
     { name: 'big', description: 'Returns `bytes` bytes of text on one line.', inputSchema: { type: 'object', properties: { bytes: { type: 'number' } } } },
+    { name: 'flood', description: 'Writes one answer line of `mib` MiB straight to stdout, in 1 MiB pieces (never held whole).', inputSchema: { type: 'object', properties: { mib: { type: 'number' } } } },
     { name: 'env', description: 'Names of its environment variables, and whether FAKE_STDIO_TOKEN arrived.', inputSchema: { type: 'object', properties: {} } },
     { name: 'pid', description: 'Its process id.', inputSchema: { type: 'object', properties: {} } },
   ],
@@ -57,6 +58,15 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       break;
     case 'big':
       return text('x'.repeat(typeof args.bytes === 'number' ? args.bytes : 6 * 1024 * 1024));
+    case 'flood': {
+      // Bypasses the SDK's transport: one huge line, written piece by piece with back-pressure.
+      const write = (chunk) => new Promise((resolve) => (process.stdout.write(chunk) ? resolve() : process.stdout.once('drain', resolve)));
+      await write(`{"jsonrpc":"2.0","id":${JSON.stringify(extra.requestId)},"result":{"content":[{"type":"text","text":"`);
+      const piece = 'x'.repeat(1024 * 1024);
+      for (let i = 0; i < (typeof args.mib === 'number' ? args.mib : 64); i++) await write(piece);
+      await write('"}]}}\n');
+      return text('flooded');
+    }
     case 'env':
       return text(JSON.stringify({ names: Object.keys(process.env).sort(), tokenArrived: token.length > 0 && token === process.env.FAKE_STDIO_TOKEN }));
     case 'pid':
@@ -78,3 +88,5 @@ server.setRequestHandler(GetPromptRequestSchema, (request) => {
 });
 
 await server.connect(new StdioServerTransport());
+// As the spec has it: the client ends the session by closing stdin, and the server then exits.
+process.stdin.on('end', () => process.exit(0));

@@ -193,7 +193,8 @@ function buildServer(shared: Shared): Server {
       case 'fail':
         return done({ content: [{ type: 'text', text: 'the tool failed' }], isError: true });
       case 'boom':
-        throw new McpError(ErrorCode.InternalError, 'boom: the tool threw');
+        // A plain error with a code: the SDK answers with that code and exactly this message.
+        throw Object.assign(new Error('boom: the tool threw'), { code: ErrorCode.InternalError });
       case 'big': {
         const bytes = typeof args.bytes === 'number' ? args.bytes : BIG_RESULT_BYTES;
         return done(textResult('x'.repeat(bytes)));

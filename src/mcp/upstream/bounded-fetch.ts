@@ -14,6 +14,11 @@ export interface BoundedFetchOptions {
   readonly maxMessageBytes: () => number;
   /** A message past the cap was dropped: its request id (from its own bytes, or the POST it answers) when known. */
   readonly onOversized: (requestId: JsonRpcId | undefined) => void;
+  /**
+   * The event stream answering a POSTed request broke off (the server went away mid-answer). The
+   * SDK only reports that to `onerror` and leaves the request waiting; this names it, so it can fail now.
+   */
+  readonly onBroken: (requestId: JsonRpcId, error: unknown) => void;
   readonly baseFetch?: typeof fetch;
 }
 
@@ -35,7 +40,8 @@ export function boundedFetch(options: BoundedFetchOptions): typeof fetch {
     const limit = options.maxMessageBytes();
     const report = (message: OversizedMessage) => options.onOversized(message.requestId ?? postedId);
     const isEventStream = (response.headers.get('content-type') ?? '').toLowerCase().includes('text/event-stream');
-    const body = response.body.pipeThrough(isEventStream ? limitEventStream(limit, report) : limitWholeBody(limit, report));
+    const source = isEventStream && postedId !== undefined ? reportingBreaks(response.body, (error) => options.onBroken(postedId, error)) : response.body;
+    const body = source.pipeThrough(isEventStream ? limitEventStream(limit, report) : limitWholeBody(limit, report));
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
@@ -49,4 +55,24 @@ function requestIdOf(body: unknown): JsonRpcId | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The same stream, calling `onError` when reading it fails (not when it is cancelled downstream). */
+function reportingBreaks(body: ReadableStream<Uint8Array>, onError: (error: unknown) => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        onError(error);
+        controller.error(error);
+        return;
+      }
+      if (chunk.done) controller.close();
+      else controller.enqueue(chunk.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }

@@ -70,6 +70,8 @@ export class StdioProcessTransport implements Transport {
       env: stdioEnvironment(this.config),
       stdio: ['pipe', 'pipe', 'pipe'],
       shell: false,
+      // Its own process group, so stopping it stops what it started too (`npx` runs the server as its child).
+      detached: process.platform !== 'win32',
       windowsHide: true,
     });
     this.child = child;
@@ -105,7 +107,8 @@ export class StdioProcessTransport implements Transport {
     const stdin = this.child?.stdin;
     if (stdin === undefined || stdin === null || this.closed || stdin.destroyed) throw new Error('the process is not running');
     const line = `${JSON.stringify(message)}\n`;
-    if (!stdin.write(line)) await new Promise<void>((resolve) => stdin.once('drain', resolve));
+    // Back-pressure: wait for the pipe to drain, or for the process to be gone (then nothing will drain it).
+    if (!stdin.write(line)) await Promise.race([new Promise<void>((resolve) => stdin.once('drain', resolve)), this.exited]);
   }
 
   /** SIGTERM, then SIGKILL if it is still there after the grace period; resolves once it is gone. */
@@ -120,8 +123,8 @@ export class StdioProcessTransport implements Transport {
     this.closed = true;
     if (!wasClosed && child.exitCode === null && child.signalCode === null) {
       child.stdin?.end();
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), this.options.killGraceMs);
+      signalGroup(child, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), this.options.killGraceMs);
       await this.exited;
       clearTimeout(timer);
     }
@@ -151,5 +154,15 @@ export class StdioProcessTransport implements Transport {
       return;
     }
     this.options.onStderrLine(line.length > STDERR_LINE_CHARS ? `${line.slice(0, STDERR_LINE_CHARS)}…` : line);
+  }
+}
+
+/** Signals the process's whole group (it leads one), or the process alone where there are none. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (process.platform !== 'win32' && child.pid !== undefined) process.kill(-child.pid, signal);
+    else child.kill(signal);
+  } catch {
+    // Already gone.
   }
 }

@@ -64,6 +64,8 @@ const EMPTY_LISTS: UpstreamLists = { tools: [], resources: [], resourceTemplates
 
 /** Marks the error Sluice itself puts in place of an answer it dropped for its size (compared by identity: no upstream can send it). */
 const TOO_LARGE = Object.freeze({ sluice: 'too_large' });
+/** Marks the error Sluice puts in place of an answer whose stream broke off. */
+const BROKEN = Object.freeze({ sluice: 'broken' });
 
 interface Session {
   readonly client: Client;
@@ -73,6 +75,10 @@ interface Session {
   /** Initialised and listed: from then on its closing is a failure to recover from. */
   established: boolean;
   closed: boolean;
+  /** What its transport last reported (a stdio exit, a broken stream): the cause when the SDK says only "Connection closed". */
+  lastError?: Error;
+  /** A liveness check is under way. */
+  checking?: boolean;
 }
 
 /**
@@ -97,18 +103,30 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private readonly refreshing = new Map<ListKind, { again: boolean }>();
   /** Its lists are out of the aggregate (it has not been ready yet, or it went down since): the next connection announces them all. */
   private withdrawn = true;
+  /** A stdio server's last stderr line, told with its exit (it often says why). */
+  private lastStderrLine: string | undefined;
 
   constructor(
-    readonly config: McpServerConfig,
+    private entry: McpServerConfig,
     logger: Logger,
     private readonly options: UpstreamConnectionOptions = DEFAULT_CONNECTION_OPTIONS,
     now: () => number = Date.now,
   ) {
-    this.id = config.id;
-    this.secrets = mcpSecretValuesOf(config);
+    this.id = entry.id;
+    this.secrets = mcpSecretValuesOf(entry);
     this.backoff = new Backoff(options.backoff, now);
-    this.logger = logger.child({ mcpServer: config.id });
+    this.logger = logger.child({ mcpServer: entry.id });
     this.messageLimit = options.maxResultBytes + ENVELOPE_BYTES;
+  }
+
+  get config(): McpServerConfig {
+    return this.entry;
+  }
+
+  /** Takes an entry that differs only in what the connection does not use (its price): no reconnection. */
+  updateConfig(entry: McpServerConfig): void {
+    if (entry.id !== this.id || connectionStamp(entry) !== connectionStamp(this.entry)) throw new Error('updateConfig: the connection itself changed');
+    this.entry = entry;
   }
 
   /** Connects (in the background). */
@@ -149,7 +167,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
     clearTimeout(this.retryTimer);
     const session = this.current;
     this.current = undefined;
-    this.setState('down', 'the server was removed from the configuration');
+    this.setState('down', 'the server was stopped (removed, changed, or the gateway is shutting down)');
     if (session !== undefined) await this.closeSession(session, true);
   }
 
@@ -169,11 +187,13 @@ export class UpstreamConnection implements UpstreamMcpServer {
       this.withdrawn = false;
       session.established = true;
       this.backoff.up();
-      this.setState('ready', null, session.protocolVersion);
+      // The error stays: once ready again, it says why it was last reconnected.
+      this.setState('ready', this.status.error, session.protocolVersion);
       this.logger.info({ protocolVersion: session.protocolVersion, tools: lists.tools.length, resources: lists.resources.length, prompts: lists.prompts.length }, 'MCP server connected');
       for (const kind of changed) this.emit(kind);
     } catch (error) {
-      this.lost(session, error);
+      const closed = error instanceof McpError && error.code === ErrorCode.ConnectionClosed;
+      this.lost(session, closed && session.lastError !== undefined ? session.lastError : error);
     }
   }
 
@@ -181,18 +201,27 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private open(): Session {
     const client = new Client({ ...this.options.clientInfo }, { capabilities: {} });
     let transport: Transport;
+    let session: Session;
     const onOversized = (requestId: JsonRpcId | undefined) => this.dropOversized(transport, requestId);
     const config = this.config;
     if (isStdioServer(config)) {
       transport = new StdioProcessTransport(config, {
         maxMessageBytes: () => this.messageLimit,
         onOversized: ({ requestId }) => onOversized(requestId),
-        onStderrLine: (line) => this.logger.info({ stderr: this.redact(line) }, 'MCP server stderr'),
+        onStderrLine: (line) => {
+          this.lastStderrLine = line;
+          this.logger.info({ stderr: this.redact(line) }, 'MCP server stderr');
+        },
         killGraceMs: this.options.killGraceMs,
       });
     } else {
       const url = new URL(config.url);
-      const fetch = boundedFetch({ serverUrl: url, maxMessageBytes: () => this.messageLimit, onOversized });
+      const fetch = boundedFetch({
+        serverUrl: url,
+        maxMessageBytes: () => this.messageLimit,
+        onOversized,
+        onBroken: (requestId, error) => this.dropBroken(session, requestId, error),
+      });
       // Only the configured headers: nothing of any caller's ever reaches the upstream.
       const requestInit: RequestInit = { headers: { ...config.headers } };
       transport =
@@ -200,14 +229,19 @@ export class UpstreamConnection implements UpstreamMcpServer {
           ? new SSEClientTransport(url, { requestInit, fetch })
           : new StreamableHTTPClientTransport(url, { requestInit, fetch, reconnectionOptions: { initialReconnectionDelay: 1_000, maxReconnectionDelay: 30_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 } });
     }
-    const session: Session = { client, transport, protocolVersion: null, established: false, closed: false };
+    session = { client, transport, protocolVersion: null, established: false, closed: false };
     // The client tells the transport the negotiated revision; it is kept for the state.
     const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
     transport.setProtocolVersion = (version: string) => {
       session.protocolVersion = version;
       setProtocolVersion?.(version);
     };
-    client.onerror = (error) => this.logger.debug({ err: this.redact(String(error)) }, 'MCP server connection error');
+    client.onerror = (error) => {
+      session.lastError = error;
+      this.logger.debug({ err: this.redact(String(error)).slice(0, 500) }, 'MCP server connection error');
+      // A stream that broke (the standalone GET stream, the SSE transport's event source): is the server still there?
+      if (session.established && /SSE stream disconnected|Failed to reconnect SSE stream|Maximum reconnection attempts|SSE error/.test(String(error))) this.checkAlive(session);
+    };
     client.onclose = () => {
       session.closed = true;
       // Before it is established, connect() reports the failure itself, with its real cause.
@@ -228,7 +262,9 @@ export class UpstreamConnection implements UpstreamMcpServer {
     this.current = undefined;
     void this.closeSession(session, false);
     const wasReady = this.status.state === 'ready';
-    const message = this.describe(error);
+    let message = this.describe(error);
+    if (isStdioServer(this.config) && this.lastStderrLine !== undefined) message += ` (its last stderr line: ${this.redact(this.lastStderrLine.slice(0, 300))})`;
+    this.lastStderrLine = undefined;
     this.setState('down', message);
     const delayMs = this.backoff.failed();
     this.logger.warn({ err: message, retryInMs: delayMs, restarts: this.status.restarts }, isStdioServer(this.config) ? 'MCP server process is down; restarting it after a back-off' : 'MCP server is down; reconnecting after a back-off');
@@ -252,6 +288,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
       void this.closeSession(stale, false);
       this.status = { ...this.status, restarts: this.status.restarts + 1 };
       this.logger.info('MCP server lost the session; initialising a new one');
+      this.status = { ...this.status, error: 'the server lost the session (HTTP 404); a new one was initialised' };
       this.connecting = this.connect();
     }
     return this.connecting ?? Promise.resolve();
@@ -366,7 +403,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
       const session = this.current;
       if (this.status.state !== 'ready' || session === undefined) throw this.unavailable();
       try {
-        return await this.request(session, method, params, schema, options, deadline);
+        const result = await this.request(session, method, params, schema, options, deadline);
+        // The stream was capped with room for the envelope; the result itself is held to the exact limit.
+        if (Buffer.byteLength(JSON.stringify(result)) > options.maxResultBytes) throw this.tooLarge(options);
+        return result;
       } catch (error) {
         // A 404 on the session means the request was not run: a new session, and the request once more.
         if (attempt === 0 && isSessionLost(error)) {
@@ -393,13 +433,34 @@ export class UpstreamConnection implements UpstreamMcpServer {
         ...(onProgress !== undefined ? { onprogress: ({ progress, total, message }) => onProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }) } : {}),
       });
     } catch (error) {
-      if (error instanceof McpError && error.data === TOO_LARGE) throw new UpstreamMcpError('too_large', `The answer of the MCP server '${this.id}' exceeded max_result_bytes (${options.maxResultBytes} bytes).`);
+      if (error instanceof McpError && error.data === TOO_LARGE) throw this.tooLarge(options);
       if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
       if (timeout.signal.aborted) throw new UpstreamMcpError('timeout', `The MCP server '${this.id}' did not answer within ${options.timeoutMs} ms.`);
       throw error;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The answer to `requestId` broke off: that call fails now, and the server is checked (a dead one is reconnected). */
+  private dropBroken(session: Session, requestId: JsonRpcId, error: unknown): void {
+    if (session.closed || this.current !== session) return;
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: this.describe(error), data: BROKEN } };
+    session.transport.onmessage?.(answer);
+    this.checkAlive(session);
+  }
+
+  /** A ping: a server that cannot be reached or does not answer is down (and reconnected after the back-off). */
+  private checkAlive(session: Session): void {
+    if (session.checking === true || session.closed || this.current !== session) return;
+    session.checking = true;
+    session.client
+      .ping({ timeout: 5_000 })
+      .catch((pingError: unknown) => {
+        if (isSessionLost(pingError)) void this.renewSession(session);
+        else if (isConnectionFailure(pingError) || (pingError instanceof McpError && pingError.code === ErrorCode.RequestTimeout)) this.lost(session, pingError);
+      })
+      .finally(() => (session.checking = false));
   }
 
   /** Puts an error answer in place of a message dropped for its size, so the call waiting for it fails now. */
@@ -415,6 +476,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private classify(error: unknown, session: Session): UpstreamMcpError {
     if (error instanceof UpstreamMcpError) return error;
     if (error instanceof McpError) {
+      if (error.data === BROKEN) return this.unavailable(`The connection to the MCP server '${this.id}' broke off during the call: ${error.message.replace(/^MCP error -?\d+: /, '')}`);
       if (error.code === ErrorCode.ConnectionClosed && (session.closed || this.current !== session)) return this.unavailable(`The connection to the MCP server '${this.id}' closed during the call.`);
       return new UpstreamMcpError('protocol', this.redact(error.message.replace(/^MCP error -?\d+: /, '')), error.code, redactData(error.data, this.secrets));
     }
@@ -445,13 +507,17 @@ export class UpstreamConnection implements UpstreamMcpServer {
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
   }
 
+  private tooLarge(options: CallOptions): UpstreamMcpError {
+    return new UpstreamMcpError('too_large', `The answer of the MCP server '${this.id}' exceeded max_result_bytes (${options.maxResultBytes} bytes).`);
+  }
+
   private unavailable(message?: string): UpstreamMcpError {
     return new UpstreamMcpError('unavailable', message ?? `The MCP server '${this.id}' is ${this.status.state === 'connecting' ? 'still connecting' : 'down'}${this.status.error !== null ? `: ${this.status.error}` : ''}.`);
   }
 
   private setState(state: UpstreamState['state'], error: string | null, protocolVersion: string | null = null): void {
-    if (this.status.state === state && this.status.error === error && this.status.protocolVersion === protocolVersion) return;
-    this.status = { state, since: Date.now(), error, protocolVersion, restarts: this.status.restarts };
+    const since = this.status.state === state ? this.status.since : Date.now();
+    this.status = { state, since, error, protocolVersion, restarts: this.status.restarts };
   }
 
   private describe(error: unknown): string {
@@ -495,4 +561,12 @@ function sameLists(before: UpstreamLists, after: UpstreamLists, kind: ListKind):
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/** What a connection is made from (its price and origin are not): a change here means a new connection. */
+export function connectionStamp(config: McpServerConfig): string {
+  const { price_per_call: _price, fromConsole: _fromConsole, ...connection } = config;
+  return JSON.stringify(connection, (_key, value: unknown) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))) : value,
+  );
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { McpServerConfig } from '../../config/config-file.js';
-import { DEFAULT_CONNECTION_OPTIONS, UpstreamConnection, type UpstreamConnectionOptions } from './upstream-connection.js';
+import { connectionStamp, DEFAULT_CONNECTION_OPTIONS, UpstreamConnection, type UpstreamConnectionOptions } from './upstream-connection.js';
 import type { UpstreamMcpServer, UpstreamMcpServers } from './upstream-server.js';
 
 type ListKind = 'tools' | 'resources' | 'prompts';
@@ -29,9 +29,12 @@ export class UpstreamMcpServerRegistry implements UpstreamMcpServers {
     const retired: UpstreamConnection[] = [];
     const wanted = new Set(servers.map((server) => server.id));
     for (const config of servers) {
-      const stamp = stampOf(config);
+      const stamp = connectionStamp(config);
       const existing = this.servers.get(config.id);
-      if (existing?.stamp === stamp) continue;
+      if (existing?.stamp === stamp) {
+        existing.connection.updateConfig(config);
+        continue;
+      }
       if (existing !== undefined) {
         existing.unsubscribe();
         retired.push(existing.connection);
@@ -86,11 +89,4 @@ export class UpstreamMcpServerRegistry implements UpstreamMcpServers {
       }
     }
   }
-}
-
-/** A server entry's identity for change detection: its whole configuration, keys in a fixed order. */
-function stampOf(config: McpServerConfig): string {
-  return JSON.stringify(config, (_key, value: unknown) =>
-    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))) : value,
-  );
 }
