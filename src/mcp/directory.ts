@@ -44,6 +44,12 @@ export interface ReachableServer {
   readonly named: NamedLists;
 }
 
+export type ToolLookup =
+  | { readonly server: UpstreamMcpServer; readonly tool: NamedTool; readonly named: NamedLists }
+  | { readonly denied: { readonly server: string; readonly tool: string } }
+  | { readonly down: UpstreamMcpServer }
+  | undefined;
+
 /** How long a list waits for a server still making its first connection. */
 const LIST_WAIT_MS = 5_000;
 /** How often a server left out of the lists because it is down is logged (per server, per process). */
@@ -97,16 +103,17 @@ export class McpDirectory {
   }
 
   /**
-   * A tool by the caller's name, when the key may call it; undefined for a tool that does not exist
-   * and for one the key may not use alike (no answer tells them apart). The server is returned
-   * when the name names one the key may use, for the ledger.
+   * A tool by the caller's name, when the key may call it. A tool that does not exist and one the
+   * key may not use are alike `undefined` to the caller (`denied` is for the ledger alone); a tool
+   * of a server the key may use that is down is `down` (the key knows of that server anyway).
    */
-  async tool(access: McpAccess, endpoint: Endpoint, name: string): Promise<{ readonly server: UpstreamMcpServer; readonly tool: NamedTool; readonly named: NamedLists } | { readonly denied: { readonly server: string; readonly tool: string } } | undefined> {
+  async tool(access: McpAccess, endpoint: Endpoint, name: string): Promise<ToolLookup> {
     const target = this.splitName(endpoint, name);
-    if (target === undefined) return undefined;
+    if (target === undefined || !access.allowsServer(target.server.id)) return undefined;
     const named = await this.namedLists(target.server, endpoint === '');
-    const tool = named?.toolsByName.get(name);
-    if (named === undefined || tool === undefined) return undefined;
+    if (named === undefined) return { down: target.server };
+    const tool = named.toolsByName.get(name);
+    if (tool === undefined) return undefined;
     if (!access.allowsTool(target.server.id, tool.upstream.name)) return { denied: { server: target.server.id, tool: tool.upstream.name } };
     return { server: target.server, tool, named };
   }

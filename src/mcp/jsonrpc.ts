@@ -87,7 +87,13 @@ export function parseMessage(value: unknown): JsonRpcMessage | McpError {
   return { kind: 'request', id: message.id, method: message.method, params: named };
 }
 
+/** A result already written as JSON (a tool's, measured for the ledger as it was written): not written again. */
+export class SerializedResult {
+  constructor(readonly json: string) {}
+}
+
 export function resultMessage(id: RequestId, result: unknown): string {
+  if (result instanceof SerializedResult) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`;
   return JSON.stringify({ jsonrpc: '2.0', id, result });
 }
 

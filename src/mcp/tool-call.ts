@@ -9,7 +9,7 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import type { UsageLedger } from '../usage/ledger.js';
 import type { LimitAdmission } from '../limits/limit-admission.js';
 import type { Endpoint, McpDirectory } from './directory.js';
-import { INVALID_PARAMS, invalidParams, McpError, METHOD_NOT_FOUND, RATE_LIMITED, REQUEST_CANCELLED, RESULT_TOO_LARGE, UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE } from './jsonrpc.js';
+import { INVALID_PARAMS, invalidParams, McpError, METHOD_NOT_FOUND, RATE_LIMITED, REQUEST_CANCELLED, RESULT_TOO_LARGE, SerializedResult, UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE } from './jsonrpc.js';
 import { callerUri } from './names.js';
 import { UpstreamMcpError, type ProgressUpdate } from './upstream/upstream-server.js';
 
@@ -48,7 +48,7 @@ export interface CallContext {
  * the key's and account's limits, invoke the upstream (bounded in time and size, cancelled with
  * the caller), then meter: one ledger row whatever happened, the metrics and the span.
  */
-export async function callTool(deps: ToolCallDeps, ctx: CallContext, params: Record<string, unknown>): Promise<CallToolResult> {
+export async function callTool(deps: ToolCallDeps, ctx: CallContext, params: Record<string, unknown>): Promise<SerializedResult> {
   const observed = deps.telemetry.toolCall({ requestId: ctx.requestId, headers: ctx.headers, startedAt: ctx.startedAt });
   const name = params.name;
   const rawArgs = params.arguments;
@@ -71,6 +71,10 @@ export async function callTool(deps: ToolCallDeps, ctx: CallContext, params: Rec
     bytesIn = Buffer.byteLength(JSON.stringify(args), 'utf8');
     const found = await deps.directory.tool(ctx.access, ctx.endpoint, name);
     if (found === undefined) throw unknownTool(name, 404, 'unknown_tool');
+    if ('down' in found) {
+      server = found.down.id;
+      throw new UpstreamMcpError('unavailable', `${server} is down`);
+    }
     if ('denied' in found) {
       ledgerModel = `${found.denied.server}/${found.denied.tool}`;
       server = found.denied.server;
@@ -94,9 +98,10 @@ export async function callTool(deps: ToolCallDeps, ctx: CallContext, params: Rec
     }
     charged = price ?? 0;
     if (ctx.endpoint === '') result = withCallerUris(server, result);
-    bytesOut = Buffer.byteLength(JSON.stringify(result), 'utf8');
+    const json = JSON.stringify(result);
+    bytesOut = Buffer.byteLength(json, 'utf8');
     if (result.isError === true) errorKind = 'tool_error';
-    return result;
+    return new SerializedResult(json);
   } catch (thrown) {
     const error = ctx.signal.aborted ? new McpError(REQUEST_CANCELLED, 'The request was cancelled.', CLIENT_CLOSED_REQUEST, 'client_closed') : toMcpError(thrown, server ?? '', deps.settings());
     status = error.status;

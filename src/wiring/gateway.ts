@@ -42,6 +42,7 @@ import { Pipeline } from '../pipeline/pipeline.js';
 import { McpServerAdmin } from '../mcp/mcp-server-admin.js';
 import { McpServerList } from '../mcp/mcp-server-list.js';
 import { startMcpGateway } from './mcp.js';
+import { UpstreamMcpServerRegistry } from '../mcp/upstream/upstream-servers.js';
 
 export interface GatewayOptions {
   /** Local files: the ledger's journals, and the key pepper and credential key unless the environment gives them. */
@@ -141,6 +142,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);
     maxUploadBytes = next.maxUploadBytes;
+    mcpUpstreams.sync(next.mcpServers);
     mcp.reconfigure(next);
   }, logger);
   configReload.catchSignals();
@@ -241,7 +243,10 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
   const prober = new Prober(store.status, catalogue, adapters, logger);
   prober.start();
-  const mcp = startMcpGateway({ config, logger, hasher, admission, ledger, telemetry });
+  // One connection per upstream MCP server in this process, following the configuration; the MCP gateway over them.
+  const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
+  mcpUpstreams.sync(config.mcpServers);
+  const mcp = startMcpGateway({ servers: mcpUpstreams, config, logger, hasher, admission, ledger, telemetry });
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();
   configReload.start();
@@ -313,7 +318,8 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
       await limits.counter.close();
       await changes.close();
       await adapters.close();
-      await mcp.close();
+      mcp.close();
+      await mcpUpstreams.close();
       await tracing?.close().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
       await store.close();
     },

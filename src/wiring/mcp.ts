@@ -1,39 +1,37 @@
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { SecretHasher } from '../auth/key-secret.js';
-import type { GatewayConfig, McpServerConfig, McpSettings } from '../config/config-file.js';
+import type { GatewayConfig, McpSettings } from '../config/config-file.js';
 import type { LimitAdmission } from '../limits/limit-admission.js';
 import { McpService } from '../mcp/mcp-service.js';
 import { siblingsOfThisProcess } from '../mcp/siblings.js';
-import { UpstreamMcpServerRegistry } from '../mcp/upstream/upstream-servers.js';
+import type { UpstreamMcpServers } from '../mcp/upstream/upstream-server.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { UsageLedger } from '../usage/ledger.js';
 
-/** The MCP gateway's parts in one process: the upstream servers, and the service the HTTP routes use. */
+/** Sluice as an MCP server in one process, over the upstream servers the wiring keeps in step with the configuration (and the console). */
 export interface McpGateway {
   readonly service: McpService;
-  /** A reloaded configuration: its `mcp_servers` and `mcp:` settings from now on. */
+  /** A reloaded configuration: its `mcp:` settings from now on (its servers are the registry's business). */
   reconfigure(config: GatewayConfig): void;
-  /** The servers registered in the console (HTTP only); the file's win over a console entry of the same id. */
-  setConsoleServers(servers: readonly McpServerConfig[]): void;
-  close(): Promise<void>;
+  close(): void;
 }
 
-export function startMcpGateway(deps: { readonly config: GatewayConfig; readonly logger: Logger; readonly hasher: SecretHasher; readonly admission: LimitAdmission; readonly ledger: UsageLedger; readonly telemetry: Telemetry }): McpGateway {
-  const { logger } = deps;
+export function startMcpGateway(deps: {
+  readonly servers: UpstreamMcpServers;
+  readonly config: GatewayConfig;
+  readonly logger: Logger;
+  readonly hasher: SecretHasher;
+  readonly admission: LimitAdmission;
+  readonly ledger: UsageLedger;
+  readonly telemetry: Telemetry;
+}): McpGateway {
   let settings: McpSettings = deps.config.mcp;
-  let fromFile = deps.config.mcpServers;
-  let fromConsole: readonly McpServerConfig[] = [];
-  const servers = new UpstreamMcpServerRegistry(logger, { maxResultBytes: settings.maxResultBytes });
-  const sync = () => {
-    const ids = new Set(fromFile.map((server) => server.id.toLowerCase()));
-    servers.sync([...fromFile, ...fromConsole.filter((server) => !ids.has(server.id.toLowerCase()))]);
-  };
-  sync();
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   const service = new McpService({
-    servers,
-    logger,
+    servers: deps.servers,
+    logger: deps.logger,
+    // Every worker and replica derives the same key from the shared pepper: any of them verifies any session.
     sessionKey: deps.hasher.derive('mcp sessions'),
     siblings: siblingsOfThisProcess(),
     version,
@@ -46,16 +44,9 @@ export function startMcpGateway(deps: { readonly config: GatewayConfig; readonly
     service,
     reconfigure(config) {
       settings = config.mcp;
-      fromFile = config.mcpServers;
-      sync();
     },
-    setConsoleServers(list) {
-      fromConsole = list;
-      sync();
-    },
-    async close() {
+    close() {
       service.close();
-      await servers.close();
     },
   };
 }

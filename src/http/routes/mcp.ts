@@ -25,6 +25,9 @@ export interface McpRouteDeps {
 /** How often the GET stream says it is alive (an SSE comment), so that proxies keep it open. */
 const KEEPALIVE_MS = 15_000;
 
+/** The most messages one batch may hold: one HTTP request must not fan out into unbounded upstream calls. */
+const MAX_BATCH = 100;
+
 /** Methods Sluice answers within a session: a request without one for any other method is told it does not exist. */
 const KNOWN_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read', 'prompts/list', 'prompts/get']);
 
@@ -47,7 +50,7 @@ export function mcpRoute(deps: McpRouteDeps): Handler {
         case 'POST':
           return await post(deps, exchange, principal, access, endpoint);
         case 'GET':
-          return getStream(deps, exchange, principal, access, endpoint);
+          return getStream(deps, exchange, principal, access, endpoint, () => authenticate(deps.authenticator, ctx));
         case 'DELETE':
           return end(deps, exchange, principal, endpoint);
         default:
@@ -131,6 +134,7 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   const batch = Array.isArray(body);
   const raw: unknown[] = batch ? (body as unknown[]) : [body];
   if (raw.length === 0) throw new Refusal(400, INVALID_REQUEST, 'An empty batch holds no message.');
+  if (raw.length > MAX_BATCH) throw new Refusal(400, INVALID_REQUEST, `A batch holds at most ${MAX_BATCH} messages.`);
   const parsed = raw.map(parseMessage);
   const invalid = parsed.find((message): message is McpError => message instanceof McpError);
   if (invalid !== undefined && !batch) throw new Refusal(400, invalid.code, invalid.message);
@@ -168,7 +172,17 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   const streams = exchange.acceptsStream() && (!exchange.acceptsJson() || requests.some(wantsProgress));
   const answers = new Answers(exchange, streams, batch);
   for (const refused of refusedInBatch) answers.add(errorMessage(null, refused));
-  await Promise.all(requests.map((request) => answer(deps, exchange, answers, { principal, access, endpoint, session }, request)));
+  // The caller going away cancels what it asked, as a cancellation would.
+  const { res } = exchange.ctx;
+  const onClose = () => {
+    if (!res.writableFinished) for (const request of requests) deps.mcp.cancel(session, request.id);
+  };
+  res.once('close', onClose);
+  try {
+    await Promise.all(requests.map((request) => answer(deps, exchange, answers, { principal, access, endpoint, session }, request)));
+  } finally {
+    res.off('close', onClose);
+  }
   answers.finish();
 }
 
@@ -199,12 +213,6 @@ interface Caller {
 
 async function answer(deps: McpRouteDeps, exchange: Exchange, answers: Answers, caller: Caller, request: JsonRpcRequest): Promise<void> {
   const tracked = deps.mcp.track(caller.session, request.id);
-  const left = () => tracked.done();
-  // The caller going away cancels what it asked, as a cancellation would.
-  const onClose = () => {
-    if (!exchange.ctx.res.writableFinished) deps.mcp.cancel(caller.session, request.id);
-  };
-  exchange.ctx.res.once('close', onClose);
   const token = (request.params._meta as { progressToken?: unknown } | undefined)?.progressToken;
   const progress =
     answers.streams && (typeof token === 'string' || typeof token === 'number')
@@ -227,8 +235,7 @@ async function answer(deps: McpRouteDeps, exchange: Exchange, answers: Answers, 
     if (!(error instanceof McpError)) deps.logger.warn({ requestId: exchange.ctx.requestId, err: error }, 'an MCP request failed');
     answers.add(errorMessage(request.id, refused));
   } finally {
-    exchange.ctx.res.off('close', onClose);
-    left();
+    tracked.done();
   }
 }
 
@@ -262,7 +269,8 @@ class Answers {
   }
 }
 
-function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal, access: McpAccess, endpoint: string): void {
+/** The GET stream, open until the client leaves, the session ends, or (checked at each keep-alive) the key is no longer good. */
+function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal, access: McpAccess, endpoint: string, stillAuthenticated: () => Promise<Principal>): void {
   const session = sessionOf(deps, exchange, principal, endpoint);
   protocolVersionOf(exchange);
   if (!exchange.acceptsStream()) throw new Refusal(406, TRANSPORT_ERROR, 'Not Acceptable: the GET stream is text/event-stream; send Accept: text/event-stream.');
@@ -270,7 +278,12 @@ function getStream(deps: McpRouteDeps, exchange: Exchange, principal: Principal,
   const { res } = exchange.ctx;
   // Comments keep proxies from closing a quiet stream; the first tells the client the stream is open.
   res.write(': open\n\n');
-  const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+  const keepalive = setInterval(() => {
+    stillAuthenticated().then(
+      () => res.write(': keepalive\n\n'),
+      () => res.end(),
+    );
+  }, KEEPALIVE_MS);
   keepalive.unref();
   const stop = deps.mcp.listen({
     session: session.id,
