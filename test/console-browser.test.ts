@@ -337,7 +337,7 @@ describe('the console in a real browser', () => {
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: /Download CSV/ }).click()]);
       assert.match(download.suggestedFilename(), /^sluice-usage-usage-acct-\d{4}-\d{2}-\d{2}-to-\d{4}-\d{2}-\d{2}\.csv$/, 'a CSV file named for the account and the range');
       const csv = readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
-      assert.equal(csv[0], 'day,account,key_id,key_name,model,requests,failed,input_tokens,output_tokens,cost_usd,unpriced_requests', 'its header');
+      assert.equal(csv[0], 'day,account,key_id,key_name,model,requests,failed,input_tokens,output_tokens,cost_usd,unpriced_requests,kind', 'its header');
       assert.equal(csv.slice(1).reduce((sum, line) => sum + Number(line.split(',')[5]), 0), 4, 'the account’s four requests');
 
       await page.emulateMedia({ colorScheme: 'dark' });

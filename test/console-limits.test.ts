@@ -96,7 +96,7 @@ function fieldError(page: string, id: string): string | undefined {
   return match ? text(match[1]!) : undefined;
 }
 
-const LIMIT_FORM_FIELDS = { rpm: '', tpm: '', concurrency: '', budget_usd: '', budget_period: 'month' };
+const LIMIT_FORM_FIELDS = { rpm: '', tpm: '', concurrency: '', budget_usd: '', budget_period: 'month', mcp: '' };
 
 describe('admins set limits in the console', () => {
   test("a key's limits through its form: stored, listed with their use, and cleared by emptying the form", async () => {
@@ -129,7 +129,7 @@ describe('admins set limits in the console', () => {
 
     // The form is filled back with what is stored; saving it unchanged keeps it.
     const refilled = ConsoleClient.formFields((await admin.get(action)).text, action);
-    assert.deepEqual({ ...refilled, csrf: undefined }, { rpm: '100', tpm: '50000', concurrency: '4', budget_usd: '20', budget_period: 'month', csrf: undefined });
+    assert.deepEqual({ ...refilled, csrf: undefined }, { rpm: '100', tpm: '50000', concurrency: '4', budget_usd: '20', budget_period: 'month', mcp: '', csrf: undefined });
     assert.equal((await admin.post(action, refilled)).status, 303);
     assert.deepEqual((await listedKey(id)).limits, { rpm: 100, tpm: 50000, concurrency: 4, budgetUsd: 20, budgetPeriod: 'month' }, 'unchanged');
 

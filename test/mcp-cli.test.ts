@@ -99,7 +99,7 @@ describe('--mcp on keys and accounts', () => {
       assert.match(refused.stderr, /--mcp <entries>/, `'${bad}': the flag is named`);
     }
     const named = await cli(['keys', 'limits', key.id, '--mcp', 'github,two__underscores', '--data', dataDir]);
-    assert.match(named.stderr, /'two__underscores' must be an MCP server id or 'server\/tool'; a server id must be 1-32 letters/);
+    assert.match(named.stderr, /'two__underscores' must be an MCP server id or 'server\/tool'; a server id is 1-32 letters/);
     const tooMany = await cli(['keys', 'limits', key.id, '--mcp', Array.from({ length: 501 }, (_, i) => `s${i}`).join(','), '--data', dataDir]);
     assert.equal(tooMany.code, 1);
     assert.match(tooMany.stderr, /at most 500 entries/);

@@ -275,7 +275,10 @@ describe('daily usage roll-ups', () => {
     const made = await cli(['keys', 'create', '--account', 'old', '--data', dir]);
     assert.equal(made.code, 0, made.stderr);
     // The store as it was before migration 0008 (so before the later ones too), with ledger rows of two days written then.
-    // Undone in reverse: 0013's ledger column, 0011, 0010, 0009, then 0008's table.
+    // Undone in reverse: 0015's table and ledger columns, 0013's ledger column, 0011, 0010, 0009, then 0008's table.
+    await queryStore(dir, 'DROP TABLE console_mcp_servers');
+    await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN bytes_in');
+    await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN bytes_out');
     await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN unpriced');
     await queryStore(dir, 'DROP TABLE price_list');
     await queryStore(dir, 'DROP TABLE discovered_models');
@@ -483,7 +486,7 @@ describe('the usage page and its CSV', () => {
     assert.match(response.headers.get('content-type')!, /^text\/csv; charset=utf-8$/, 'as CSV');
     assert.match(response.headers.get('content-disposition')!, new RegExp(`^attachment; filename="sluice-usage-all-${isoDay(today() - 89)}-to-${isoDay(today())}\\.csv"$`), 'as a download');
     const [header, ...lines] = parseCsv(response.text);
-    assert.deepEqual(header, ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests'], 'the columns');
+    assert.deepEqual(header, ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests', 'kind'], 'the columns');
     const rows = (await ledger()).filter((row) => dayOf(Number(row.at)) > today() - 90);
     const accountName = Object.fromEntries(Object.entries(accountIds).map(([name, id]) => [id, name]));
     const expected = addUp(rows, (row) => `${isoDay(dayOf(Number(row.at)))}|${accountName[row.account_id]}|${row.key_id}|${row.model}`);

@@ -5,7 +5,7 @@ import { redisOption, type ConfigFlags, type JsonFlag, type SluiceCommand, type 
 export function addDoctorCommand(program: SluiceCommand): void {
   program
     .command('doctor')
-    .description('check the configuration, the store, the secrets, each provider (one model listing) and Redis; exit status 1 when a check failed')
+    .description('check the configuration, the store, the secrets, each provider (one model listing), each MCP server (connect, list tools) and Redis; exit status 1 when a check failed')
     .withStoreFlags()
     .withConfigFlag()
     // No --redis-prefix: a PING touches no key.

@@ -2,7 +2,7 @@
 // use, and SluiceCommand, through which every command adds them in the order its help lists them.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { BUDGET_PERIODS, limitsSchema, type Limits } from '../core/key-limits.js';
-import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE, MCP_SERVER_ID_RULE } from '../core/mcp-access.js';
+import { readMcpAllowList } from '../core/mcp-access.js';
 import { UserError } from '../core/user-error.js';
 
 /** Where a command's store and local files are. */
@@ -43,19 +43,15 @@ export interface LimitFlags {
   mcp?: readonly string[] | 'none';
 }
 
-/** Most entries an MCP allow-list holds (the limits' schema says the same). */
-const MCP_ALLOW_LIST_MAX = 500;
-
 /** `--mcp github,files/read_file`: comma-separated server ids and `server/tool` entries, or `none`. */
 export function mcpAllowList(value: string): readonly string[] | 'none' {
   if (value.trim() === 'none') return 'none';
   const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
   // An empty list is not "no limit": it would read as every server to a reader of the command.
   if (entries.length === 0) throw new InvalidArgumentError("expected server ids or 'server/tool' entries, comma-separated (none: no MCP server)");
-  if (entries.length > MCP_ALLOW_LIST_MAX) throw new InvalidArgumentError(`at most ${MCP_ALLOW_LIST_MAX} entries`);
-  const bad = entries.find((entry) => !MCP_ALLOW_ENTRY.test(entry));
-  if (bad !== undefined) throw new InvalidArgumentError(`'${bad.length > 80 ? `${bad.slice(0, 80)}…` : bad}' ${MCP_ALLOW_ENTRY_RULE}; a server id ${MCP_SERVER_ID_RULE}`);
-  return [...new Set(entries)];
+  const list = readMcpAllowList(entries);
+  if ('problem' in list) throw new InvalidArgumentError(list.problem);
+  return list;
 }
 
 /** The flags given, applied over the current limits; throws a UserError for a combination that makes no sense. */

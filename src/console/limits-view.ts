@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { LimitUse } from '../limits/limit-admission.js';
 import { BUDGET_PERIODS, DEFAULT_BUDGET_PERIOD, hasLimits, limitsSchema, normaliseLimits, type BudgetPeriod, type Limits } from '../core/key-limits.js';
-import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE } from '../core/mcp-access.js';
+import { readMcpAllowList } from '../core/mcp-access.js';
 import type { AccountRecord, KeyRecord } from '../store/store.js';
 import type { ConsoleDeps } from './console-context.js';
 import { formatInt, formatUsd, html, MONTHS, type Html } from './html.js';
@@ -103,17 +103,11 @@ export function parseLimitValues(values: LimitValues): { limits: Limits | null; 
   return { limits: normaliseLimits(checked.data), errors };
 }
 
-/** Most entries an MCP allow-list holds (as the limits' schema says). */
-const MCP_ALLOW_LIST_MAX = 500;
-
 /** The MCP field: entries separated by commas or spaces; empty (or `none`) for no MCP server at all. An error's text when it is refused. */
 function parseMcpAllowList(text: string): readonly string[] | undefined | string {
   if (isNone(text.trim())) return undefined;
-  const entries = [...new Set(text.split(/[\s,]+/).filter((entry) => entry !== ''))];
-  if (entries.length > MCP_ALLOW_LIST_MAX) return `must have at most ${MCP_ALLOW_LIST_MAX} entries`;
-  const bad = entries.filter((entry) => !MCP_ALLOW_ENTRY.test(entry));
-  if (bad.length > 0) return `${bad.slice(0, 5).map((entry) => `“${entry.length > 60 ? `${entry.slice(0, 60)}…` : entry}”`).join(', ')}: ${MCP_ALLOW_ENTRY_RULE.replace(/^must/, 'each must')} (a server id is 1-32 letters, digits, - or _)`;
-  return entries;
+  const list = readMcpAllowList(text.split(/[\s,]+/).filter((entry) => entry !== ''));
+  return 'problem' in list ? list.problem : list;
 }
 
 /** An MCP allow-list as a page shows it: each entry as code, or a muted "no MCP server" (deny by default). */

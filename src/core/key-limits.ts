@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE } from './mcp-access.js';
+import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE, MCP_ALLOW_LIST_MAX } from './mcp-access.js';
 
 /** A spend budget's period: calendar (UTC) day, ISO week (from Monday), month, or no period at all. */
 export const BUDGET_PERIODS = ['day', 'week', 'month', 'total'] as const;
@@ -27,7 +27,7 @@ const limitFields = z.object({
   concurrency: z.number().int().positive().optional(),
   budgetUsd: z.number().positive().finite().optional(),
   budgetPeriod: z.enum(BUDGET_PERIODS).optional(),
-  mcp: z.array(z.string().regex(MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE)).max(500).optional(),
+  mcp: z.array(z.string().regex(MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE)).max(MCP_ALLOW_LIST_MAX).optional(),
 });
 const periodNeedsBudget = (limits: z.infer<typeof limitFields>) => limits.budgetPeriod === undefined || limits.budgetUsd !== undefined;
 const PERIOD_NEEDS_BUDGET = { message: 'a budget period needs a budget (budgetUsd)', path: ['budgetPeriod'] };

@@ -11,6 +11,21 @@ export const MCP_SERVER_ID_RULE = 'must be 1-32 letters, digits, - or _ (never t
 /** One allow-list entry: a server id (all its tools), or `server/tool` (that tool alone; a tool name may itself hold `/`). */
 export const MCP_ALLOW_ENTRY = /^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}(?:\/[^\s/][^\s]{0,127})?$/;
 export const MCP_ALLOW_ENTRY_RULE = "must be an MCP server id or 'server/tool'";
+/** Most entries one allow-list holds. */
+export const MCP_ALLOW_LIST_MAX = 500;
+
+/**
+ * Allow-list entries as typed (a CLI flag, a console field), already split → the list, deduplicated;
+ * or what is wrong with it, quoting at most a few bad entries, shortened.
+ */
+export function readMcpAllowList(entries: readonly string[]): readonly string[] | { readonly problem: string } {
+  const unique = [...new Set(entries)];
+  if (unique.length > MCP_ALLOW_LIST_MAX) return { problem: `at most ${MCP_ALLOW_LIST_MAX} entries` };
+  const bad = unique.filter((entry) => !MCP_ALLOW_ENTRY.test(entry));
+  if (bad.length === 0) return unique;
+  const quoted = bad.slice(0, 3).map((entry) => `'${entry.length > 60 ? `${entry.slice(0, 60)}…` : entry}'`).join(', ');
+  return { problem: `${quoted}${bad.length > 3 ? ` (and ${bad.length - 3} more)` : ''} ${MCP_ALLOW_ENTRY_RULE}; a server id ${MCP_SERVER_ID_RULE.replace(/^must be/, 'is')}` };
+}
 
 /**
  * What a key may reach through `/mcp`, from its own allow-list and its account's. Deny by default:

@@ -6,18 +6,20 @@ import { withinCap } from '../catalogue/discovered.js';
 import { modelFromConfig } from '../catalogue/catalogue.js';
 import { readStoredProvider, storedModelEntry } from '../catalogue/live-catalogue.js';
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
-import { secretValuesOf } from '../config/secret-values.js';
-import { ConfigError, deploymentsOf, loadConfigFile, modelSchema, type GatewayConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
+import { mcpSecretValuesOf, secretValuesOf } from '../config/secret-values.js';
+import { ConfigError, deploymentsOf, isStdioServer, loadConfigFile, modelSchema, type GatewayConfig, type McpServerConfig, type ModelConfig, type ProviderConfig } from '../config/config-file.js';
+import { readStoredMcpServer } from '../mcp/mcp-server-list.js';
+import pino from 'pino';
 import { toGatewayError } from '../core/errors.js';
 import { redact } from '../core/upstream-errors.js';
-import { maskUrl } from '../core/masked-url.js';
+import { maskBaseUrl, maskUrl } from '../core/masked-url.js';
 import { generationRequest } from '../generation/model.js';
 import type { ProviderAdapter } from '../generation/provider.js';
 import { createProvider } from '../providers/registry.js';
 import { adviceFor } from './advice.js';
 import { describeLocation, openStore, SQLITE_FILE, storeLocation } from '../store/open-store.js';
 import type { SqlStore } from '../store/sql-store.js';
-import type { CatalogueRepository } from '../store/store.js';
+import type { CatalogueRepository, McpServersRepository } from '../store/store.js';
 
 /** Every network check gives up after this: a doctor that hangs is no help. */
 export const CHECK_TIMEOUT_MS = 5_000;
@@ -47,7 +49,7 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
 /**
  * What `sluice doctor` finds, check by check: the configuration file, the shared secrets, the
  * store, each provider (configuration file and console) with one model listing, the models their
- * upstreams do not list, Redis. Never a secret in a message: credentials stay in the adapters
+ * upstreams do not list, each MCP server (connected, its tools listed), Redis. Never a secret in a message: credentials stay in the adapters
  * (whose errors redact them) and URLs are masked. Nothing is created or migrated.
  */
 export async function runDoctor(options: DoctorOptions): Promise<Check[]> {
@@ -59,6 +61,8 @@ export async function runDoctor(options: DoctorOptions): Promise<Check[]> {
   const providers = [...(config?.providers ?? []), ...stored.providers.filter((p) => !config?.providers.some((c) => c.id === p.id))];
   const models = [...(config?.models ?? []), ...stored.models.filter((m) => !config?.models.some((c) => c.id === m.id))];
   checks.push(...(await Promise.all(providers.map((provider) => checkProvider(provider, models)))).flat());
+  const fileMcpIds = new Set((config?.mcpServers ?? []).map((server) => server.id.toLowerCase()));
+  checks.push(...(await checkMcpServers([...(config?.mcpServers ?? []), ...stored.mcpServers.filter((server) => !fileMcpIds.has(server.id.toLowerCase()))])));
   if (options.redisUrl !== undefined) checks.push(await checkRedis(options.redisUrl));
   return checks;
 }
@@ -102,9 +106,10 @@ function checkSecrets(options: DoctorOptions, env: NodeJS.ProcessEnv): Check[] {
 interface StoredCatalogue {
   readonly providers: ProviderConfig[];
   readonly models: ModelConfig[];
+  readonly mcpServers: McpServerConfig[];
 }
 
-const NOTHING_STORED: StoredCatalogue = { providers: [], models: [] };
+const NOTHING_STORED: StoredCatalogue = { providers: [], models: [], mcpServers: [] };
 
 async function checkStore(options: DoctorOptions, env: NodeJS.ProcessEnv, checks: Check[]): Promise<StoredCatalogue> {
   const location = storeLocation(options);
@@ -140,7 +145,9 @@ async function checkStore(options: DoctorOptions, env: NodeJS.ProcessEnv, checks
         : check('store', 'warn', `${where}: ${pending.length} migration(s) pending (${pending.join(', ')})`, 'they run on the next start of `sluice serve`'),
     );
     // Before the console's tables exist there is nothing registered in it.
-    return pending.includes('0002_console') ? NOTHING_STORED : await storedCatalogue(store.catalogue, options, env, checks);
+    if (pending.includes('0002_console')) return NOTHING_STORED;
+    const catalogue = await storedCatalogue(store.catalogue, options, env, checks);
+    return pending.includes('0015_mcp') ? catalogue : { ...catalogue, mcpServers: await storedMcpServers(store.mcpServers, options, env, checks) };
   } catch (error) {
     checks.push(check('store', 'fail', `${where}: ${messageOf(error)}`, 'check the store'));
     return NOTHING_STORED;
@@ -156,12 +163,12 @@ async function storedCatalogue(catalogue: CatalogueRepository, options: DoctorOp
     const parsed = modelSchema.safeParse(storedModelEntry(row));
     return parsed.success ? [parsed.data] : [];
   });
-  if (rows.length === 0) return { providers: [], models };
+  if (rows.length === 0) return { providers: [], models, mcpServers: [] };
   // Without its key the credentials cannot be read; the doctor makes no key of its own.
   const keyed = Boolean(env.SLUICE_CREDENTIAL_KEY || env.SLUICE_CREDENTIAL_KEY_FILE) || existsSync(join(options.dataDir, 'credential-key'));
   if (!keyed) {
     checks.push(check('console providers', 'fail', `${rows.length} console provider(s), but no credential key to read their credentials`, 'set SLUICE_CREDENTIAL_KEY (or _FILE) as the gateway has it, or pass its --data'));
-    return { providers: [], models };
+    return { providers: [], models, mcpServers: [] };
   }
   const cipher = CredentialCipher.forDataDir(options.dataDir, env);
   const providers: ProviderConfig[] = [];
@@ -170,7 +177,59 @@ async function storedCatalogue(catalogue: CatalogueRepository, options: DoctorOp
     if ('problem' in read) checks.push(check(`provider ${row.id}`, 'fail', `console provider: ${read.problem}`, 'use the credential key the gateway uses, or re-enter the credential in the console'));
     else providers.push(read.config);
   }
-  return { providers, models };
+  return { providers, models, mcpServers: [] };
+}
+
+/** The console's MCP servers, their headers unsealed as the gateway would. */
+async function storedMcpServers(repository: McpServersRepository, options: DoctorOptions, env: NodeJS.ProcessEnv, checks: Check[]): Promise<McpServerConfig[]> {
+  const rows = await repository.list();
+  if (rows.length === 0) return [];
+  const keyed = Boolean(env.SLUICE_CREDENTIAL_KEY || env.SLUICE_CREDENTIAL_KEY_FILE) || existsSync(join(options.dataDir, 'credential-key'));
+  const sealed = rows.filter((row) => row.secrets !== null);
+  if (!keyed && sealed.length > 0) {
+    checks.push(check('console MCP servers', 'fail', `${sealed.length} console MCP server(s) with headers, but no credential key to read them`, 'set SLUICE_CREDENTIAL_KEY (or _FILE) as the gateway has it, or pass its --data'));
+    return [];
+  }
+  const cipher = CredentialCipher.forDataDir(options.dataDir, env);
+  const servers: McpServerConfig[] = [];
+  for (const row of rows) {
+    const read = readStoredMcpServer(row, cipher);
+    if ('problem' in read) checks.push(check(`MCP server ${row.id}`, 'fail', `console MCP server: ${read.problem}`, 'use the credential key the gateway uses, or re-enter the headers in the console'));
+    else servers.push(read.config);
+  }
+  return servers;
+}
+
+/**
+ * Each MCP server as the gateway would reach it: connected (a stdio server started, then stopped
+ * again) and its tools listed, within CHECK_TIMEOUT_MS. Its error is redacted of its own secrets.
+ */
+async function checkMcpServers(servers: readonly McpServerConfig[]): Promise<Check[]> {
+  if (servers.length === 0) return [];
+  // Loaded only here: the MCP SDK is not needed by a doctor without MCP servers.
+  const { UpstreamMcpServerRegistry } = await import('../mcp/upstream/upstream-servers.js');
+  // One attempt each: the doctor reports, it does not retry.
+  const registry = new UpstreamMcpServerRegistry(pino({ level: 'silent' }), { connectTimeoutMs: CHECK_TIMEOUT_MS, killGraceMs: 1_000 });
+  registry.sync(servers);
+  try {
+    return await Promise.all(
+      servers.map(async (server) => {
+        const name = `MCP server ${server.id}`;
+        const where = isStdioServer(server) ? `stdio (${server.command})` : `${server.transport} at ${maskBaseUrl(server.url)}`;
+        const upstream = registry.get(server.id)!;
+        try {
+          const lists = await upstream.lists(CHECK_TIMEOUT_MS);
+          return check(name, 'ok', `${where}: connected (protocol ${upstream.state().protocolVersion ?? 'unknown'}), ${lists.tools.length} tool(s) listed`);
+        } catch (error) {
+          const why = redact(upstream.state().error ?? messageOf(error), mcpSecretValuesOf(server));
+          const fix = isStdioServer(server) ? `check the command, args, env and cwd of MCP server '${server.id}' (run the command by hand as the gateway's user)` : `check the url, transport and headers (its token) of MCP server '${server.id}', and that it answers from here`;
+          return check(name, 'fail', `${where}: ${why}`, fix);
+        }
+      }),
+    );
+  } finally {
+    await registry.close();
+  }
 }
 
 /** Kinds whose model list does not prove that a model can be called (Bedrock's per-model access, Vertex's Model Garden): each model entry gets a one-token call. */

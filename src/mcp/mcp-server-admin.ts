@@ -55,14 +55,15 @@ export class McpServerAdmin {
         current = {}; // unreadable (credential key changed): the admin enters them again
       }
     }
-    // Kept headers go only where they went when they were entered: sent to an address changed
-    // since, the token would reach whoever the console admin named now.
-    if (headers === undefined && current.headers !== undefined && Object.keys(current.headers).length > 0 && stored !== undefined && originOf(stored.config.url) !== originOf(raw.url)) {
-      return refused('headers', 'the URL’s host changed: enter the headers again (or remove them), or they would be sent to the new address');
-    }
     const merged = headers === undefined ? (current.headers ?? {}) : (headers ?? {});
     const parsed = mcpHttpServerSchema.safeParse({ ...raw, headers: merged });
     if (!parsed.success) return { ok: false, errors: fieldErrors(parsed.error) };
+    // Kept headers go only where they went when they were entered: sent to an address changed
+    // since, the token would reach whoever the console admin named now.
+    const kept = headers === undefined && Object.keys(merged).length > 0;
+    if (kept && stored !== undefined && originOf(stored.config.url) !== new URL(parsed.data.url).origin) {
+      return refused('headers', 'the URL’s host changed: enter the headers again (or remove them), or they would be sent to the new address');
+    }
     if (isGateway(new URL(parsed.data.url))) {
       return refused('url', 'points at this gateway itself: an MCP server must be another server (through this gateway it would call itself, without end)');
     }

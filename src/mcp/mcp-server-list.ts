@@ -40,6 +40,8 @@ export class McpServerList {
   private readonly listeners = new Set<(servers: readonly McpServerConfig[]) => void>();
   /** The list last told to the listeners, as JSON: the catalogue's counter moves for models too, and an unchanged list is not told again. */
   private told: string;
+  /** Console entries left out, as logged: each is told once while it lasts (the list reloads whenever the catalogue changes). */
+  private leftOutLogged = new Set<string>();
 
   constructor(
     private config: Pick<GatewayConfig, 'mcpServers'>,
@@ -105,16 +107,24 @@ export class McpServerList {
   private async load(): Promise<readonly McpServerEntry[]> {
     const fileIds = new Set(this.config.mcpServers.map((server) => server.id.toLowerCase()));
     const fromConsole: McpServerEntry[] = [];
+    const leftOut = new Map<string, string>();
     for (const stored of await this.repository.list()) {
       if (fileIds.has(stored.id.toLowerCase())) {
-        this.logger.warn({ mcpServer: stored.id }, 'console MCP server has the id of a configuration-file server; the file’s is used');
+        leftOut.set(stored.id, 'console MCP server has the id of a configuration-file server; the file’s is used');
         continue;
       }
       const read = readStoredMcpServer(stored, this.cipher);
       // Never the values: the id says which entry to re-enter.
-      if ('problem' in read) this.logger.warn({ mcpServer: stored.id }, `console MCP server ${read.problem}; left out`);
+      if ('problem' in read) leftOut.set(stored.id, `console MCP server ${read.problem}; left out`);
       else fromConsole.push(entryOf(read.config, 'console'));
     }
+    const logged = new Set<string>();
+    for (const [id, message] of leftOut) {
+      const key = `${id}\u0000${message}`;
+      if (!this.leftOutLogged.has(key)) this.logger.warn({ mcpServer: id }, message);
+      logged.add(key);
+    }
+    this.leftOutLogged = logged;
     return [...this.config.mcpServers.map((server) => entryOf(server, 'config')), ...fromConsole];
   }
 

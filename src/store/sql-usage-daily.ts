@@ -4,6 +4,7 @@ import type { Database } from './schema.js';
 import { DAY_MS, dayOf } from './sql-status.js';
 import type { UsageDailyRepository, UsageDimension, UsageFilter, UsageGroup } from './store.js';
 import { byBytes, compareText } from './text-order.js';
+import { rolledUpName, ROLLED_UP_NAME_SQL } from '../core/tool-calls.js';
 
 /** A request counts as failed from this status up: refusals, the caller's mistakes, upstream failures, callers who left (499). */
 const FAILED_FROM_STATUS = 400;
@@ -11,7 +12,7 @@ const FAILED_FROM_STATUS = 400;
 const UPSERT_CHUNK = 500;
 
 /** The ledger columns the roll-up adds up, as stored (and as an insert's `returning` gives them back). */
-export const ROLLED_UP_COLUMNS = ['at', 'account_id', 'key_id', 'model', 'status', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'unpriced'] as const;
+export const ROLLED_UP_COLUMNS = ['at', 'account_id', 'key_id', 'operation', 'model', 'status', 'prompt_tokens', 'completion_tokens', 'cost_usd', 'unpriced'] as const;
 export type RolledUpRow = Pick<Selectable<Database['usage_ledger']>, (typeof ROLLED_UP_COLUMNS)[number]>;
 
 type DailyRow = Selectable<Database['usage_daily']>;
@@ -25,10 +26,12 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
   const groups = new Map<string, { -readonly [K in keyof DailyRow]: DailyRow[K] }>();
   for (const row of rows) {
     const day = dayOf(Number(row.at));
-    const id = `${day}\u0000${row.account_id}\u0000${row.key_id}\u0000${row.model}`;
+    // A tool call goes under its own name, apart from any model of the same name (core/tool-calls.ts).
+    const model = rolledUpName(row.operation, row.model);
+    const id = `${day}\u0000${row.account_id}\u0000${row.key_id}\u0000${model}`;
     let group = groups.get(id);
     if (group === undefined) {
-      group = { day, account_id: row.account_id, key_id: row.key_id, model: row.model, requests: 0, failed: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, unpriced: 0 };
+      group = { day, account_id: row.account_id, key_id: row.key_id, model, requests: 0, failed: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, unpriced: 0 };
       groups.set(id, group);
     }
     group.requests++;
@@ -66,12 +69,13 @@ export async function addToUsageDaily(db: Kysely<Database>, rows: readonly Rolle
  * over migration 0008's columns (`unpriced` came later: a ledger written before it has none).
  */
 export async function rollUpWholeLedger(db: Kysely<any>): Promise<void> {
+  const rolledUpModel = sql`case when operation = ${sql.lit(ROLLED_UP_NAME_SQL.operation)} then ${sql.lit(ROLLED_UP_NAME_SQL.prefix)} || model else model end`;
   await sql`delete from usage_daily`.execute(db);
   await sql`insert into usage_daily (day, account_id, key_id, model, requests, failed, input_tokens, output_tokens, cost_usd)
-    select cast(at / ${sql.lit(DAY_MS)} as integer), account_id, key_id, model, count(*),
+    select cast(at / ${sql.lit(DAY_MS)} as integer), account_id, key_id, ${rolledUpModel}, count(*),
       sum(case when status >= ${sql.lit(FAILED_FROM_STATUS)} then 1 else 0 end), sum(prompt_tokens), sum(completion_tokens), sum(cost_usd)
     from usage_ledger
-    group by cast(at / ${sql.lit(DAY_MS)} as integer), account_id, key_id, model`.execute(db);
+    group by cast(at / ${sql.lit(DAY_MS)} as integer), account_id, key_id, ${rolledUpModel}`.execute(db);
 }
 
 const COLUMNS: Record<UsageDimension, readonly ('day' | 'account_id' | 'key_id' | 'model')[]> = {

@@ -1,3 +1,4 @@
+import { toolOfRolledUp } from '../core/tool-calls.js';
 import { DAY_MS, dayOf } from '../store/sql-status.js';
 import { compareText } from '../store/text-order.js';
 import type { Store, UsageFigures, UsageFilter, UsageGroup } from '../store/store.js';
@@ -78,9 +79,14 @@ export interface TopList {
   readonly other: UsageFigures | undefined;
 }
 
-/** One stacked series of a chart: a model or key of the top list (`group`), or the rest (`group` undefined). */
+/**
+ * One stacked series of a chart: a model or key of the top list (`group`), or the rest (`group`
+ * undefined). Broken down by model, MCP tool calls are a series of their own (`toolCalls`), never
+ * "other models".
+ */
 export interface Series {
   readonly group: UsageGroup | undefined;
+  readonly toolCalls?: true;
   /** The series' figures on each day of the report, in order. */
   readonly days: readonly UsageFigures[];
 }
@@ -89,8 +95,14 @@ export interface UsageReport {
   readonly query: ReportQuery;
   /** Every day of the range in order, days without traffic as zeros. */
   readonly days: readonly (UsageFigures & { readonly day: number })[];
+  /** Everything: model requests and MCP tool calls. */
   readonly totals: UsageFigures;
+  /** The models alone (MCP tool calls are in `tools`). */
   readonly models: TopList;
+  /** MCP tool calls: each line's `model` is its `server/tool` (they have no tokens). */
+  readonly tools: TopList;
+  /** The MCP tool calls' figures, of `totals`. */
+  readonly toolTotals: UsageFigures;
   readonly keys: TopList;
   /** The top CHART_SERIES models or keys (as the breakdown says), then the rest when there is any. */
   readonly series: readonly Series[];
@@ -106,18 +118,29 @@ export async function usageReport(store: Pick<Store, 'usageDaily'>, query: Repor
   const [cells, keys] = await Promise.all([store.usageDaily.summary(filter, ['day', 'model']), store.usageDaily.summary(filter, ['key'], { top: TOP_LINES })]);
   const dayTotals = new Map<number, UsageFigures>();
   const modelTotals = new Map<string, UsageFigures>();
+  const toolTotalsByName = new Map<string, UsageFigures>();
+  const toolDays = new Map<number, UsageFigures>();
   for (const cell of cells) {
     dayTotals.set(cell.day!, addFigures(dayTotals.get(cell.day!) ?? ZERO, cell));
-    modelTotals.set(cell.model!, addFigures(modelTotals.get(cell.model!) ?? ZERO, cell));
+    const tool = toolOfRolledUp(cell.model!);
+    if (tool === undefined) modelTotals.set(cell.model!, addFigures(modelTotals.get(cell.model!) ?? ZERO, cell));
+    else {
+      toolTotalsByName.set(tool, addFigures(toolTotalsByName.get(tool) ?? ZERO, cell));
+      toolDays.set(cell.day!, addFigures(toolDays.get(cell.day!) ?? ZERO, cell));
+    }
   }
   const days: (UsageFigures & { day: number })[] = [];
   for (let day = query.fromDay; day <= query.toDay; day++) days.push({ ...(dayTotals.get(day) ?? ZERO), day });
   const totals = days.reduce<UsageFigures>(addFigures, ZERO);
+  const toolTotals = [...toolDays.values()].reduce<UsageFigures>(addFigures, ZERO);
   // The order of the store's top lists: highest spend, then most requests, then by name.
-  const models = [...modelTotals]
-    .map(([model, figures]): UsageGroup => ({ ...figures, model }))
-    .sort((a, b) => b.costUsd - a.costUsd || b.requests - a.requests || compareText(a.model!, b.model!))
-    .slice(0, TOP_LINES);
+  const topOf = (figures: Map<string, UsageFigures>) =>
+    [...figures]
+      .map(([model, group]): UsageGroup => ({ ...group, model }))
+      .sort((a, b) => b.costUsd - a.costUsd || b.requests - a.requests || compareText(a.model!, b.model!))
+      .slice(0, TOP_LINES);
+  const models = topOf(modelTotals);
+  const tools = topOf(toolTotalsByName);
 
   const charted = (query.breakdown === 'model' ? models : keys).slice(0, CHART_SERIES);
   const perDay =
@@ -125,10 +148,12 @@ export async function usageReport(store: Pick<Store, 'usageDaily'>, query: Repor
   const idOf = (group: UsageGroup) => (query.breakdown === 'model' ? group.model! : group.keyId!);
   const byDay = new Map(perDay.map((group) => [`${group.day}\u0000${idOf(group)}`, group]));
   const series: Series[] = charted.map((group) => ({ group, days: days.map(({ day }) => figuresOf(byDay.get(`${day}\u0000${idOf(group)}`))) }));
+  if (query.breakdown === 'model' && toolTotals.requests > 0) series.push({ group: undefined, toolCalls: true, days: days.map(({ day }) => toolDays.get(day) ?? ZERO) });
   const rest = days.map((day, i) => remainder(day, series.map((s) => s.days[i]!)));
   if (rest.some((day) => day.requests > 0)) series.push({ group: undefined, days: rest });
 
-  return { query, days, totals, models: topList(models, totals), keys: topList(keys, totals), series };
+  const modelSum = remainder(totals, [toolTotals]);
+  return { query, days, totals, models: topList(models, modelSum), tools: topList(tools, toolTotals), toolTotals, keys: topList(keys, totals), series };
 }
 
 function topList(lines: readonly UsageGroup[], totals: UsageFigures): TopList {
@@ -151,6 +176,9 @@ export type Grouping = (typeof GROUPINGS)[number];
  * spend as stored, a number for machines; `unpriced_requests` says how many requests had no price).
  */
 export function usageRecord(group: UsageGroup, by: Grouping): Record<string, string | number | null> {
+  const tool = by === 'model' ? toolOfRolledUp(group.model!) : undefined;
+  // An MCP tool call's line names its tool and counts calls: it has no tokens to show as zeros.
+  if (tool !== undefined) return { mcp_tool: tool, calls: group.requests, failed: group.failed, cost_usd: group.costUsd, unpriced_calls: group.unpricedRequests };
   const fields: Record<string, string | number | null> = {};
   if (by === 'day') fields.day = isoDay(group.day!);
   if (by === 'key') {

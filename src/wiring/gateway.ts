@@ -142,7 +142,6 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     if (firstWorker) await warnOfUnpricedBudgets(store, catalogue.current(), logger);
     conversations.setRetentionDays(next.responses.retentionDays);
     maxUploadBytes = next.maxUploadBytes;
-    mcpUpstreams.sync(next.mcpServers);
     mcp.reconfigure(next);
   }, logger);
   configReload.catchSignals();
@@ -183,7 +182,8 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   // MCP servers: the file's merged with the console's, reloaded with the file and on the change feed; the upstream connections follow the list.
   const mcpServers = new McpServerList(config, store.mcpServers, () => store.catalogue.version(), cipher, logger);
   await mcpServers.start(changes);
-  const mcpUpstreams = { get: () => undefined };
+  const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
+  mcpServers.subscribe((servers) => mcpUpstreams.sync(servers));
   // Discovering providers' model lists, kept in the store for every process to read.
   const discovery = new Discovery(store.catalogue, catalogue, adapters, logger);
   discovery.start();
@@ -243,9 +243,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
   const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
   const prober = new Prober(store.status, catalogue, adapters, logger);
   prober.start();
-  // One connection per upstream MCP server in this process, following the configuration; the MCP gateway over them.
-  const mcpUpstreams = new UpstreamMcpServerRegistry(logger, { maxResultBytes: config.mcp.maxResultBytes });
-  mcpUpstreams.sync(config.mcpServers);
+  // The MCP gateway over the upstream connections that follow the merged server list (above).
   const mcp = startMcpGateway({ servers: mcpUpstreams, config, logger, hasher, admission, ledger, telemetry });
   const conversations = new Conversations(store.responses, config.responses.retentionDays, logger);
   conversations.start();

@@ -3,7 +3,7 @@ export const CONSOLE_CSS = String.raw`:root {
   --bg: #f7f8fa; --surface: #ffffff; --text: #1b1f24; --muted: #5b6573; --border: #d9dee5;
   --accent: #2457c5; --accent-text: #ffffff; --danger: #b42318; --ok: #12733a; --warn: #9a6700;
   --up: #1f8f4e; --degraded: #c98a00; --down: #c4321f; --none: #cfd5dd;
-  --tone-0: #2457c5; --tone-1: #d17a00; --tone-2: #12855a; --tone-3: #b4478f; --tone-4: #3a9fd6; --tone-other: #9aa4b2;
+  --tone-0: #2457c5; --tone-1: #d17a00; --tone-2: #12855a; --tone-3: #b4478f; --tone-4: #3a9fd6; --tone-other: #9aa4b2; --tone-tools: #6b4fbb;
   --radius: 8px; --shadow: 0 1px 2px rgba(16, 24, 40, .06);
   font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
   font-size: 16px; line-height: 1.5; color: var(--text); background: var(--bg);
@@ -11,7 +11,7 @@ export const CONSOLE_CSS = String.raw`:root {
 @media (prefers-color-scheme: dark) {
   :root { --bg: #0f1318; --surface: #171c23; --text: #e6e9ee; --muted: #9aa4b2; --border: #2b333d;
     --accent: #6d9bff; --accent-text: #0b0e12; --danger: #ff7b6b; --ok: #5fd08e; --warn: #f0c050; --none: #39424d;
-    --tone-0: #6d9bff; --tone-1: #f0a040; --tone-2: #4fc48d; --tone-3: #e07cc0; --tone-4: #7cc8f0; --tone-other: #6b7583; }
+    --tone-0: #6d9bff; --tone-1: #f0a040; --tone-2: #4fc48d; --tone-3: #e07cc0; --tone-4: #7cc8f0; --tone-other: #6b7583; --tone-tools: #a98bff; }
 }
 * { box-sizing: border-box; }
 body { margin: 0; min-height: 100vh; display: flex; flex-direction: column; }
@@ -75,6 +75,9 @@ table.keys tbody th { min-width: 9rem; max-width: 15rem; overflow-wrap: anywhere
 table.keys tbody th .sub { display: block; font-weight: normal; margin-top: .2rem; }
 td.models { min-width: 11rem; max-width: 16rem; }
 td.models code { white-space: normal; overflow-wrap: anywhere; }
+table.mcp-servers code { white-space: normal; overflow-wrap: anywhere; }
+table.mcp-servers [data-mcp-error] { overflow-wrap: anywhere; }
+table.mcp-servers .headers code { white-space: nowrap; overflow-wrap: normal; }
 /* Tables of many columns (keys, models): narrower gutters, so that every column shows at 1,280 px. */
 table.data.wide th, table.data.wide td { padding-left: .5rem; padding-right: .5rem; }
 td.limits li + li { margin-top: .2rem; }
@@ -168,6 +171,7 @@ input[aria-invalid="true"], select[aria-invalid="true"], textarea[aria-invalid="
 .tone-3 { fill: var(--tone-3); background: var(--tone-3); }
 .tone-4 { fill: var(--tone-4); background: var(--tone-4); }
 .tone-other { fill: var(--tone-other); background: var(--tone-other); }
+.tone-tools { fill: var(--tone-tools); background: var(--tone-tools); }
 .tone-input { fill: var(--tone-0); background: var(--tone-0); }
 .tone-output { fill: var(--tone-1); background: var(--tone-1); }
 details summary { cursor: pointer; font-weight: 600; margin: .5rem 0; }

@@ -44,9 +44,17 @@ function mcpServerJson(view: McpServerView) {
   return { id: view.entry.id, status: view.state?.state ?? 'unknown', since: view.state === null ? null : new Date(view.state.since).toISOString() };
 }
 
-/** A down MCP server (its tools left out of /mcp) makes a gateway that is otherwise up read as degraded. */
-function overallWith(snapshot: StatusSnapshot, mcp: readonly McpServerView[]): Health {
-  return snapshot.overall === 'up' && mcp.some((view) => view.state?.state === 'down') ? 'degraded' : snapshot.overall;
+/**
+ * The headline with the MCP servers in it. Beside models, a down server (its tools left out of
+ * /mcp) makes a gateway that is otherwise up read as degraded. A gateway of MCP servers alone is
+ * judged by them: all ready is up, some down degraded, all down down (Redis and the like still count).
+ */
+export function overallWith(snapshot: StatusSnapshot, mcp: readonly McpServerView[]): Health {
+  const down = mcp.filter((view) => view.state?.state === 'down').length;
+  if (snapshot.providers.length > 0 || mcp.length === 0) return snapshot.overall === 'up' && down > 0 ? 'degraded' : snapshot.overall;
+  const servers: Health = down === mcp.length ? 'down' : down > 0 ? 'degraded' : mcp.every((view) => view.state?.state === 'ready') ? 'up' : 'unknown';
+  const rank: Record<Health, number> = { unknown: 0, up: 1, degraded: 2, down: 3 };
+  return rank[snapshot.overall] > rank[servers] ? snapshot.overall : servers;
 }
 
 export function statusJson(snapshot: StatusSnapshot, mcp: readonly McpServerView[]) {

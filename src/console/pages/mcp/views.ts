@@ -35,7 +35,7 @@ function addressCell(view: McpServerView): Html {
 
 function headersCell(view: McpServerView): Html {
   if (view.entry.headerNames.length === 0) return html`<span class="muted">none</span>`;
-  return html`<ul class="plain">${view.entry.headerNames.map((name) => html`<li><code>${name}: ••••••••</code></li>`)}</ul>`;
+  return html`<ul class="plain headers">${view.entry.headerNames.map((name) => html`<li><code>${name}: ••••••••</code></li>`)}</ul>`;
 }
 
 function toolsCell(view: McpServerView): Html {
@@ -58,16 +58,15 @@ export function mcpOverviewPage(session: Session, views: readonly McpServerView[
 ${notice ? html`<p class="notice notice-ok" role="status">${notice}</p>` : ''}
 <section aria-labelledby="mcp-heading">
   <div class="section-head"><h2 id="mcp-heading">Servers</h2><a class="btn btn-small" href="/app/mcp/new">Add HTTP server</a></div>
-  <div class="table-scroll" role="region" aria-label="MCP servers" tabindex="0"><table class="data">
-    <thead><tr><th scope="col">Id</th><th scope="col">Transport and address</th><th scope="col">Headers</th><th scope="col" class="num">Price per call</th><th scope="col">State</th><th scope="col">Tools</th><th scope="col">Origin</th><th scope="col">Actions</th></tr></thead>
-    <tbody>${views.length === 0 ? html`<tr><td colspan="8" class="empty">No MCP servers yet.</td></tr>` : views.map(
-      (view) => html`<tr data-mcp-server="${view.entry.id}"><th scope="row"><code>${view.entry.id}</code></th>
+  <div class="table-scroll" role="region" aria-label="MCP servers" tabindex="0"><table class="data mcp-servers">
+    <thead><tr><th scope="col">Server<br><span class="muted">origin</span></th><th scope="col">Transport and address</th><th scope="col">Headers</th><th scope="col" class="num">Per call</th><th scope="col">State</th><th scope="col">Tools</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${views.length === 0 ? html`<tr><td colspan="7" class="empty">No MCP servers yet.</td></tr>` : views.map(
+      (view) => html`<tr data-mcp-server="${view.entry.id}"><th scope="row"><code>${view.entry.id}</code><br><span class="tag tag-${view.entry.origin}">${view.entry.origin === 'config' ? 'configuration file' : 'console'}</span></th>
       <td>${addressCell(view)}</td>
       <td>${headersCell(view)}</td>
       <td class="num">${view.entry.config.price_per_call === undefined ? html`<span class="muted">free</span>` : formatPrice(view.entry.config.price_per_call)}</td>
       <td>${stateCell(view, now)}</td>
       <td>${toolsCell(view)}</td>
-      <td><span class="tag tag-${view.entry.origin}">${view.entry.origin === 'config' ? 'configuration file' : 'console'}</span></td>
       <td class="actions stacked">${view.entry.origin === 'console' ? html`<a class="btn btn-small btn-secondary" href="/app/mcp/${encodeURIComponent(view.entry.id)}/edit">Edit<span class="visually-hidden"> ${view.entry.id}</span></a> <a class="btn btn-small btn-danger" href="/app/mcp/${encodeURIComponent(view.entry.id)}/delete">Remove<span class="visually-hidden"> ${view.entry.id}</span></a>` : html`<span class="muted">—</span>`}</td></tr>`,
     )}</tbody>
   </table></div>

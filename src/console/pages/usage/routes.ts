@@ -2,6 +2,7 @@
 // daily roll-ups for the session's scope; the CSV is streamed a day at a time.
 import type { ServerResponse } from 'node:http';
 import type { Handler, RequestContext } from '../../../http/handler.js';
+import { toolOfRolledUp } from '../../../core/tool-calls.js';
 import type { AccountRecord } from '../../../store/store.js';
 import { isoDay, spendText, usageReport } from '../../../usage/usage-report.js';
 import { page, requireSession, type ConsoleDeps } from '../../console-context.js';
@@ -36,8 +37,9 @@ function drained(res: ServerResponse): Promise<boolean> {
 /**
  * The CSV's columns: one line per day, key and model with traffic in the range (days without any have no line).
  * `cost_usd` is "unpriced" where only requests to a model without a price make it up; `unpriced_requests` counts them.
+ * `kind` is `model`, or `mcp_tool` for MCP tool calls, whose `model` is their `server/tool` (last, so the columns before keep their places).
  */
-const CSV_HEADER = ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests'];
+const CSV_HEADER = ['day', 'account', 'key_id', 'key_name', 'model', 'requests', 'failed', 'input_tokens', 'output_tokens', 'cost_usd', 'unpriced_requests', 'kind'];
 
 export function usageRoutes(deps: ConsoleDeps): { page: Handler; csv: Handler } {
   const read = async (ctx: RequestContext) => {
@@ -76,7 +78,10 @@ export function usageRoutes(deps: ConsoleDeps): { page: Handler; csv: Handler } 
     // A day at a time, as the client takes it: a deployment with many keys never holds the whole file in memory.
     for (let day = range.fromDay; day <= range.toDay; day++) {
       const groups = await deps.store.usageDaily.summary({ fromDay: day, toDay: day, ...(account && { accountId: account.id }) }, ['day', 'key', 'model']);
-      const lines = groups.map((g) => csvLine([isoDay(day), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, spendText(g, String), g.unpricedRequests]));
+      const lines = groups.map((g) => {
+        const tool = toolOfRolledUp(g.model!);
+        return csvLine([isoDay(day), g.accountName ?? g.accountId!, g.keyId!, g.keyName ?? '', tool ?? g.model!, g.requests, g.failed, g.inputTokens, g.outputTokens, spendText(g, String), g.unpricedRequests, tool === undefined ? 'model' : 'mcp_tool']);
+      });
       if (lines.length > 0 && !res.write(lines.join('')) && !(await drained(res))) return;
     }
     res.end();

@@ -14,6 +14,31 @@ const BREAKDOWNS: Record<Breakdown, string> = { model: 'Model', key: 'Key' };
 const KEY_ID_SHOWN = 'key_'.length + 6;
 /** The tone (stylesheet colour) of the "other" series, after those of the top ones. */
 const OTHER_TONE = 'other';
+/** The tone of the MCP tool calls' series. */
+const TOOLS_TONE = 'tools';
+
+/**
+ * The MCP tool calls: one line per `server/tool`, with calls, failures and spend (a tool call has no
+ * tokens, so no token columns), and the rest added up.
+ */
+function toolsTable(report: UsageReport): Html | string {
+  const { tools, toolTotals, totals } = report;
+  if (toolTotals.requests === 0) return '';
+  const cells = (figures: UsageFigures) => html`<td class="num">${formatInt(figures.requests)}</td><td class="num">${formatInt(figures.failed)}</td><td class="num">${spendText(figures, formatUsd)}</td><td class="num">${totals.costUsd > 0 ? `${((figures.costUsd / totals.costUsd) * 100).toFixed(1)}%` : '—'}</td>`;
+  return html`<section aria-labelledby="top-tools-heading">
+  <h2 id="top-tools-heading">Top MCP tools</h2>
+  <p class="muted small">Tool calls through <code>/mcp</code>, by <code>server/tool</code>. They count as requests in the totals above; they have no tokens, and cost only what a server’s <code>price_per_call</code> says.</p>
+  <div class="table-scroll" role="region" aria-labelledby="top-tools-heading" tabindex="0">
+  <table class="data" id="top-tools" aria-labelledby="top-tools-heading">
+    <thead><tr><th scope="col">Server/tool</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Spend</th><th scope="col" class="num">Share of spend</th></tr></thead>
+    <tbody>
+    ${tools.lines.map((group) => html`<tr><th scope="row" data-tool="${group.model!}"><code>${group.model!}</code></th>${cells(group)}</tr>`)}
+    ${tools.other === undefined ? '' : html`<tr data-other><th scope="row">All other tools</th>${cells(tools.other)}</tr>`}
+    </tbody>
+  </table>
+  </div>
+</section>`;
+}
 
 /** A key as the console names it: its name and the start of its id. */
 function keyLabel(group: UsageGroup): string {
@@ -21,7 +46,8 @@ function keyLabel(group: UsageGroup): string {
   return group.keyName === undefined ? `unknown key (${id})` : `${group.keyName} (${id})`;
 }
 
-function seriesLabel(report: UsageReport, group: UsageGroup | undefined): string {
+function seriesLabel(report: UsageReport, group: UsageGroup | undefined, toolCalls: boolean): string {
+  if (toolCalls) return 'MCP tool calls';
   if (group === undefined) return report.query.breakdown === 'model' ? 'Other models' : 'Other keys';
   return report.query.breakdown === 'model' ? group.model! : keyLabel(group);
 }
@@ -66,7 +92,7 @@ export function usagePage(session: Session, params: UsageParams, report: UsageRe
   const to = dayNames.at(-1)!;
   const tableNote = 'The same figures are in the table “Figures per day” below.';
   const stacked = (pick: (figures: UsageFigures) => number): ChartSeries[] =>
-    report.series.map((s, i) => ({ label: seriesLabel(report, s.group), values: s.days.map(pick), tone: s.group === undefined ? OTHER_TONE : String(i) }));
+    report.series.map((s, i) => ({ label: seriesLabel(report, s.group, s.toolCalls === true), values: s.days.map(pick), tone: s.toolCalls ? TOOLS_TONE : s.group === undefined ? OTHER_TONE : String(i) }));
   const whose = shown === undefined ? 'every account' : html`the account <strong>${shown.name}</strong>`;
   const link = (change: Partial<UsageParams>) => usageHref('/app/usage', params, change);
   const switcher = <T extends string | number>(label: string, options: readonly { value: T; text: string }[], current: T, change: (value: T) => Partial<UsageParams>) =>
@@ -90,6 +116,7 @@ export function usagePage(session: Session, params: UsageParams, report: UsageRe
   <div><dt>Input tokens</dt><dd data-total="input_tokens">${formatInt(totals.inputTokens)}</dd></div>
   <div><dt>Output tokens</dt><dd data-total="output_tokens">${formatInt(totals.outputTokens)}</dd></div>
   <div><dt>Spend</dt><dd data-total="cost_usd">${spendText(totals, formatUsd)}</dd></div>
+  ${report.toolTotals.requests === 0 ? '' : html`<div><dt>Of the requests, MCP tool calls</dt><dd data-total="tool_calls">${formatInt(report.toolTotals.requests)}</dd></div>`}
 </dl>
 <section aria-labelledby="requests-chart-heading">
   <h2 id="requests-chart-heading">Requests per day <span class="muted small">by ${BREAKDOWNS[params.breakdown].toLowerCase()}</span></h2>
@@ -125,6 +152,7 @@ ${topTable({
   other: 'All other models',
   columns: 1,
 })}
+${toolsTable(report)}
 ${topTable({
   id: 'top-keys',
   title: 'Top keys',
