@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { Agent, MCPServerStreamableHttp, OpenAIChatCompletionsModel, run, setTracingDisabled } from '@openai/agents';
 import OpenAI from 'openai';
-import { startStreamableHttpMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
+import { DOTTED_TOOL_NAME, LONG_TOOL_NAME, startStreamableHttpMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
 import { AGENT_BIN, claudeCodeEnv, claudeCodeHome, runClaudeCode, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type LedgerRow, type RunningSluice } from './support/sluice.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
@@ -32,6 +32,8 @@ let key: string;
 let keyId: string;
 /** A key without an MCP allow-list: deny by default. */
 let keyWithoutMcp: string;
+/** Allowed the whole toolbox, with its tools whose names no function-calling API takes as they are. */
+let keyForToolbox: string;
 
 before(async () => {
   setTracingDisabled(true); // the Agents SDK would export its traces to OpenAI
@@ -50,6 +52,7 @@ mcp_servers:
   });
   ({ key, id: keyId } = await createKey(sluice.dataDir, 'acme', ['--mcp', `${SERVER}/echo,${SERVER}/add`]));
   keyWithoutMcp = (await createKey(sluice.dataDir, 'acme')).key;
+  keyForToolbox = (await createKey(sluice.dataDir, 'acme', ['--mcp', SERVER])).key;
 });
 
 after(async () => {
@@ -170,18 +173,41 @@ describe('the OpenAI Agents SDK (MCPServerStreamableHttp) through Sluice', () =>
   });
 });
 
+describe('tool names an OpenAI model takes, through the Agents SDK', () => {
+  test('every aggregated name fits [A-Za-z0-9_-]{1,64}, and an Agent calls the tool whose upstream name is 84 characters long', async () => {
+    const server = new MCPServerStreamableHttp({ url: `${sluice.url}/mcp`, name: 'sluice', requestInit: { headers: { Authorization: `Bearer ${keyForToolbox}` } }, timeout: 20_000 });
+    await server.connect();
+    try {
+      const names = (await server.listTools()).map((tool) => tool.name);
+      assert.ok(names.length >= 10, names.join());
+      for (const name of names) assert.match(name, /^[A-Za-z0-9_-]{1,64}$/);
+      const long = names.find((name) => name.startsWith(`${SERVER}__a_tool_with`));
+      assert.ok(long !== undefined && long.length === 64 && LONG_TOOL_NAME.length > 64, String(long));
+      assert.ok(names.some((name) => name.startsWith(`${SERVER}__files_read_`)), `${DOTTED_TOOL_NAME} is renamed: ${names.join()}`);
+      const client = new OpenAI({ apiKey: keyForToolbox, baseURL: `${sluice.url}/v1`, maxRetries: 0 });
+      const agent = new Agent({ name: 'toolbox user', instructions: 'Use the tools you are given.', model: new OpenAIChatCompletionsModel(client, 'llama-chat'), mcpServers: [server] });
+      // The fake OpenAI upstream refuses a function name outside OpenAI's rule, as OpenAI does: every one offered passed.
+      const result = await run(agent, `Please call tool ${long}`, { maxTurns: 3 });
+      assert.deepEqual(toolbox.completedCalls, [LONG_TOOL_NAME], 'the upstream ran its tool under its own long name');
+      assert.match(String(result.finalOutput), /^Result: .*long/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('Claude Code with Sluice added as an HTTP MCP server', () => {
   /** A Claude Code home where `claude mcp add --transport http sluice <url>/mcp --header "Authorization: Bearer <key>"` was run, as a user does. */
-  async function homeWithSluiceMcp(apiKey: string): Promise<string> {
+  async function homeWithSluiceMcp(apiKey: string, name = 'sluice', path = '/mcp'): Promise<string> {
     const home = claudeCodeHome();
-    const added = await runCli(join(AGENT_BIN, 'claude'), ['mcp', 'add', '--transport', 'http', 'sluice', `${sluice.url}/mcp`, '--header', `Authorization: Bearer ${apiKey}`], claudeCodeEnv(home, sluice.url, apiKey), join(home, 'work'));
+    const added = await runCli(join(AGENT_BIN, 'claude'), ['mcp', 'add', '--transport', 'http', name, `${sluice.url}${path}`, '--header', `Authorization: Bearer ${apiKey}`], claudeCodeEnv(home, sluice.url, apiKey), join(home, 'work'));
     assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);
     assert.doesNotMatch(added.stdout, new RegExp(apiKey), 'Claude Code does not print the header’s value');
     // It keeps the header in its own config file, as the issue says.
     assert.match(readFileSync(join(home, '.claude', '.claude.json'), 'utf8'), new RegExp(`Bearer ${apiKey}`));
     // Its health check opens a session with Sluice.
     const listed = await runCli(join(AGENT_BIN, 'claude'), ['mcp', 'list'], claudeCodeEnv(home, sluice.url, apiKey), join(home, 'work'));
-    assert.match(listed.stdout, /^sluice: http:\/\/127\.0\.0\.1:\d+\/mcp \(HTTP\) - ✔ Connected$/m, `${listed.stdout}\n${listed.stderr}`);
+    assert.ok(listed.stdout.split('\n').includes(`${name}: ${sluice.url}${path} (HTTP) - ✔ Connected`), `${listed.stdout}\n${listed.stderr}`);
     return home;
   }
 
@@ -213,6 +239,26 @@ describe('Claude Code with Sluice added as an HTTP MCP server', () => {
     const [row] = await newToolCallRows(rowsBefore, 1);
     assertEchoRow(row, { text: 'example' }, keyId);
     assertUpstreamSawOnlyItsToken(key);
+  });
+
+  test('Sluice’s /mcp/toolbox added as its own server: Claude Code calls mcp__toolbox__add under the upstream’s own name', async () => {
+    const home = await homeWithSluiceMcp(key, SERVER, `/mcp/${SERVER}`);
+    const tool = `mcp__${SERVER}__add`;
+    const rowsBefore = (await toolCallRows()).length;
+    const result = await runClaudeCode(sluice.url, key, 'claude', `Please call tool ${tool}`, { home, args: ['--allowedTools', tool] });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const calls = models.anthropic.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/messages') && Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    assert.equal(calls.length, 2, 'the tool call, then its result');
+    const offered = calls[0]!.body.tools.map((t: { name: string }) => t.name).filter((name: string) => name.startsWith(`mcp__${SERVER}__`)).sort();
+    assert.deepEqual(offered, [tool, `mcp__${SERVER}__echo`]);
+    // The minimal instance of add's schema: {"a":1,"b":1}.
+    assert.deepEqual(upstreamToolCalls().at(-1), { name: 'add', arguments: { a: 1, b: 1 } });
+    const toolResults = calls[1]!.body.messages.at(-1).content.filter((block: { type: string }) => block.type === 'tool_result');
+    assert.equal(toolResults.length, 1);
+    // Claude Code gives the model a result's structuredContent when it has one: Sluice passed it on.
+    assert.deepEqual(JSON.parse(toolResults[0].content), { sum: 2 }, 'the sum reached the model');
+    const [row] = await newToolCallRows(rowsBefore, 1);
+    assert.deepEqual([row!.model, row!.provider_id, row!.status], [`${SERVER}/add`, SERVER, 200]);
   });
 
   test('with a key without an MCP allow-list, Claude Code is offered no tool of Sluice’s', async () => {
