@@ -11,9 +11,9 @@ import { createKey, eventually, startSluice, tempDir, type LedgerRow, type Runni
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 
 /**
- * The MCP clients people point at a gateway, beyond the official SDK's own client (mcp-edge's
- * tests): the OpenAI Agents SDK, Claude Code, Codex and the Gemini CLI, each configured with Sluice as an HTTP MCP
- * server the way their users do, against one fake upstream MCP server (the official SDK's server
+ * The MCP clients people point at a gateway, beyond the official SDK's own client (the endpoint's
+ * own tests): the OpenAI Agents SDK, Claude Code, Codex and the Gemini CLI, each configured with
+ * Sluice as an HTTP MCP server the way their users do, against one fake upstream MCP server (the official SDK's server
  * classes, Streamable HTTP) behind Sluice and the fake model upstreams scripted to ask for a tool.
  * Each run shows the same four things: the key's allow-list decides what the client sees, the call
  * runs on the upstream MCP server, its answer reaches the model, and the ledger has one row for it;
@@ -72,16 +72,18 @@ async function toolCallRows(): Promise<LedgerRow[]> {
   return (await sluice.ledger()).filter((row) => row.operation === 'mcp.tools/call');
 }
 
-/** Waits for `count` more MCP tool-call rows than `before` and returns the new ones. */
+/** Waits for `count` more MCP tool-call rows than `before` and returns them: exactly that many, one per call. */
 async function newToolCallRows(before: number, count: number): Promise<LedgerRow[]> {
-  return eventually(
+  const rows = await eventually(
     async () => {
-      const rows = await toolCallRows();
-      return rows.length >= before + count ? rows.slice(before) : undefined;
+      const all = await toolCallRows();
+      return all.length >= before + count ? all.slice(before) : undefined;
     },
     5000,
     `${count} mcp.tools/call ledger row(s)`,
   );
+  assert.equal(rows.length, count, JSON.stringify(rows));
+  return rows;
 }
 
 /** One successful call of the toolbox's echo tool with these arguments, as the ledger records it: server, tool, status, bytes in and out. */
