@@ -886,6 +886,8 @@ function mcpLedgerRows(dataDir) {
  * interleave the three targets (the order rotates), closed loop with wrk.
  */
 async function scenarioMcp(work, state) {
+  // autocannon sends one fixed body, and a session's requests need ids of their own.
+  if (!HAVE_WRK) return log('mcp: skipped: it needs wrk (a new JSON-RPC id per call), which is not on PATH');
   const mcpUpstream = await startMcpUpstream();
   const dataDir = path.join(work, 'data-mcp');
   fs.mkdirSync(dataDir, { recursive: true });
