@@ -11,6 +11,7 @@
 // The limits scenario sets gateways with per-key limits (in memory, over IPC, on Redis) beside a
 // key without limits, to report what the admit stage costs per request.
 // The usage scenario (opt-in) times the console's usage page and its CSV over 10 million ledger rows.
+// The mcp scenario sets an MCP tools/call through Sluice beside calling the upstream MCP server directly.
 // Writes bench/RESULTS.md and bench/results.json. See bench/README.md for the knobs.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -129,6 +130,12 @@ const S = {
   // base64 is what the openai SDK (and LangChain through it) asks by default; the AI SDK asks float.
   embeddingsEncodings: env('BENCH_EMBEDDINGS_ENCODINGS', 'base64,float').split(','),
   embeddingDimensions: num('BENCH_EMBEDDING_DIMENSIONS', 384, 384),
+  // MCP scenario: `tools/call` of an upstream MCP server's `echo` tool, direct and through a
+  // one-worker gateway (its /mcp and /mcp/{server}), interleaved rounds at these connection counts.
+  mcpConnections: env('BENCH_MCP_CONNECTIONS', '1,32').split(',').map(Number),
+  mcpSeconds: num('BENCH_MCP_SECONDS', 4, 2),
+  mcpRounds: num('BENCH_MCP_ROUNDS', 3, 1),
+  mcpText: env('BENCH_MCP_TEXT', 'hello from the bench'),
 };
 const BODY = JSON.stringify({ model: 'bench-model', prompt: 'Say hi', max_tokens: 16 });
 const streamBody = (tokens, tps) =>
@@ -738,6 +745,257 @@ function portSharingReport(L, p) {
     );
     for (const line of portSharingSummaryLines(p)) L.push(`- ${line}`);
     L.push('');
+  }
+}
+
+// ---------------------------------------------------------------- MCP tool calls (issue 30)
+const MCP_SERVER_ID = 'bench';
+const MCP_PROTOCOL = '2025-11-25';
+const MCP_ACCEPT = 'application/json, text/event-stream';
+
+/** The bench's upstream MCP server (bench/mcp-upstream.mjs: the SDK's Server, Streamable HTTP, an `echo` tool). */
+async function startMcpUpstream() {
+  const port = await freePort();
+  const p = startProcess('mcp upstream', process.execPath, [path.join(BENCH_DIR, 'mcp-upstream.mjs'), '--port', String(port)]);
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  return { url: `http://127.0.0.1:${port}`, port, proc: p, pid: () => p.child.pid };
+}
+
+/** The JSON-RPC answer to request `id` in a Streamable HTTP response body: a JSON body, or the `data:` of an SSE event. */
+function jsonRpcAnswer(contentType, text, id) {
+  if (!/text\/event-stream/.test(contentType ?? '')) return JSON.parse(text);
+  for (const event of text.split(/\r?\n\r?\n/)) {
+    const data = event
+      .split(/\r?\n/)
+      .filter((line) => line.startsWith('data:'))
+      .map((line) => line.slice(5).trimStart())
+      .join('\n');
+    if (data === '') continue;
+    const message = JSON.parse(data);
+    if (message.id === id) return message;
+  }
+  throw new Error(`no answer to request ${id} in the event stream: ${text.slice(0, 500)}`);
+}
+
+/** One JSON-RPC request (or, without `id`, a notification) on an MCP endpoint; the answer's `result`, or an Error with what came back. */
+async function mcpRequest(url, { key, session, protocol }, method, params, id) {
+  const headers = { 'content-type': 'application/json', accept: MCP_ACCEPT, ...authHeaders(key) };
+  if (session) headers['mcp-session-id'] = session;
+  if (protocol) headers['mcp-protocol-version'] = protocol;
+  const body = { jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }), ...(id === undefined ? {} : { id }) };
+  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+  const text = await response.text();
+  if (id === undefined) {
+    if (response.status !== 202 && response.status !== 200) throw new Error(`${method}: HTTP ${response.status}: ${text.slice(0, 500)}`);
+    return { response };
+  }
+  if (response.status !== 200) throw new Error(`${method}: HTTP ${response.status}: ${text.slice(0, 500)}`);
+  const answer = jsonRpcAnswer(response.headers.get('content-type'), text, id);
+  if (answer.error) throw new Error(`${method}: JSON-RPC error ${answer.error.code}: ${answer.error.message}`);
+  return { response, result: answer.result };
+}
+
+/** An initialized session on an MCP endpoint: `initialize`, then `notifications/initialized`, as every client opens one. */
+async function mcpSession(url, key) {
+  const { response, result } = await mcpRequest(url, { key }, 'initialize', { protocolVersion: MCP_PROTOCOL, capabilities: {}, clientInfo: { name: 'sluice-bench', version: '1.0.0' } }, 0);
+  const session = { key, session: response.headers.get('mcp-session-id') ?? '', protocol: result.protocolVersion };
+  await mcpRequest(url, session, 'notifications/initialized');
+  return session;
+}
+
+/** One closed-loop `tools/call` run with wrk (bench/mcp.lua: a new JSON-RPC id per request, answers checked for a result). */
+async function mcpLoopRun(target, connections, seconds) {
+  if (!HAVE_WRK) throw new Error('the mcp scenario needs wrk (a new JSON-RPC id per request); autocannon cannot stand in');
+  const cut0 = waitedChildrenCpuSeconds();
+  const threads = Math.min(S.wrkThreads, connections);
+  const r = await run('bash', ['-c', `ulimit -n 20000 2>/dev/null; exec wrk -t${threads} -c${connections} -d${seconds}s --timeout 10s -s '${path.join(BENCH_DIR, 'mcp.lua')}' '${target.url}'`], {
+    env: { ...process.env, BENCH_KEY: target.session.key ?? '', BENCH_MCP_SESSION: target.session.session, BENCH_MCP_PROTOCOL: target.session.protocol, BENCH_MCP_TOOL: target.tool, BENCH_MCP_TEXT: S.mcpText },
+  });
+  const loadgenCpu = waitedChildrenCpuSeconds() - cut0;
+  const m = /WRKJSON (\{.*\})/.exec(r.stdout);
+  if (!m) throw new Error(`wrk failed (code ${r.code}): ${r.stderr.slice(-1000)} ${r.stdout.slice(-1000)}`);
+  const j = JSON.parse(m[1]);
+  const errors = j.connect_errors + j.read_errors + j.write_errors + j.timeouts;
+  // Answered with a result: the bad ones (non-200, a JSON-RPC error, isError) are counted apart.
+  const good = j.requests - j.bad;
+  if (target.gateway) target.gateway.answered += good;
+  return { ...j, errors, wall: j.duration_us / 1e6, good, loadgenCpu };
+}
+
+/** One measured point: wrk's figures, and the CPU of the target's process tree (direct: the upstream's) and of the upstream per call. */
+async function measureMcp(target, upstreamPid, connections, seconds) {
+  const cpu0 = treeCpuSeconds(target.pid());
+  const up0 = treeCpuSeconds(upstreamPid);
+  const m0 = machineCpu();
+  const r = await mcpLoopRun(target, connections, seconds);
+  const cpu1 = treeCpuSeconds(target.pid());
+  const up1 = treeCpuSeconds(upstreamPid);
+  const m1 = machineCpu();
+  const calls = Math.max(1, r.requests);
+  const machineBusyPct = ((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100;
+  const targetCpuPct = ((cpu1 - cpu0) / r.wall) * 100;
+  const upstreamCpuPct = ((up1 - up0) / r.wall) * 100;
+  const loadgenCpuPct = (r.loadgenCpu / r.wall) * 100;
+  const row = {
+    target: target.id,
+    connections,
+    rps: r.good / r.wall,
+    requests: r.requests,
+    good: r.good,
+    bad: r.bad,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    p50Ms: r.p50_us / 1000,
+    p99Ms: r.p99_us / 1000,
+    targetCpuUsPerCall: ((cpu1 - cpu0) * 1e6) / calls,
+    upstreamCpuUsPerCall: ((up1 - up0) * 1e6) / calls,
+    loadgenCpuPct,
+    machineBusyPct,
+    // What processes outside the measurement used meanwhile (others' work on a shared machine), % of one core.
+    otherCpuPct: Math.max(0, machineBusyPct * os.availableParallelism() - upstreamCpuPct - loadgenCpuPct - (target.id === 'direct' ? 0 : targetCpuPct)),
+  };
+  log(
+    `  mcp ${target.id.padEnd(16)} c=${String(connections).padEnd(3)} ${Math.round(row.rps)} calls/s  p50 ${row.p50Ms.toFixed(3)} ms  p99 ${row.p99Ms.toFixed(3)} ms  ` +
+      `${target.id === 'direct' ? 'upstream' : 'Sluice'} CPU ${Math.round(row.targetCpuUsPerCall)} µs/call  upstream ${Math.round(row.upstreamCpuUsPerCall)} µs/call  ` +
+      `wrk ${Math.round(loadgenCpuPct)}%  machine ${Math.round(machineBusyPct)}% busy (other processes ${Math.round(row.otherCpuPct)}% of a core)${r.bad + r.errors > 0 ? `  BAD ${r.bad} (non-2xx ${r.non2xx}) ERRORS ${r.errors}` : ''}`,
+  );
+  if (r.bad + r.errors > 0) fail(`mcp ${target.id} c=${connections}: ${r.bad} answers without a result (${r.non2xx} non-2xx) and ${r.errors} socket errors/timeouts out of ${r.requests}`);
+  return row;
+}
+
+/** usage_ledger's `mcp.tools/call` rows of a data directory, by status. */
+function mcpLedgerRows(dataDir) {
+  const out = execFileSync(
+    process.execPath,
+    [
+      '-e',
+      READ_STORE +
+        `const s=d.prepare("SELECT status, count(*) AS n FROM usage_ledger WHERE operation = 'mcp.tools/call' GROUP BY status").all();` +
+        `console.log(JSON.stringify(Object.fromEntries(s.map(r=>[r.status,r.n]))));d.close();`,
+      path.join(dataDir, 'sluice.db'),
+    ],
+    { cwd: ROOT },
+  );
+  return JSON.parse(out.toString());
+}
+
+/**
+ * What an MCP `tools/call` costs through Sluice: the bench's upstream MCP server called directly
+ * and through a one-worker gateway (the aggregated `/mcp`, tool `bench__echo`, and `/mcp/bench`,
+ * tool `echo`), each over a session initialized beforehand, a key allowed that server; rounds
+ * interleave the three targets (the order rotates), closed loop with wrk.
+ */
+async function scenarioMcp(work, state) {
+  // autocannon sends one fixed body, and a session's requests need ids of their own.
+  if (!HAVE_WRK) return log('mcp: skipped: it needs wrk (a new JSON-RPC id per call), which is not on PATH');
+  const mcpUpstream = await startMcpUpstream();
+  const dataDir = path.join(work, 'data-mcp');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const configFile = path.join(dataDir, 'sluice.yaml');
+  fs.writeFileSync(configFile, `# generated by bench/run.mjs (mcp)\nmcp_servers:\n  - id: ${MCP_SERVER_ID}\n    url: ${mcpUpstream.url}/mcp\n`);
+  const key = (await createKeyRecordWithCli(dataDir, 'bench-mcp', ['--mcp', MCP_SERVER_ID])).key;
+  const gw = await startSluice('sluice (mcp)', dataDir, configFile, await freePort(), { workers: 1 });
+  const out = { settings: { connections: S.mcpConnections, seconds: S.mcpSeconds, rounds: S.mcpRounds, text: S.mcpText, workers: 1 }, rows: [], ledger: null, answered: 0 };
+  state.mcp = out;
+  try {
+    const gateway = { answered: 0 };
+    const targets = [
+      { id: 'direct', label: 'direct (the upstream MCP server)', url: `${mcpUpstream.url}/mcp`, tool: 'echo', key: undefined, pid: mcpUpstream.pid },
+      { id: 'sluice /mcp', label: `Sluice /mcp (${MCP_SERVER_ID}__echo)`, url: `${gw.url}/mcp`, tool: `${MCP_SERVER_ID}__echo`, key, pid: () => gw.pid(), gateway },
+      { id: `sluice /mcp/${MCP_SERVER_ID}`, label: `Sluice /mcp/${MCP_SERVER_ID} (echo)`, url: `${gw.url}/mcp/${MCP_SERVER_ID}`, tool: 'echo', key, pid: () => gw.pid(), gateway },
+    ];
+    out.targets = targets.map((t) => ({ id: t.id, label: t.label }));
+    for (const t of targets) {
+      t.session = await mcpSession(t.url, t.key);
+      // The gateway's first list waits for its upstream session; the tool must be listed before load.
+      const deadline = Date.now() + 15_000;
+      for (let id = 1; ; id++) {
+        const { result } = await mcpRequest(t.url, t.session, 'tools/list', {}, id);
+        if (result.tools.some((tool) => tool.name === t.tool)) break;
+        if (Date.now() > deadline) throw new Error(`${t.label}: tools/list never listed ${t.tool}: ${JSON.stringify(result).slice(0, 500)}`);
+        await sleep(200);
+      }
+      const { result } = await mcpRequest(t.url, t.session, 'tools/call', { name: t.tool, arguments: { text: S.mcpText } }, 999_999);
+      if (result.isError || result.content?.[0]?.text !== S.mcpText) throw new Error(`${t.label}: tools/call did not echo: ${JSON.stringify(result).slice(0, 500)}`);
+      if (t.gateway) gateway.answered++;
+      log(`mcp: ${t.label}: session ${t.session.session || '(none)'}, protocol ${t.session.protocol}, ${t.tool} echoes`);
+    }
+    log('mcp: warm-up pass, 1 s at each point, not measured');
+    for (const cn of S.mcpConnections) for (const t of targets) await mcpLoopRun(t, cn, 1);
+    for (let r = 1; r <= S.mcpRounds; r++) {
+      const shift = (r - 1) % targets.length;
+      const order = [...targets.slice(shift), ...targets.slice(0, shift)];
+      log(`mcp, round ${r}/${S.mcpRounds}: order ${order.map((t) => t.id).join(', ')}`);
+      for (const cn of S.mcpConnections) for (const t of order) out.rows.push({ round: r, ...(await measureMcp(t, mcpUpstream.pid(), cn, S.mcpSeconds)) });
+    }
+    out.answered = gateway.answered;
+  } finally {
+    await stopGateway(gw);
+    await mcpUpstream.proc.stop();
+  }
+  const byStatus = mcpLedgerRows(dataDir);
+  const rows = Object.values(byStatus).reduce((a, b) => a + b, 0);
+  // wrk stops with calls in flight: those have rows too (the caller gone), so rows may exceed the answered calls, never fall short.
+  out.ledger = { rows, byStatus, answered: out.answered, pass: rows >= out.answered && (byStatus[200] ?? 0) >= out.answered };
+  log(`mcp: ledger: ${rows} mcp.tools/call rows ${JSON.stringify(byStatus)} for ${out.answered} calls answered with a result through Sluice`);
+  if (!out.ledger.pass) fail(`mcp: ${rows} mcp.tools/call ledger rows (${JSON.stringify(byStatus)}) for ${out.answered} calls answered through Sluice`);
+}
+
+/** Medians over the rounds per target and connection count, with Sluice minus direct taken within each round. */
+function mcpTable(m) {
+  const out = [];
+  for (const cn of m.settings.connections) {
+    for (const t of m.targets) {
+      const rows = m.rows.filter((x) => x.target === t.id && x.connections === cn);
+      if (!rows.length) continue;
+      const deltas = (field) =>
+        rows.map((x) => {
+          const d = m.rows.find((y) => y.target === 'direct' && y.connections === cn && y.round === x.round);
+          return d ? x[field] - d[field] : NaN;
+        });
+      out.push({
+        connections: cn,
+        id: t.id,
+        label: t.label,
+        rps: median(rows.map((x) => x.rps)),
+        p50Ms: median(rows.map((x) => x.p50Ms)),
+        p99Ms: median(rows.map((x) => x.p99Ms)),
+        targetCpuUsPerCall: median(rows.map((x) => x.targetCpuUsPerCall)),
+        upstreamCpuUsPerCall: median(rows.map((x) => x.upstreamCpuUsPerCall)),
+        addedP50Ms: t.id === 'direct' ? NaN : median(deltas('p50Ms')),
+        addedP99Ms: t.id === 'direct' ? NaN : median(deltas('p99Ms')),
+        rpsRatio: t.id === 'direct' ? NaN : median(rows.map((x) => x.rps / (m.rows.find((y) => y.target === 'direct' && y.connections === cn && y.round === x.round)?.rps ?? NaN))),
+        bad: rows.reduce((a, x) => a + x.bad + x.errors, 0),
+        otherCpuPct: median(rows.map((x) => x.otherCpuPct)),
+        addedP50PerRound: t.id === 'direct' ? [] : deltas('p50Ms'),
+      });
+    }
+  }
+  return out;
+}
+
+function mcpReport(L, m) {
+  L.push('## MCP tool calls', '');
+  L.push(
+    `\`tools/call\` of the \`echo\` tool (argument \`{"text":"${m.settings.text}"}\`) of an upstream MCP server built with the official SDK (\`bench/mcp-upstream.mjs\`: its \`Server\` over its Streamable HTTP transport, answers as SSE), ` +
+      `over a session initialized beforehand, called directly and through a one-worker gateway (a key allowed that server): at its aggregated \`/mcp\` (tool \`${MCP_SERVER_ID}__echo\`) and at \`/mcp/${MCP_SERVER_ID}\` (tool \`echo\`). ` +
+      `Closed loop with wrk (\`bench/mcp.lua\`, a new JSON-RPC id per call, every answer checked for a result), ${m.settings.rounds} round(s) of ${m.settings.seconds} s per point after a discarded 1 s pass, the targets' order rotating each round. ` +
+      '"added" = through Sluice minus direct within the same round, median over the rounds; "Sluice CPU" = utime+stime of the gateway\'s processes (primary and its one worker) per call; "upstream CPU" = the upstream MCP server\'s per call.',
+    '',
+  );
+  L.push('| conns | target | calls/s | p50 ms | p99 ms | added p50 ms | added p50 per round | added p99 ms | calls/s vs direct | Sluice CPU µs/call | upstream CPU µs/call | other CPU | bad+errors |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const x of mcpTable(m)) {
+    const direct = x.id === 'direct';
+    L.push(
+      `| ${x.connections} | ${x.label} | ${f(x.rps, 0)} | ${f(x.p50Ms, 3)} | ${f(x.p99Ms, 3)} | ${direct ? '' : signed(x.addedP50Ms, 3)} | ${(x.addedP50PerRound ?? []).map((v) => signed(v, 3)).join(', ')} | ${direct ? '' : signed(x.addedP99Ms, 3)} | ${direct ? '' : pct(x.rpsRatio, 1)} | ${direct ? '' : f(x.targetCpuUsPerCall, 0)} | ${f(direct ? x.targetCpuUsPerCall : x.upstreamCpuUsPerCall, 0)} | ${Number.isFinite(x.otherCpuPct) ? `${f(x.otherCpuPct, 0)}%` : 'n/a'} | ${x.bad} |`,
+    );
+  }
+  L.push('', '"other CPU" = what processes outside the measurement (the load generator, the upstream and the target excepted) used meanwhile, % of one core: other work on a shared machine.', '');
+  if (m.ledger) {
+    L.push(
+      `Ledger: ${m.ledger.rows} \`mcp.tools/call\` rows (by status ${JSON.stringify(m.ledger.byStatus)}) for ${m.ledger.answered} calls answered with a result through Sluice (warm-up and checks included; wrk stops with calls in flight, whose rows are there too): ${m.ledger.pass ? '**pass**' : '**FAIL**'}.`,
+      '',
+    );
   }
 }
 
@@ -2690,6 +2948,7 @@ function report(state) {
   if (state.portSharing) portSharingReport(L, state.portSharing);
   if (state.usage) usagePageReport(L, state.usage);
   if (state.embeddings) embeddingsReport(L, state.embeddings);
+  if (state.mcp) mcpReport(L, state.mcp);
 
   // Idle memory
   L.push('## Idle resident memory after start', '', '| target | RSS MB (sum) | PSS MB | processes |', '|---|---|---|---|');
@@ -2808,6 +3067,7 @@ function scenariosOf(state) {
     ...(state.portSharing ? { portSharing: state.portSharing } : {}),
     ...(state.usage ? { usage: state.usage } : {}),
     ...(state.embeddings ? { embeddings: state.embeddings } : {}),
+    ...(state.mcp ? { mcp: state.mcp } : {}),
   };
 }
 
@@ -2906,6 +3166,7 @@ async function main() {
     await step('telemetry', async () => scenarioTelemetry(work, state));
     await step('clouds', async () => scenarioClouds(work, state));
     await step('portsharing', async () => scenarioPortSharing(work, state));
+    await step('mcp', async () => scenarioMcp(work, state));
     await step('usage', async () => scenarioUsage(work, state), true);
     ok = true;
   } finally {

@@ -23,29 +23,48 @@ export function runCli(command: string, args: string[], env: Record<string, stri
   });
 }
 
+/** A fresh home for Claude Code (its config directory inside), with an empty work directory `work` in it. */
+export function claudeCodeHome(): string {
+  const home = tempDir('sluice-claude-');
+  mkdirSync(join(home, 'work'));
+  return home;
+}
+
 /**
- * Claude Code in print mode (`claude -p PROMPT --output-format json`, with `--model MODEL` when given) against the
- * gateway: a fresh home and config directory, a work directory of its own, and no telemetry,
+ * Claude Code's environment against the gateway: its home and config directory, and no telemetry,
  * auto-update, error reports or retries, so that every call it makes is the test's.
  */
-export function runClaudeCode(gatewayUrl: string, apiKey: string, model: string | undefined, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const home = tempDir('sluice-claude-');
-  const work = join(home, 'work');
-  mkdirSync(work);
+export function claudeCodeEnv(home: string, gatewayUrl: string, apiKey: string): Record<string, string> {
+  return {
+    HOME: home,
+    CLAUDE_CONFIG_DIR: join(home, '.claude'),
+    ANTHROPIC_BASE_URL: gatewayUrl,
+    ANTHROPIC_API_KEY: apiKey,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    CLAUDE_CODE_MAX_RETRIES: '0',
+  };
+}
+
+/**
+ * Claude Code in print mode (`claude -p PROMPT --output-format json`, with `--model MODEL` when given,
+ * then `options.args`) against the gateway, in the work directory of `options.home` (a fresh home
+ * when not given: one set up beforehand, e.g. by `claude mcp add`, keeps its configuration).
+ */
+export function runClaudeCode(
+  gatewayUrl: string,
+  apiKey: string,
+  model: string | undefined,
+  prompt: string,
+  options: { readonly home?: string; readonly args?: readonly string[] } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const home = options.home ?? claudeCodeHome();
   return runCli(
     join(AGENT_BIN, 'claude'),
-    ['-p', prompt, '--output-format', 'json', ...(model === undefined ? [] : ['--model', model])],
-    {
-      HOME: home,
-      CLAUDE_CONFIG_DIR: join(home, '.claude'),
-      ANTHROPIC_BASE_URL: gatewayUrl,
-      ANTHROPIC_API_KEY: apiKey,
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_TELEMETRY: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-    },
-    work,
+    ['-p', prompt, '--output-format', 'json', ...(model === undefined ? [] : ['--model', model]), ...(options.args ?? [])],
+    claudeCodeEnv(home, gatewayUrl, apiKey),
+    join(home, 'work'),
   );
 }
