@@ -275,8 +275,9 @@ describe('daily usage roll-ups', () => {
     const made = await cli(['keys', 'create', '--account', 'old', '--data', dir]);
     assert.equal(made.code, 0, made.stderr);
     // The store as it was before migration 0008 (so before the later ones too), with ledger rows of two days written then.
-    // Undone in reverse: 0015's table and ledger columns, 0013's ledger column, 0011, 0010, 0009, then 0008's table.
+    // Undone in reverse: 0015's table, counter and ledger columns, 0013's ledger column, 0011, 0010, 0009, then 0008's table.
     await queryStore(dir, 'DROP TABLE console_mcp_servers');
+    await queryStore(dir, "DELETE FROM meta WHERE name = 'mcp_servers_version'");
     await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN bytes_in');
     await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN bytes_out');
     await queryStore(dir, 'ALTER TABLE usage_ledger DROP COLUMN unpriced');

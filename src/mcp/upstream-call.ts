@@ -8,7 +8,7 @@ import { printableName } from '../core/tool-calls.js';
 import type { Admitted } from '../generation/admission.js';
 import type { LimitAdmission } from '../limits/limit-admission.js';
 import type { McpCallMethod, Telemetry } from '../telemetry/telemetry.js';
-import type { UsageLedger } from '../usage/ledger.js';
+import { NO_TOKENS, type UsageLedger } from '../usage/ledger.js';
 import type { Endpoint, McpDirectory } from './directory.js';
 import { ERROR_CODES, McpError, SerializedResult } from './jsonrpc.js';
 import { UpstreamMcpError, type CallOptions, type ProgressUpdate, type UpstreamMcpServer } from './upstream/upstream-server.js';
@@ -169,12 +169,7 @@ export async function runUpstreamCall<Params, Result>(deps: UpstreamCallDeps, ct
       status,
       errorKind,
       stream: ctx.progress !== undefined,
-      promptTokens: 0,
-      completionTokens: 0,
-      cachedInputTokens: 0,
-      cacheWriteTokens: 0,
-      reasoningTokens: 0,
-      tokensCounted: false,
+      ...NO_TOKENS,
       latencyMs: performance.now() - ctx.startedAt,
       ttfbMs: null,
       costUsd: charged,

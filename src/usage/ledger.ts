@@ -13,19 +13,24 @@ export interface LedgerOptions {
 /** What is known of a request once it is admitted, before it has an outcome. */
 export type LedgerStart = Pick<UsageRow, 'at' | 'requestId' | 'accountId' | 'keyId' | 'operation' | 'model' | 'providerId' | 'stream'>;
 
+/** The token columns of a row that consumed no tokens (a request that never reached a model, an MCP call). */
+export const NO_TOKENS = {
+  promptTokens: 0,
+  completionTokens: 0,
+  cachedInputTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  tokensCounted: false,
+} as const satisfies Partial<UsageRow>;
+
 /** The row a request leaves when its process dies before it ends: Sluice's fault, never the provider's. */
 export function interruptedRow(entryId: string, start: LedgerStart): UsageRow {
   return {
     ...start,
+    ...NO_TOKENS,
     entryId,
     status: 500,
     errorKind: 'interrupted',
-    promptTokens: 0,
-    completionTokens: 0,
-    cachedInputTokens: 0,
-    cacheWriteTokens: 0,
-    reasoningTokens: 0,
-    tokensCounted: false,
     latencyMs: 0,
     ttfbMs: null,
     costUsd: 0,
