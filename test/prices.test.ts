@@ -331,7 +331,9 @@ describe('sluice prices import, show and reset, with a running gateway of two wo
     assert.equal(reset.code, 0, reset.stderr);
     assert.match(reset.stdout, new RegExp(`Removed the imported price list; the shipped list as of ${SHIPPED.as_of} is in force`));
     await everyWorkerSees(sluice, (m) => m.pricing_source?.origin === 'shipped', 'flash', 'the shipped list in every worker again');
-    assert.deepEqual((await catalogueModel(sluice, 'sonnet')).pricing.input_per_mtok, shippedEntry('anthropic', 'claude-sonnet-4-5').input_per_mtok);
+    // Each worker reloads on its own: the one answering next may be the other one, so sonnet is asked of every worker too.
+    const shippedSonnet = shippedEntry('anthropic', 'claude-sonnet-4-5').input_per_mtok;
+    await everyWorkerSees(sluice, (m) => m.pricing?.input_per_mtok === shippedSonnet, 'sonnet', 'the shipped price of sonnet in every worker');
     assert.deepEqual((await show()).imported, null);
     assert.match((await cli(['prices', 'reset', '--data', sluice.dataDir])).stdout, /No price list was imported/);
   });

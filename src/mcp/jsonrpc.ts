@@ -112,7 +112,7 @@ export function parseMessage(value: unknown): JsonRpcMessage | McpError {
   if (!parsed.success) {
     const field = parsed.error.issues[0]?.path[0];
     if (field === 'params') return new McpError(INVALID_PARAMS, '`params` must be an object.', 400, 'invalid_params');
-    if (field === 'id') return invalidRequest('`id` must be a string or a number.');
+    if (field === 'id') return invalidRequest('`id` must be a string or an integer of at most 2^53 - 1 (send a larger one as a string).');
     return invalidRequest('The message has no `method`.');
   }
   const params = (parsed.data.params ?? {}) as Record<string, unknown>;

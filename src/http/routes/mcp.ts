@@ -209,14 +209,15 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   checkProtocolVersion(exchange, session);
   // Whether batches are allowed is the session's revision's rule, not a header the client may change.
   if (batch && !allowsBatches(session.protocolVersion)) throw new Refusal(400, INVALID_REQUEST, `JSON-RPC batches are not part of MCP ${session.protocolVersion}; send one message per request.`);
+  // Every request of a batch whose id another also has is refused, the first too: none of them runs, so no answer is ambiguous.
+  const idCounts = new Map<string, number>();
+  for (const message of messages) if (message.kind === 'request') idCounts.set(idKey(message.id), (idCounts.get(idKey(message.id)) ?? 0) + 1);
   const requests: JsonRpcRequest[] = [];
   const duplicates: JsonRpcRequest[] = [];
-  const ids = new Set<string>();
   for (const message of messages) {
     if (message.kind === 'request') {
-      const key = idKey(message.id);
-      if (ids.has(key)) duplicates.push(message);
-      else (ids.add(key), requests.push(message));
+      if (idCounts.get(idKey(message.id))! > 1) duplicates.push(message);
+      else requests.push(message);
     } else if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
       const id = message.params.requestId;
       if (typeof id === 'string' || typeof id === 'number') deps.mcp.cancel(session, id);
@@ -225,7 +226,7 @@ async function post(deps: McpRouteDeps, exchange: Exchange, principal: Principal
   }
   // Invalid messages of a batch are answered in it, with `id: null`.
   const refusedInBatch = parsed.filter((message): message is McpError => message instanceof McpError);
-  if (requests.length === 0 && refusedInBatch.length === 0) {
+  if (requests.length === 0 && duplicates.length === 0 && refusedInBatch.length === 0) {
     exchange.accepted();
     return;
   }

@@ -16,6 +16,11 @@ REFUSED.addSubnet('169.254.0.0', 16, 'ipv4'); // link-local, 169.254.169.254 (me
 REFUSED.addAddress('::', 'ipv6');
 REFUSED.addSubnet('fe80::', 10, 'ipv6');
 REFUSED.addAddress('fd00:ec2::254', 'ipv6'); // AWS's IPv6 metadata address
+// IPv6 forms that carry an IPv4 address inside (IPv4-compatible, NAT64's well-known and local-use prefixes): `[::127.0.0.1]`,
+// `[64:ff9b::a9fe:a9fe]` would reach loopback or the metadata address through a translator. Nobody needs them to reach an MCP server.
+REFUSED.addSubnet('::', 96, 'ipv6');
+REFUSED.addSubnet('64:ff9b::', 96, 'ipv6');
+REFUSED.addSubnet('64:ff9b:1::', 48, 'ipv6');
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');

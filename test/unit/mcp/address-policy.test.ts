@@ -28,6 +28,10 @@ test('the bypasses seen in review are refused', async () => {
     'http://[fe80::1]/mcp',
     'http://[fd00:ec2::254]/latest/',
     'http://[::ffff:a9fe:a9fe]/latest/',
+    'http://[::127.0.0.1]/mcp',
+    'http://[64:ff9b::7f00:1]/mcp',
+    'http://[64:ff9b::a9fe:a9fe]/latest/',
+    'http://[64:ff9b:1::a9fe:a9fe]/latest/',
   ]) {
     assert.notEqual(await refusedConsoleUrl(new URL(url), false, noDns), null, url);
   }
