@@ -479,8 +479,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
     const timer = setTimeout(() => timeout.abort('the gateway timed the call out (mcp.call_timeout_ms)'), remaining);
     const onProgress = options.onProgress;
     try {
-      options.onSent?.();
-      return await session.client.request({ method, params } as never, schema, {
+      const answer = await session.client.request({ method, params } as never, schema, {
         // Aborting either sends the upstream `notifications/cancelled` (the SDK does, for both).
         signal: AbortSignal.any([options.signal, timeout.signal]),
         // The SDK's own timer is only a backstop behind ours (its default, 60 s, must never be the one that fires).
@@ -488,7 +487,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
         resetTimeoutOnProgress: false,
         ...(onProgress !== undefined ? { onprogress: ({ progress, total, message }) => onProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }) } : {}),
       });
+      options.onSent?.();
+      return answer;
     } catch (error) {
+      if (!neverLeft(error)) options.onSent?.();
       if (error instanceof McpError && error.data === TOO_LARGE) throw this.tooLarge(options);
       if (options.signal.aborted) throw new UpstreamMcpError('cancelled', 'The call was cancelled.');
       if (timeout.signal.aborted) throw new UpstreamMcpError('timeout', `The MCP server '${this.id}' did not answer within ${options.timeoutMs} ms.`);
@@ -599,6 +601,17 @@ function isSessionLost(error: unknown): boolean {
 }
 
 /** The server is not there (refused, reset, gone): the session is dead, not just this call. */
+/** Codes of a failure to connect at all: the request never left, so it cannot have run. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether a call's failure was one of connecting (its cause chain names one of CONNECT_FAILURES). */
+function neverLeft(error: unknown): boolean {
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    if (CONNECT_FAILURES.has((cause as NodeJS.ErrnoException).code ?? '')) return true;
+  }
+  return false;
+}
+
 function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error instanceof StreamableHTTPError) return false;

@@ -38,7 +38,11 @@ export interface CallOptions {
   readonly maxResultBytes: number;
   /** Progress the upstream reports for this call (asked for with a progress token only when given). */
   readonly onProgress?: (update: ProgressUpdate) => void;
-  /** Called when the request is handed to the upstream's session (from then on it may run, and is charged). */
+  /**
+   * Called once the request is known to have left for the upstream (it may have run, and is charged): before the
+   * call's answer or failure is returned, unless the failure is one of connecting (refused, no such host), which
+   * means it never left.
+   */
   readonly onSent?: () => void;
 }
 
