@@ -75,6 +75,8 @@ describe('the MCP transport’s edges', () => {
 
   test('a reader that never reads a progress flood: progress is coalesced, memory stays bounded, the answer still comes', async (t) => {
     const { session } = await initialize(world.sluice.url, key);
+    const slowRows = async () => (await world.sluice.ledger()).filter((row) => row.model === 'web/slow').length;
+    const rowsBefore = await slowRows();
     const steps = 120_000;
     const pad = 4096;
     const body = JSON.stringify({ jsonrpc: '2.0', id: 'flood', method: 'tools/call', params: { name: 'web__slow', arguments: { ms: 0, steps, pad }, _meta: { progressToken: 'p' } } });
@@ -88,7 +90,9 @@ describe('the MCP transport’s edges', () => {
     // Not read at all until the upstream has sent every update (about 490 MB of progress).
     socket.pause();
     await eventually(() => (world.web.completedCalls.includes('slow') ? true : undefined), 120_000, 'the flood sent');
-    // The upstream has written it all; the gateway takes in what is still on its way, until its memory settles.
+    // The call's ledger row is written once the gateway has taken in the whole answer, every update before it: only then
+    // is the reader let read, so what it gets is what the gateway let through while it was not reading.
+    await eventually(async () => ((await slowRows()) > rowsBefore ? true : undefined), 120_000, 'the call ended in the gateway');
     let last = -1;
     for (let round = 0; round < 100; round++) {
       const now = workerRss();
