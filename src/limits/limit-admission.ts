@@ -282,8 +282,8 @@ function splitScope(scope: string): [string, string] {
 
 /** A call's refusal (an MCP call: no tokens, no output cap; a reservation of its price, if it has one). */
 function callRefusal(result: Refusal): GatewayError {
-  const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
-  const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+  const owner = ownerOf(result);
+  const retryAfter = retryAfterOf(result);
   const again = retryAfter === undefined ? '' : ` Try again in ${retryAfter} s.`;
   const headers = rateLimitHeaders(result.requests, null);
   const retry = retryAfter === undefined ? {} : { retryAfter };
@@ -303,10 +303,21 @@ const REFUSALS = {
 
 type Refusal = Extract<AdmitResult, { reason: unknown }>;
 
+/** Whose limit refused: the key's own, or its account's. */
+function ownerOf(result: Refusal): string {
+  return result.scope.startsWith('account:') ? "This key's account" : 'This API key';
+}
+
+/** `Retry-After` in whole seconds: when a window frees up, or 1 s for a slot in flight; undefined when waiting would not help. */
+function retryAfterOf(result: Refusal): string | undefined {
+  if (result.retryAfterMs === null) return result.reason === 'concurrency' ? '1' : undefined;
+  return String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+}
+
 function refusal(result: Refusal, beyondOrdinary: BeyondOrdinary, demand: Demand): GatewayError {
-  const owner = result.scope.startsWith('account:') ? "This key's account" : 'This API key';
+  const owner = ownerOf(result);
   const headers = rateLimitHeaders(result.requests, result.tokens);
-  const retryAfter = result.retryAfterMs === null ? (result.reason === 'concurrency' ? '1' : undefined) : String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+  const retryAfter = retryAfterOf(result);
   if (result.reason === 'budget') {
     const renews = retryAfter === undefined ? '' : ` It renews in ${retryAfter} s.`;
     const images = (demand.units?.images ?? 0) > 1;
