@@ -6,7 +6,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
-import { AGENT_BIN, runClaudeCode, runCli } from './support/agent-cli.js';
+import { AGENT_BIN, geminiCli, runClaudeCode, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type RunningSluice } from './support/sluice.js';
 
 /**
@@ -61,35 +61,8 @@ function claude(model: string, prompt: string) {
 }
 
 function gemini(model: string, prompt: string) {
-  const home = tempDir('sluice-gemini-');
-  const work = join(home, 'work');
-  mkdirSync(join(home, '.gemini'), { recursive: true });
-  mkdirSync(work);
-  // Headless, the CLI takes the API-key sign-in only from settings; the base URL from the environment.
-  writeFileSync(
-    join(home, '.gemini', 'settings.json'),
-    JSON.stringify({
-      security: { auth: { selectedType: 'gemini-api-key' } },
-      privacy: { usageStatisticsEnabled: false },
-      telemetry: { enabled: false },
-      general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: 1 },
-      ide: { enabled: false },
-    }),
-  );
-  return runCli(
-    process.execPath,
-    [join(AGENT_BIN, 'gemini'), '-m', model, '-o', 'json', '-p', prompt],
-    {
-      HOME: home,
-      GEMINI_CLI_HOME: home,
-      GOOGLE_GEMINI_BASE_URL: sluice.url,
-      GEMINI_API_KEY: key,
-      GEMINI_CLI_TRUST_WORKSPACE: 'true',
-      GEMINI_CLI_NO_RELAUNCH: 'true',
-      TERM: 'dumb',
-    },
-    work,
-  );
+  const { work, env } = geminiCli(sluice.url, key);
+  return runCli(process.execPath, [join(AGENT_BIN, 'gemini'), '-m', model, '-o', 'json', '-p', prompt], env, work);
 }
 
 describe('Claude Code through Sluice', () => {

@@ -6,7 +6,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Agent, MCPServerStreamableHttp, OpenAIChatCompletionsModel, run, setTracingDisabled } from '@openai/agents';
 import OpenAI from 'openai';
 import { DOTTED_TOOL_NAME, LONG_TOOL_NAME, startStreamableHttpMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstreams.js';
-import { AGENT_BIN, claudeCodeEnv, claudeCodeHome, runClaudeCode, runCli } from './support/agent-cli.js';
+import { AGENT_BIN, claudeCodeEnv, claudeCodeHome, geminiCli, runClaudeCode, runCli } from './support/agent-cli.js';
 import { createKey, eventually, startSluice, tempDir, type LedgerRow, type RunningSluice } from './support/sluice.js';
 import { startThreeUpstreams, type ThreeUpstreams } from './support/upstreams.js';
 
@@ -334,22 +334,7 @@ describe('Codex with Sluice added as an HTTP MCP server', () => {
 
 describe('the Gemini CLI with Sluice added as an HTTP MCP server', () => {
   test('gemini -p: the model asks for the MCP tool, the CLI calls it through Sluice, its result reaches the model', async () => {
-    const home = tempDir('sluice-gemini-');
-    const work = join(home, 'work');
-    mkdirSync(work);
-    mkdirSync(join(home, '.gemini'));
-    // Headless, the CLI takes the API-key sign-in only from settings (as in agent-clis.test.ts).
-    writeFileSync(
-      join(home, '.gemini', 'settings.json'),
-      JSON.stringify({
-        security: { auth: { selectedType: 'gemini-api-key' } },
-        privacy: { usageStatisticsEnabled: false },
-        telemetry: { enabled: false },
-        general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: 1 },
-        ide: { enabled: false },
-      }),
-    );
-    const env = { HOME: home, GEMINI_CLI_HOME: home, GOOGLE_GEMINI_BASE_URL: sluice.url, GEMINI_API_KEY: key, GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true', TERM: 'dumb' };
+    const { home, work, env } = geminiCli(sluice.url, key);
     // As a user adds it; --trust: the CLI asks before an MCP tool runs otherwise, which -p cannot.
     const added = await runCli(process.execPath, [join(AGENT_BIN, 'gemini'), 'mcp', 'add', '--scope', 'user', '--transport', 'http', '--trust', '-H', `Authorization: Bearer ${key}`, 'sluice', `${sluice.url}/mcp`], env, work);
     assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from './sluice.js';
@@ -46,6 +46,30 @@ export function claudeCodeEnv(home: string, gatewayUrl: string, apiKey: string):
     DISABLE_ERROR_REPORTING: '1',
     CLAUDE_CODE_MAX_RETRIES: '0',
   };
+}
+
+/**
+ * A fresh home for the Gemini CLI, with an empty work directory `work` in it, and its environment
+ * against the gateway. Headless, the CLI takes the API-key sign-in only from its settings file (the
+ * base URL from the environment); telemetry, auto-update, the IDE and retries are off.
+ */
+export function geminiCli(gatewayUrl: string, apiKey: string): { readonly home: string; readonly work: string; readonly env: Record<string, string> } {
+  const home = tempDir('sluice-gemini-');
+  const work = join(home, 'work');
+  mkdirSync(join(home, '.gemini'), { recursive: true });
+  mkdirSync(work);
+  writeFileSync(
+    join(home, '.gemini', 'settings.json'),
+    JSON.stringify({
+      security: { auth: { selectedType: 'gemini-api-key' } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: 1 },
+      ide: { enabled: false },
+    }),
+  );
+  const env = { HOME: home, GEMINI_CLI_HOME: home, GOOGLE_GEMINI_BASE_URL: gatewayUrl, GEMINI_API_KEY: apiKey, GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true', TERM: 'dumb' };
+  return { home, work, env };
 }
 
 /**
