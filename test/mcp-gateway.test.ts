@@ -257,14 +257,9 @@ describe('the MCP gateway at /mcp', () => {
   test('a new upstream tool: notifications/tools/list_changed reaches the client’s GET stream, and the list has it', async () => {
     const client = await connectClient(world.sluice.url, key);
     try {
-      let changed = 0;
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-        changed++;
-      });
-      // The GET stream opens after initialized; give it a moment to be there before the change.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const changes = await watchToolListChanges(client);
       await world.web.addTool('fresh_tool', 'fresh!');
-      await eventually(() => (changed > 0 ? true : undefined), 10_000, 'list_changed at the client');
+      await eventually(() => (changes.count() > 0 ? true : undefined), 10_000, 'list_changed at the client');
       const { tools } = await allTools(client);
       assert.ok(tools.some((tool) => tool.name === 'web__fresh_tool'));
       assert.equal(textOf(await client.callTool({ name: 'web__fresh_tool', arguments: {} })), 'fresh!');
@@ -324,16 +319,12 @@ describe('the MCP gateway at /mcp', () => {
   test('a configuration reload that removes a server: list_changed reaches the client, and its tools leave the list', async () => {
     const client = await connectClient(world.sluice.url, key);
     try {
-      let changed = 0;
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-        changed++;
-      });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const changes = await watchToolListChanges(client);
       assert.ok((await allTools(client)).tools.some((tool) => tool.name.startsWith('legacy__')));
       const file = join(world.sluice.dataDir, 'sluice.yaml');
       writeFileSync(file, readFileSync(file, 'utf8').replace(/  - id: legacy\n(    .*\n)+/, ''));
       world.sluice.child.kill('SIGHUP');
-      await eventually(() => (changed > 0 ? true : undefined), 10_000, 'list_changed after the reload');
+      await eventually(() => (changes.count() > 0 ? true : undefined), 10_000, 'list_changed after the reload');
       await eventually(async () => ((await allTools(client)).tools.some((tool) => tool.name.startsWith('legacy__')) ? undefined : true), 10_000, 'legacy gone from the list');
       await assert.rejects(client.callTool({ name: 'legacy__echo', arguments: { text: 'x' } }), /Unknown tool/);
     } finally {
@@ -391,3 +382,13 @@ describe('tool calls in traces', () => {
     }
   });
 });
+
+/** Counts the client's `notifications/tools/list_changed`, once its GET stream (opened after `initialized`) has had a moment to be there. */
+async function watchToolListChanges(client: Client): Promise<{ count(): number }> {
+  let changed = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    changed++;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return { count: () => changed };
+}
