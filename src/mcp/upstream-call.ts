@@ -89,11 +89,11 @@ export interface UpstreamMethod<Params, Result> {
  * the caller), write (serialised once, held to max_result_bytes exactly, the server's secrets
  * redacted), then meter: one ledger row whatever happened, the metrics and the span.
  *
- * Charging: `price_per_call` is charged once the call was handed to the upstream (it may have run
- * and cost the server's owner): on success, an isError result, a timeout, a result too large, a
- * cancellation after sending, an upstream error answer or the upstream going away mid-call. A call
- * refused before it was sent (unknown, denied, limited, bad params or arguments, the server down)
- * is not charged.
+ * Charging: `price_per_call` is charged once the call is known to have left for the upstream (it
+ * may have run and cost the server's owner; CallOptions.onSent): on success, an isError result, a
+ * timeout, a result too large, a cancellation after sending, an upstream error answer or the
+ * upstream going away mid-call. A call refused before it was sent (unknown, denied, limited, bad
+ * params or arguments, the server down, its connection refused) is not charged.
  */
 export async function runUpstreamCall<Params, Result>(deps: UpstreamCallDeps, ctx: CallContext, method: UpstreamMethod<Params, Result>, rawParams: Record<string, unknown>): Promise<SerializedResult> {
   const observed = deps.telemetry.toolCall({ requestId: ctx.requestId, headers: ctx.headers, startedAt: ctx.startedAt, method: method.method });
