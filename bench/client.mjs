@@ -14,7 +14,9 @@
 //            from the intended start, gaps between tokens, completeness ([DONE] and token count).
 //            A token is an occurrence of `tokenMarker` (default `"text"`, one per legacy
 //            completion chunk; `"delta":{"content":"` for chat, which the role and finish
-//            chunks do not contain).
+//            chunks do not contain). Stderr has `EVENT ramp-start`, then `EVENT tokens <n>` (tokens
+//            seen so far over all streams) just before `EVENT plateau-start` (every stream has its
+//            first token) and before `EVENT plateau-end` (the first stream has ended).
 // Prints progress on stderr and one line `RESULT {json}` on stdout.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
@@ -195,6 +197,7 @@ async function streams() {
   let finished = 0;
   let complete = 0;
   let plateau = 'before';
+  let tokensSeen = 0; // over every measured stream: run.mjs reads it at the plateau's start and end (CPU per token)
   const statuses = {};
   const errorKinds = {};
   const incomplete = { tokens: 0, noDone: 0 };
@@ -241,6 +244,7 @@ async function streams() {
         }
         if (plateau === 'on') {
           plateau = 'after';
+          log(`EVENT tokens ${tokensSeen}`);
           log('EVENT plateau-end');
         }
         if (++finished === n) resolveAll();
@@ -258,6 +262,7 @@ async function streams() {
         tail = text.slice(-TAIL);
         if (tail.includes(NEEDLE)) tail = tail.slice(tail.lastIndexOf(NEEDLE) + NEEDLE.length);
         if (k === 0) return;
+        tokensSeen += k;
         if (seen === 0) {
           ttft[ttftCount++] = now - intended;
           if (!counted) {
@@ -265,6 +270,7 @@ async function streams() {
             active += 1;
             if (active === n && plateau === 'before') {
               plateau = 'on';
+              log(`EVENT tokens ${tokensSeen}`);
               log('EVENT plateau-start');
             }
           }
