@@ -4,7 +4,9 @@
 // Targets, all in front of the same fake upstream (bench/upstream.mjs) in the same run:
 //   direct : the upstream reached directly
 //   nginx  : nginx as a plain reverse proxy, when /usr/sbin/nginx exists
+//   floor  : bench/floor.mjs, a minimal node:http + undici proxy with the same workers (issue 31)
 //   sluice : `node bin/sluice.js serve --workers N` (the real CLI)
+//   before : with BENCH_BASE_DIR, the build before, a gateway of its own with the same workers
 // The benchmark model serves /v1/completions and /v1/chat/completions; the closed-loop and
 // streaming scenarios measure both operations in the same run, so that the chat relay can be set
 // beside the legacy completions relay.
