@@ -38,8 +38,8 @@ if (cluster.isPrimary) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       const quoted = JSON.stringify(model);
       let pending = ''; // an event's start, until its blank line: the model's value never straddles a write
-      for await (const chunk of up.body) {
-        pending += chunk.toString();
+      for await (const text of up.body.setEncoding('utf8')) {
+        pending += text;
         const end = pending.lastIndexOf('\n\n') + 2;
         if (end < 2) continue;
         res.write(pending.slice(0, end).replaceAll(quotedUpstream, quoted));
@@ -59,5 +59,5 @@ if (cluster.isPrimary) {
       req.on('data', (d) => parts.push(d));
       req.on('end', () => relay(req, res, Buffer.concat(parts).toString()).catch(() => fail(res, 502)));
     })
-    .listen({ host: '127.0.0.1', port: Number(a.port), exclusive: true, reusePort: true });
+    .listen({ host: '127.0.0.1', port: Number(a.port), exclusive: true, reusePort: true, backlog: 4096 }); // Sluice's listen options
 }
