@@ -1700,6 +1700,9 @@ async function scenarioTokens(targets, key) {
         clientCpuPct: r.clientCpuPct,
       };
       row.tokensPerSecondRelayed = row.plateauTokens / row.plateauSeconds;
+      // The figure compared with the floor's: the window's, or the whole run's when no moment had every stream open.
+      row.judgedUsPerToken = windowed ? row.cpuUsPerToken : row.wholeCpuUsPerToken;
+      row.judgedOn = windowed ? 'window' : 'whole run';
       log(
         `  ${t.name.padEnd(6)} ${operation === 'chat' ? 'chat ' : ''}complete ${r.complete}/${n}  CPU ${f(row.cpuUsPerToken, 2)} µs per token while all streams were open (${row.plateauTokens} tokens in ${f(row.plateauSeconds, 2)} s, ${f(row.tokensPerSecondRelayed, 0)} tokens/s), ` +
           `${f(row.wholeCpuUsPerToken, 2)} µs per token over the whole run  inter-token p99 ${f(r.interTokenMs.p99, 2)} ms  client CPU ${Math.round(r.clientCpuPct)}%`,
@@ -3122,10 +3125,13 @@ function issue31Targets(state) {
   for (const operation of tokenOps) {
     const of = (t) => tokens.find((x) => x.target === t && x.operation === operation);
     const [s, b, fl] = ['sluice', 'before', 'floor'].map(of);
-    const cell = (x) => `${ratio(x.cpuUsPerToken, fl.cpuUsPerToken)}× (${f(x.cpuUsPerToken, 2)} vs ${f(fl.cpuUsPerToken, 2)} µs per token; ${x.complete}/${x.streams} complete)`;
+    // Both over the window where every stream was open, or both over their whole runs when either had no such window.
+    const field = s && fl && [s, fl].every((x) => x.judgedOn === 'window') ? 'cpuUsPerToken' : 'wholeCpuUsPerToken';
+    const cell = (x) =>
+      `${ratio(x[field], fl[field])}× (${f(x[field], 2)} vs ${f(fl[field], 2)} µs per token${field === 'wholeCpuUsPerToken' ? ', whole runs: no moment with every stream open' : ''}; ${x.complete}/${x.streams} complete)`;
     rows.push(
       s && fl
-        ? [`CPU per relayed stream token, ${operation}, as a multiple of the floor's`, '≤ 1.3×', cell(s), b ? cell(b) : '', s.complete === s.streams ? met(s.cpuUsPerToken <= 1.3 * fl.cpuUsPerToken) : '**not met** (streams incomplete)']
+        ? [`CPU per relayed stream token, ${operation}, as a multiple of the floor's`, '≤ 1.3×', cell(s), b ? cell(b) : '', s.complete === s.streams ? met(s[field] <= 1.3 * fl[field]) : '**not met** (streams incomplete)']
         : [`CPU per relayed stream token, ${operation}, as a multiple of the floor's`, '≤ 1.3×', ...NA],
     );
   }
