@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { GatewayOptions, PortSharing } from './gateway.js';
 import { checkDataDir, checkPortFree } from './start-checks.js';
+import { collectStartUpGarbage } from './start-up-garbage.js';
 import { UserError } from '../core/user-error.js';
 
 /** A worker's exit code when it refused to start and has said why in one line: the primary adds nothing. */
@@ -102,6 +103,7 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
   // A worker with a socket of its own (reuseport) is not seen listening by node:cluster: it says so itself.
   if (cluster.isWorker) process.send!({ [LISTENING]: gateway.url } satisfies ListeningMessage);
   if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
+  collectStartUpGarbage();
 }
 
 async function supervise(options: ServeOptions): Promise<void> {
@@ -154,6 +156,7 @@ async function supervise(options: ServeOptions): Promise<void> {
     if (!announced && listening.size === options.workers) {
       announced = true;
       console.log(`sluice listening on ${url} (${options.workers} workers)`);
+      collectStartUpGarbage();
     }
   });
   cluster.on('exit', (worker, code, signal) => {
