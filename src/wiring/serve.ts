@@ -67,6 +67,8 @@ interface ListeningMessage {
 
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
   const [{ startGateway }, { createLogger, exitAfterLogFlush }] = await Promise.all([import('./gateway.js'), import('../core/log.js')]);
+  // The gateway's modules are loaded and nothing is open yet: no connection, timer or caller waits on this pause.
+  collectStartUpGarbage();
   const logger = createLogger();
   const boundPort = cluster.isWorker ? process.env[WORKER_PORT] : undefined;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
@@ -103,7 +105,6 @@ async function serveInProcess(options: ServeOptions, announce: boolean): Promise
   // A worker with a socket of its own (reuseport) is not seen listening by node:cluster: it says so itself.
   if (cluster.isWorker) process.send!({ [LISTENING]: gateway.url } satisfies ListeningMessage);
   if (gateway.guidance !== null && (announce || cluster.worker?.id === 1)) console.log(gateway.guidance.join('\n'));
-  collectStartUpGarbage();
 }
 
 async function supervise(options: ServeOptions): Promise<void> {
@@ -156,7 +157,6 @@ async function supervise(options: ServeOptions): Promise<void> {
     if (!announced && listening.size === options.workers) {
       announced = true;
       console.log(`sluice listening on ${url} (${options.workers} workers)`);
-      collectStartUpGarbage();
     }
   });
   cluster.on('exit', (worker, code, signal) => {
@@ -186,5 +186,7 @@ async function supervise(options: ServeOptions): Promise<void> {
       else reloadOnceListening.add(worker.id);
     }
   });
+  // Before any worker: nothing waits on this process meanwhile (see start-up-garbage.ts).
+  collectStartUpGarbage();
   cluster.fork();
 }
