@@ -109,7 +109,7 @@ export class McpDirectory {
     let entry = this.named.get(lists);
     if (entry === undefined) this.named.set(lists, (entry = {}));
     // The tools' schemas are the same under either naming: compiled once per version of the lists.
-    // Ajv and RE2 (a WebAssembly module of ~16 MB) load with the first lists: a gateway without MCP servers never needs them.
+    // Ajv and RE2 (a WebAssembly module of ~16 MB) are loaded by the first upstream connection (upstream/client-side.ts): a gateway without MCP servers never holds them.
     if (entry.checks === undefined) {
       const { ArgumentChecks } = await import('./arguments.js');
       entry.checks ??= new ArgumentChecks(server.id, this.logger);
