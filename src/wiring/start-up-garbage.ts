@@ -13,8 +13,13 @@ import { runInNewContext } from 'node:vm';
  * `gc` is taken from a fresh context, so the gateway's own global scope never sees it.
  */
 export function collectStartUpGarbage(): void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-  setFlagsFromString('--no-expose-gc');
+  type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+  // Started with --expose-gc (NODE_OPTIONS), the flag is left as it was.
+  let gc = (globalThis as { gc?: Gc }).gc;
+  if (gc === undefined) {
+    setFlagsFromString('--expose-gc');
+    gc = runInNewContext('gc') as Gc;
+    setFlagsFromString('--no-expose-gc');
+  }
   gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
