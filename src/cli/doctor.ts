@@ -1,6 +1,6 @@
 // `sluice doctor`: runs the checks and prints them; exit status 1 when one failed.
 import { resolveRedis, resolveSettings } from '../core/settings.js';
-import { redisOption, type ConfigFlags, type JsonFlag, type SluiceCommand, type StoreFlags } from './options.js';
+import { redisOption, type ConfigFlags, type JsonFlag, type SluiceCommand, type StoreFlags } from './command.js';
 
 export function addDoctorCommand(program: SluiceCommand): void {
   program

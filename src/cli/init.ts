@@ -2,7 +2,7 @@
 import { Option } from 'commander';
 import { DEFAULT_CONFIG_FILE, envSetting } from '../core/settings.js';
 import { UserError } from '../core/user-error.js';
-import type { ConfigFlags, SluiceCommand } from './options.js';
+import type { ConfigFlags, SluiceCommand } from './command.js';
 
 export function addInitCommand(program: SluiceCommand): void {
   program

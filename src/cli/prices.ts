@@ -1,6 +1,6 @@
 // `sluice prices`: import, show and reset the price list that prices catalogue entries without their own pricing.
 import { resolveRedis } from '../core/settings.js';
-import type { JsonFlag, RedisFlags, SluiceCommand, StoreFlags } from './options.js';
+import type { JsonFlag, RedisFlags, SluiceCommand, StoreFlags } from './command.js';
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
 

@@ -5,7 +5,7 @@ import { envSetting, parseListen, resolveRedis, resolveSettings } from '../core/
 import { UserError } from '../core/user-error.js';
 import type { PortSharing } from '../wiring/gateway.js';
 import { serve } from '../wiring/serve.js';
-import { positiveInt, type ConfigFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './options.js';
+import { positiveInt, type ConfigFlags, type RedisFlags, type SluiceCommand, type StoreFlags } from './command.js';
 
 const PORT_SHARING: readonly PortSharing[] = ['reuseport', 'handoff'];
 

@@ -1,6 +1,6 @@
 // `sluice store`: moving a deployment's store (copy SQLite into PostgreSQL).
 import { Option } from 'commander';
-import { positiveInt, type SluiceCommand } from './options.js';
+import { positiveInt, type SluiceCommand } from './command.js';
 
 export function addStoreCommands(program: SluiceCommand): void {
   const store = program.command('store').description('move the store');

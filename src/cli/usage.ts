@@ -2,7 +2,7 @@
 import { toolOfRolledUp } from '../core/tool-calls.js';
 import { UserError } from '../core/user-error.js';
 import type { UsageFigures } from '../store/store.js';
-import type { JsonFlag, SluiceCommand, StoreFlags } from './options.js';
+import type { JsonFlag, SluiceCommand, StoreFlags } from './command.js';
 import { printTable } from './table.js';
 import { withStore } from './with-store.js';
 

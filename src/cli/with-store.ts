@@ -3,7 +3,7 @@ import { SecretHasher } from '../auth/key-secret.js';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { envSetting, resolveSettings, type RedisSettings, type Settings } from '../core/settings.js';
 import type { Store } from '../store/store.js';
-import type { ConfigFlags, StoreFlags } from './options.js';
+import type { ConfigFlags, StoreFlags } from './command.js';
 
 /**
  * Runs `work` on the store the flags (or the environment) name. With `redis` (the commands that

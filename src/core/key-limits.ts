@@ -1,9 +1,8 @@
 import { z } from 'zod';
+import { BUDGET_PERIODS, type BudgetPeriod } from './budget-periods.js';
 import { MCP_ALLOW_ENTRY, MCP_ALLOW_ENTRY_RULE, MCP_ALLOW_LIST_MAX } from './mcp-access.js';
 
-/** A spend budget's period: calendar (UTC) day, ISO week (from Monday), month, or no period at all. */
-export const BUDGET_PERIODS = ['day', 'week', 'month', 'total'] as const;
-export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+export { BUDGET_PERIODS, type BudgetPeriod };
 
 /** The limits of a key or an account; each one optional, an absent one does not limit. */
 export interface Limits {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpAccess } from '../core/mcp-access.js';
 import type { UpstreamLists, UpstreamMcpServer, UpstreamMcpServers } from './upstream/upstream-server.js';
-import { ArgumentChecks } from './arguments.js';
+import type { ArgumentChecks } from './arguments.js';
 import { sortedByKey, type Keyed, type ListKind } from './cursor.js';
 import { callerName, callerUri, NameMap, SERVER_SEPARATOR, upstreamUriOf } from './names.js';
 
@@ -109,7 +109,12 @@ export class McpDirectory {
     let entry = this.named.get(lists);
     if (entry === undefined) this.named.set(lists, (entry = {}));
     // The tools' schemas are the same under either naming: compiled once per version of the lists.
-    const checks = (entry.checks ??= new ArgumentChecks(server.id, this.logger));
+    // Ajv and RE2 (a WebAssembly module of ~16 MB) are loaded by the first upstream connection (upstream/client-side.ts): a gateway without MCP servers never holds them.
+    if (entry.checks === undefined) {
+      const { ArgumentChecks } = await import('./arguments.js');
+      entry.checks ??= new ArgumentChecks(server.id, this.logger);
+    }
+    const checks = entry.checks;
     if (aggregated) return (entry.aggregated ??= this.rename(server.id, lists, true, checks));
     return (entry.alone ??= this.rename(server.id, lists, false, checks));
   }

@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { AggregatorRegistry, type Registry } from 'prom-client';
+import type { AggregatorRegistry, Registry, RegistryContentType } from 'prom-client';
 
 /** Asks for the whole machine's metrics in the Prometheus text format. */
 export type Scrape = () => Promise<string>;
@@ -22,8 +22,12 @@ interface Reply {
  * worker whose `/metrics` was asked.
  */
 export function aggregateWorkers(): Scrape {
-  const aggregator = new AggregatorRegistry();
-  const scrape = () => aggregator.clusterMetrics();
+  // prom-client loads at the first scrape: a primary that is never scraped only supervises.
+  let aggregator: Promise<AggregatorRegistry<RegistryContentType>> | undefined;
+  const scrape = async () => {
+    aggregator ??= import('prom-client').then((promClient) => new promClient.AggregatorRegistry());
+    return (await aggregator).clusterMetrics();
+  };
   cluster.on('message', (worker, message: { type?: string; id: number }) => {
     if (message?.type !== REQUEST) return;
     scrape().then(
@@ -38,7 +42,8 @@ export function aggregateWorkers(): Scrape {
  * In a worker: its registry joins the primary's aggregation, and a scrape asks the primary for the
  * whole machine's metrics rather than answering with this worker's share.
  */
-export function joinWorkerMetrics(registry: Registry): Scrape {
+export async function joinWorkerMetrics(registry: Registry): Promise<Scrape> {
+  const { AggregatorRegistry } = await import('prom-client');
   AggregatorRegistry.setRegistries([registry]);
   // Constructing one makes this worker answer the primary's requests for its registry.
   new AggregatorRegistry();

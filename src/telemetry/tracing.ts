@@ -1,11 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
+import type { SpanExporter, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import { clientOperationName, EXECUTE_TOOL, providerName, serverOf, serverOperationName } from './gen-ai.js';
-import { batchSettingsFromEnv, samplerFromEnv } from './tracing-env.js';
 import type { AttemptOutcome, AttemptStart, GenerationRecord, GenerationStart, ToolCallRecord, ToolCallStart } from './telemetry.js';
 
 /** Which OTLP encoding the standard variables ask for; gRPC is not offered (it would bring a second HTTP stack). */
@@ -46,6 +44,12 @@ export class Tracing {
   static async fromEnv(env: NodeJS.ProcessEnv, logger: Logger): Promise<Tracing | null> {
     if (!tracingWanted(env)) return null;
     const protocol = protocolOf(env);
+    // The SDK loads only when tracing is on (with the semantic conventions it brings, a few MB per process).
+    const [{ detectResources, envDetector, resourceFromAttributes }, { BatchSpanProcessor, TracerProvider }, { batchSettingsFromEnv, samplerFromEnv }] = await Promise.all([
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace'),
+      import('./tracing-env.js'),
+    ]);
     // The exporters read the endpoint, headers, timeout and compression from the same variables.
     const exporter: SpanExporter =
       protocol === 'http/json' ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter() : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();

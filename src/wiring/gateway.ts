@@ -239,7 +239,7 @@ async function startOn(gateway: GatewayServer, options: GatewayOptions): Promise
     },
   });
   // In a worker, a scrape anywhere sees the whole machine: the primary adds up every worker's.
-  const scrape = cluster.isWorker ? joinWorkerMetrics(metrics.registry) : () => metrics.registry.metrics();
+  const scrape = cluster.isWorker ? await joinWorkerMetrics(metrics.registry) : () => metrics.registry.metrics();
   const tracing = await Tracing.fromEnv(process.env, logger);
   const telemetry = new GatewayTelemetry(metrics, tracing, options.accessLog === false ? null : logger, logger);
   const prober = new Prober(store.status, catalogue, adapters, logger);

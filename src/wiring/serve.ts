@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { GatewayOptions, PortSharing } from './gateway.js';
 import { checkDataDir, checkPortFree } from './start-checks.js';
+import { collectStartUpGarbage } from './start-up-garbage.js';
 import { UserError } from '../core/user-error.js';
 
 /** A worker's exit code when it refused to start and has said why in one line: the primary adds nothing. */
@@ -66,6 +67,8 @@ interface ListeningMessage {
 
 async function serveInProcess(options: ServeOptions, announce: boolean): Promise<void> {
   const [{ startGateway }, { createLogger, exitAfterLogFlush }] = await Promise.all([import('./gateway.js'), import('../core/log.js')]);
+  // The gateway's modules are loaded and nothing is open yet: no connection, timer or caller waits on this pause.
+  collectStartUpGarbage();
   const logger = createLogger();
   const boundPort = cluster.isWorker ? process.env[WORKER_PORT] : undefined;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
@@ -183,5 +186,7 @@ async function supervise(options: ServeOptions): Promise<void> {
       else reloadOnceListening.add(worker.id);
     }
   });
+  // Before any worker: nothing waits on this process meanwhile (see start-up-garbage.ts).
+  collectStartUpGarbage();
   cluster.fork();
 }

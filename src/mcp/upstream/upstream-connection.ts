@@ -1,6 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
@@ -29,11 +27,24 @@ import { isStdioServer, type McpServerConfig } from '../../config/config-file.js
 import { mcpSecretValuesOf } from '../../config/secret-values.js';
 import { redact } from '../../core/upstream-errors.js';
 import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import { boundedFetch, ForeignOriginError } from './bounded-fetch.js';
-import { failureReason } from './failure-reason.js';
 import { ENVELOPE_BYTES, type JsonRpcId } from './message-limit.js';
 import { StdioProcessTransport } from './stdio-transport.js';
 import { UpstreamMcpError, type CallOptions, type UpstreamLists, type UpstreamMcpServer, type UpstreamState } from './upstream-server.js';
+
+type ClientSide = typeof import('./client-side.js');
+/** Loaded by the first connection (see client-side.ts); set before any session exists. */
+let clientSide: ClientSide | undefined;
+
+/** The client side, for what acts on a session: a session is opened only once connect() has loaded it. */
+function loaded(): ClientSide {
+  if (clientSide === undefined) throw new Error('the MCP client side was used before a connection loaded it');
+  return clientSide;
+}
+
+/** Whether `error` is the Streamable HTTP transport's: none can exist before the client side is loaded. */
+function isStreamableHttpError(error: unknown): error is InstanceType<ClientSide['StreamableHTTPError']> {
+  return clientSide !== undefined && error instanceof clientSide.StreamableHTTPError;
+}
 
 export interface UpstreamConnectionOptions {
   /** `mcp.max_result_bytes`: one message may hold this plus the envelope (a call's own `maxResultBytes` then holds its result to the exact limit). */
@@ -198,6 +209,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private async connect(): Promise<void> {
     if (this.stopped) return;
     this.setState('connecting', this.status.error);
+    if (clientSide === undefined) {
+      clientSide = await import('./client-side.js');
+      if (this.stopped) return;
+    }
     const session = this.open();
     this.current = session;
     try {
@@ -221,6 +236,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
 
   /** A new client and transport (not yet connected). */
   private open(): Session {
+    const { Client, boundedFetch, SSEClientTransport, StreamableHTTPClientTransport } = loaded();
     const client = new Client({ ...this.options.clientInfo }, { capabilities: {} });
     let transport: Transport;
     let session: Session;
@@ -286,7 +302,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
     void this.closeSession(session, false);
     const wasReady = this.status.state === 'ready';
     // The state (console, doctor, /status, callers) gets fixed words; the log a redacted, capped excerpt of what was said.
-    let message = failureReason(error);
+    let message = loaded().failureReason(error);
     // A stdio server is the configuration file's alone: its stderr is the host administrator's own process talking.
     if (isStdioServer(this.config) && this.lastStderrLine !== undefined) message += ` (its last stderr line: ${this.redact(this.lastStderrLine.slice(0, 300))})`;
     this.lastStderrLine = undefined;
@@ -321,7 +337,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
 
   private async closeSession(session: Session, terminate: boolean): Promise<void> {
     try {
-      if (terminate && session.transport instanceof StreamableHTTPClientTransport && !session.closed) {
+      if (terminate && session.transport instanceof loaded().StreamableHTTPClientTransport && !session.closed) {
         await withTimeout(session.transport.terminateSession(), 2_000).catch(() => undefined);
       }
       await session.client.close();
@@ -504,7 +520,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
   private dropBroken(session: Session, requestId: JsonRpcId, error: unknown): void {
     if (session.closed || this.current !== session) return;
     this.logger.debug({ err: this.describe(error).slice(0, 500) }, 'MCP server answer broke off');
-    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: failureReason(error), data: BROKEN } };
+    const answer: JSONRPCMessage = { jsonrpc: '2.0', id: requestId, error: { code: ErrorCode.ConnectionClosed, message: loaded().failureReason(error), data: BROKEN } };
     session.transport.onmessage?.(answer);
     this.checkAlive(session);
   }
@@ -542,10 +558,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
     if (error instanceof Error && error.name === 'ZodError') {
       return new UpstreamMcpError('protocol', `The MCP server '${this.id}' sent an answer that is not a valid result.`, ErrorCode.InternalError);
     }
-    if (error instanceof ForeignOriginError) this.logger.warn({ err: error.message }, 'MCP server tried to send Sluice to another origin');
+    if (error instanceof loaded().ForeignOriginError) this.logger.warn({ err: error.message }, 'MCP server tried to send Sluice to another origin');
     if (isConnectionFailure(error)) this.lost(session, error);
     else this.logger.debug({ err: this.describe(error).slice(0, 500) }, 'MCP server call failed');
-    return this.unavailable(`The MCP server '${this.id}' could not be reached: ${failureReason(error)}`);
+    return this.unavailable(`The MCP server '${this.id}' could not be reached: ${loaded().failureReason(error)}`);
   }
 
   // ---- helpers --------------------------------------------------------------------------------
@@ -584,7 +600,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
   }
 
   private describe(error: unknown): string {
-    if (error instanceof StreamableHTTPError) return this.redact(`HTTP ${error.code}: ${error.message}`);
+    if (isStreamableHttpError(error)) return this.redact(`HTTP ${error.code}: ${error.message}`);
     const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : '';
     return this.redact(`${error instanceof Error ? error.message : String(error)}${cause}`);
   }
@@ -596,7 +612,7 @@ export class UpstreamConnection implements UpstreamMcpServer {
 
 /** The upstream answered 404 to the session: the Streamable HTTP transport's error, or the SSE transport's POST. */
 function isSessionLost(error: unknown): boolean {
-  if (error instanceof StreamableHTTPError) return error.code === 404;
+  if (isStreamableHttpError(error)) return error.code === 404;
   return error instanceof Error && /^Error POSTing to endpoint \(HTTP 404\)/.test(error.message);
 }
 
@@ -614,7 +630,7 @@ function neverLeft(error: unknown): boolean {
 
 function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  if (error instanceof StreamableHTTPError) return false;
+  if (isStreamableHttpError(error)) return false;
   return error.name === 'TypeError' || /ECONNREFUSED|ECONNRESET|EPIPE|fetch failed|Not connected|socket/i.test(`${error.message} ${error.cause instanceof Error ? error.cause.message : ''}`);
 }
 
