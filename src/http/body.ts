@@ -46,19 +46,37 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** The top-level field whose value nests deeper than MAX_JSON_DEPTH, if any; without recursion. */
+/**
+ * The top-level field whose value nests deeper than MAX_JSON_DEPTH, if any (of several, the last):
+ * every body is checked, so it allocates nothing per value, and its recursion stops at that depth.
+ */
 function fieldNestedTooDeep(body: unknown): string | undefined {
   if (body === null || typeof body !== 'object') return undefined;
-  const stack: { value: object; depth: number; field: string }[] = [];
-  for (const [field, value] of Object.entries(body)) if (value !== null && typeof value === 'object') stack.push({ value, depth: 2, field });
-  while (stack.length > 0) {
-    const { value, depth, field } = stack.pop()!;
-    if (depth > MAX_JSON_DEPTH) return field;
-    for (const child of Array.isArray(value) ? value : Object.values(value)) {
-      if (child !== null && typeof child === 'object') stack.push({ value: child as object, depth: depth + 1, field });
-    }
+  const fields = Object.keys(body);
+  for (let i = fields.length - 1; i >= 0; i--) {
+    const field = fields[i]!;
+    const value = (body as Record<string, unknown>)[field];
+    if (value !== null && typeof value === 'object' && nestsTooDeep(value, 2)) return field;
   }
   return undefined;
+}
+
+/** Whether `value`, at `depth`, or anything in it, lies deeper than MAX_JSON_DEPTH. */
+function nestsTooDeep(value: object, depth: number): boolean {
+  if (depth > MAX_JSON_DEPTH) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child: unknown = value[i];
+      if (child !== null && typeof child === 'object' && nestsTooDeep(child, depth + 1)) return true;
+    }
+    return false;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const child = (value as Record<string, unknown>)[key];
+    if (child !== null && typeof child === 'object' && nestsTooDeep(child, depth + 1)) return true;
+  }
+  return false;
 }
 
 function tooLarge(limit: number): GatewayError {

@@ -322,11 +322,11 @@ export function sendError(ctx: RequestContext, thrown: unknown, logger: Logger):
     return;
   }
   const { status, body } = ctx.dialect.renderError(error, ctx.requestId);
-  const headers: Record<string, string> = { ...error.headers, 'content-type': 'application/json' };
+  const headers: Record<string, string> = { ...error.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
   if (error.retryAfter !== undefined) headers['retry-after'] = error.retryAfter;
   res.writeHead(status, headers).end(body);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }).end(body);
 }

@@ -35,7 +35,8 @@ async function writeWhole(reply: WholeReply, sink: AnswerSink, count: Count): Pr
     const standing = reply.reported ?? (await count(reply.generated()));
     const usage = reply.units === undefined ? standing : { ...standing, units: reply.units };
     const rendered = await reply.render(usage, counted);
-    sink.head(200, rendered.headers);
+    // With its length known, the answer goes out whole rather than in chunked framing.
+    sink.head(200, { ...rendered.headers, 'content-length': String(Buffer.byteLength(rendered.body)) });
     sink.end(rendered.body);
     return { usage, counted, firstByteAt: performance.now(), failure: undefined, thrown: undefined };
   } catch (thrown) {

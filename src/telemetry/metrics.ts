@@ -82,6 +82,10 @@ export class GatewayMetrics {
   private readonly toolCallOverhead: LeanHistogram;
   private readonly attemptLabelSets = new WeakMap<Deployment, Map<string, AttemptLabels>>();
   private readonly generationLabelSets = new Map<string, Labels>();
+  /** Label sets the meter stage makes on every request, kept (see keptLabels): the metrics find their cells by the object. */
+  private readonly servedLabelSets = new Map<string, Labels>();
+  private readonly overheadLabelSets = new Map<string, Labels>();
+  private readonly costLabelSets = new Map<string, Labels>();
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -200,7 +204,9 @@ export class GatewayMetrics {
   }
 
   served(request: ServedRequest): void {
-    this.requests.inc({ route: request.route, dialect: request.dialect, status: request.status });
+    const { route, dialect, status } = request;
+    const key = `${route}\u0000${dialect}\u0000${status}`;
+    this.requests.inc(this.servedLabelSets.get(key) ?? keptLabels(this.servedLabelSets, key, { route, dialect, status }));
   }
 
   attemptEnded(start: AttemptStart, outcome: AttemptOutcome): void {
@@ -262,8 +268,14 @@ export class GatewayMetrics {
       this.timeToFirstToken.observe(labels, record.firstByteMs / 1000);
       if (record.outputTokens > 1) this.timePerOutputToken.observe(labels, (record.durationMs - record.firstByteMs) / 1000 / (record.outputTokens - 1));
     }
-    if (record.attempts > 0) this.overhead.observe({ route: start.route }, Math.max(0, record.durationMs - record.upstreamMs) / 1000);
-    if (record.costUsd > 0) this.cost.inc({ model: responseModelOf(record) }, record.costUsd);
+    if (record.attempts > 0) {
+      const route = start.route;
+      this.overhead.observe(this.overheadLabelSets.get(route) ?? keptLabels(this.overheadLabelSets, route, { route }), Math.max(0, record.durationMs - record.upstreamMs) / 1000);
+    }
+    if (record.costUsd > 0) {
+      const model = responseModelOf(record);
+      this.cost.inc(this.costLabelSets.get(model) ?? keptLabels(this.costLabelSets, model, { model }), record.costUsd);
+    }
     if (record.attempts > 1) this.retries.inc({ model: record.catalogueModel ?? UNRESOLVED_MODEL }, record.attempts - 1);
     if (record.fallbacks > 0) this.fallbacks.inc({ model: record.catalogueModel ?? UNRESOLVED_MODEL }, record.fallbacks);
   }
@@ -276,6 +288,13 @@ function responseModelOf(record: GenerationRecord): string {
 }
 
 /** A request's label sets by what they are made of (catalogue ids and names fixed in code, so bounded). */
+/** Keeps a label set under `key` for the next requests: a fresh object per request would cost the metric a key and a weak entry each time. */
+function keptLabels(cache: Map<string, Labels>, key: string, labels: Labels): Labels {
+  if (cache.size >= MAX_CACHED_LABEL_SETS) cache.clear();
+  cache.set(key, labels);
+  return labels;
+}
+
 function generationLabelsOf(cache: Map<string, Labels>, start: GenerationStart, record: GenerationRecord): Labels {
   const requestModel = record.catalogueModel ?? UNRESOLVED_MODEL;
   const responseModel = responseModelOf(record);

@@ -3,6 +3,7 @@ import { GatewayError } from '../../../core/errors.js';
 import type { ContentPart, DocumentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
 import { documentOfFileData } from '../file-input.js';
 import { invalid, logitBiasSchema, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
+import { NOT_PLAIN, plainArray, plainBoolean, plainEither, plainLiteral, plainLooseObject, plainNonEmptyString, plainNullish, plainNumber, plainString, plainTagged, type PlainCheck } from '../plain-body.js';
 
 /**
  * `POST /v1/chat/completions` bodies, with the types and bounds of OpenAI's reference. What real
@@ -99,6 +100,84 @@ type ChatBody = z.infer<typeof chatBodySchema>;
 /** The body, a top-level `__proto__` key refused rather than lost. */
 const chatBodySchemaWithoutProtoKey = withoutProtoKey(chatBodySchema);
 
+/** Left to the schema whenever given (tools, maps, structured formats: their parts need the schema's care). */
+const notPlain: PlainCheck = () => NOT_PLAIN;
+const plainNumberOrNull = (min: number, max: number) => plainNullish(plainNumber(min, max));
+const plainIntegerOrNull = (min: number, max: number) => plainNullish(plainNumber(min, max, true));
+const plainTextPart = plainLooseObject({ type: plainLiteral('text'), text: plainString }, []);
+const plainTextContent = plainEither(plainString, plainArray(plainTagged('type', { text: plainTextPart })));
+const plainToolCall = plainLooseObject(
+  { id: plainNonEmptyString, type: plainLiteral('function'), function: plainLooseObject({ name: plainNonEmptyString, arguments: plainString }, []) },
+  ['type'],
+);
+const plainInstruction = plainLooseObject({ role: plainLiteral('system', 'developer'), content: plainTextContent, name: plainNullish(plainString) }, ['name']);
+
+/**
+ * The common bodies (text messages, assistant tool calls, the usual sampling fields), checked by
+ * hand as chatBodySchema would check them; anything else (tools, images, files, maps, structured
+ * formats), and every error, is the schema's. Each object's keys in the schema's order: the
+ * output's order depends on it.
+ */
+export const plainChatBody = plainLooseObject(
+  {
+    model: plainNonEmptyString,
+    messages: plainArray(
+      plainTagged('role', {
+        system: plainInstruction,
+        developer: plainInstruction,
+        user: plainLooseObject({ role: plainLiteral('user'), content: plainTextContent, name: plainNullish(plainString) }, ['name']),
+        assistant: plainLooseObject(
+          {
+            role: plainLiteral('assistant'),
+            content: plainNullish(plainTextContent),
+            tool_calls: plainNullish(plainArray(plainToolCall)),
+            refusal: plainNullish(plainString),
+            reasoning_content: plainNullish(plainString),
+            name: plainNullish(plainString),
+          },
+          ['content', 'tool_calls', 'refusal', 'reasoning_content', 'name'],
+        ),
+        tool: plainLooseObject({ role: plainLiteral('tool'), content: plainTextContent, tool_call_id: plainNonEmptyString }, []),
+      }),
+      1,
+    ),
+    tools: plainNullish(notPlain),
+    tool_choice: plainNullish(plainLiteral('none', 'auto', 'required')),
+    parallel_tool_calls: plainNullish(plainBoolean),
+    response_format: plainNullish(plainTagged('type', { text: plainLooseObject({ type: plainLiteral('text') }, []), json_object: plainLooseObject({ type: plainLiteral('json_object') }, []) })),
+    max_tokens: plainIntegerOrNull(1, Number.MAX_SAFE_INTEGER),
+    max_completion_tokens: plainIntegerOrNull(1, Number.MAX_SAFE_INTEGER),
+    temperature: plainNumberOrNull(0, 2),
+    top_p: plainNumberOrNull(0, 1),
+    n: plainIntegerOrNull(1, 128),
+    stop: plainNullish(plainEither(plainString, plainArray(plainString))),
+    presence_penalty: plainNumberOrNull(-2, 2),
+    frequency_penalty: plainNumberOrNull(-2, 2),
+    logit_bias: plainNullish(notPlain),
+    logprobs: plainNullish(plainBoolean),
+    top_logprobs: plainIntegerOrNull(0, 20),
+    seed: plainIntegerOrNull(-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    user: plainNullish(plainString),
+    stream: plainNullish(plainBoolean),
+    stream_options: plainNullish(plainLooseObject({ include_usage: plainNullish(plainBoolean) }, ['include_usage'])),
+    reasoning_effort: plainNullish(plainLiteral('minimal', 'low', 'medium', 'high')),
+    metadata: plainNullish(notPlain),
+  },
+  [
+    'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop',
+    'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'seed', 'user', 'stream', 'stream_options', 'reasoning_effort', 'metadata',
+  ],
+);
+
+/** The body as the schema makes it: by the fast check when it takes it, else by the schema (which throws the error). */
+function validChatBody(body: object): ChatBody {
+  const plain = plainChatBody(body);
+  if (plain !== NOT_PLAIN) return plain as ChatBody;
+  const parsed = chatBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
+  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
+  return parsed.data;
+}
+
 /** The validated body; the generation model is built from it only when the request is translated. */
 export interface ChatRequest {
   readonly model: string;
@@ -110,9 +189,7 @@ export interface ChatRequest {
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseChatRequest(body: unknown): ChatRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const parsed = chatBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
-  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
-  const data = parsed.data;
+  const data = validChatBody(body);
   const stream = data.stream ?? false;
   if (data.stream_options != null && !stream) throw invalid('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is true.");
   if (data.top_logprobs != null && data.logprobs !== true) throw invalid('top_logprobs', "Invalid 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is given.");

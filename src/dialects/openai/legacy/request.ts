@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.js';
 import { invalid, logitBiasSchema, validationError, withoutProtoKey } from '../validation.js';
+import { NOT_PLAIN, plainArray, plainBoolean, plainEither, plainLooseObject, plainNonEmptyString, plainNullish, plainNumber, plainString, type PlainCheck } from '../plain-body.js';
 import type { CompletionRequest } from './completion.js';
 
 /**
@@ -8,7 +9,7 @@ import type { CompletionRequest } from './completion.js';
  * are kept (servers such as vLLM take many more) and relayed to upstreams of the same dialect.
  */
 const tokenId = z.number().int().nonnegative();
-const number = (min: number, max: number) => z.number().min(min).max(max);
+const zNumber = (min: number, max: number) => z.number().min(min).max(max);
 
 /** A legacy completions body, as validated (also the OpenAPI document's request schema). */
 export const completionBodySchema = z.looseObject({
@@ -21,8 +22,8 @@ export const completionBodySchema = z.looseObject({
   ]),
   suffix: z.string().nullish(),
   max_tokens: z.number().int().nonnegative().nullish(),
-  temperature: number(0, 2).nullish(),
-  top_p: number(0, 1).nullish(),
+  temperature: zNumber(0, 2).nullish(),
+  top_p: zNumber(0, 1).nullish(),
   n: z.number().int().min(1).max(128).nullish(),
   best_of: z.number().int().min(1).max(20).nullish(),
   stream: z.boolean().nullish(),
@@ -30,8 +31,8 @@ export const completionBodySchema = z.looseObject({
   logprobs: z.number().int().min(0).max(5).nullish(),
   echo: z.boolean().nullish(),
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
-  presence_penalty: number(-2, 2).nullish(),
-  frequency_penalty: number(-2, 2).nullish(),
+  presence_penalty: zNumber(-2, 2).nullish(),
+  frequency_penalty: zNumber(-2, 2).nullish(),
   logit_bias: logitBiasSchema.nullish(),
   user: z.string().nullish(),
   seed: z.number().int().nullish(),
@@ -40,14 +41,58 @@ export const completionBodySchema = z.looseObject({
 /** The body, a top-level `__proto__` key refused rather than lost. */
 const completionBodySchemaWithoutProtoKey = withoutProtoKey(completionBodySchema);
 
+type CompletionBody = z.infer<typeof completionBodySchema>;
+
+/** Left to the schema whenever given (a map of token ids: rare, and its keys need the schema's care). */
+const notPlain: PlainCheck = () => NOT_PLAIN;
+const number = (min: number, max: number) => plainNullish(plainNumber(min, max));
+const integer = (min: number, max: number) => plainNullish(plainNumber(min, max, true));
+const stringOrStrings = plainNullish(plainEither(plainString, plainArray(plainString)));
+
+/**
+ * The common bodies (a text prompt or a list of them, the usual sampling fields), checked by hand
+ * as completionBodySchema would check them; anything else, and every error, is the schema's.
+ * The keys in the schema's order: the output's order depends on it.
+ */
+export const plainCompletionBody = plainLooseObject(
+  {
+    model: plainNonEmptyString,
+    prompt: plainEither(plainString, plainArray(plainString, 1)),
+    suffix: plainNullish(plainString),
+    max_tokens: integer(0, Number.MAX_SAFE_INTEGER),
+    temperature: number(0, 2),
+    top_p: number(0, 1),
+    n: integer(1, 128),
+    best_of: integer(1, 20),
+    stream: plainNullish(plainBoolean),
+    stream_options: plainNullish(plainLooseObject({ include_usage: plainNullish(plainBoolean) }, ['include_usage'])),
+    logprobs: integer(0, 5),
+    echo: plainNullish(plainBoolean),
+    stop: stringOrStrings,
+    presence_penalty: number(-2, 2),
+    frequency_penalty: number(-2, 2),
+    logit_bias: plainNullish(notPlain),
+    user: plainNullish(plainString),
+    seed: integer(-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  },
+  ['suffix', 'max_tokens', 'temperature', 'top_p', 'n', 'best_of', 'stream', 'stream_options', 'logprobs', 'echo', 'stop', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'user', 'seed'],
+);
+
+/** The body as the schema makes it: by the fast check when it takes it, else by the schema (which throws the error). */
+function validCompletionBody(body: object): CompletionBody {
+  const plain = plainCompletionBody(body);
+  if (plain !== NOT_PLAIN) return plain as CompletionBody;
+  const parsed = completionBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
+  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
+  return parsed.data;
+}
+
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseCompletionRequest(body: unknown): CompletionRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }
-  const parsed = completionBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
-  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
-  const data = parsed.data;
+  const data = validCompletionBody(body);
   const n = data.n ?? 1;
   const stream = data.stream ?? false;
   if (data.best_of != null) {
