@@ -52,12 +52,46 @@ end
 `;
 
 /**
- * KEYS: per scope req, tok, tokv, toks, fly, spend. ARGV: lease, tokens, cost, lease ms, then per
- * scope rpm, tpm, concurrency, budget (0: none).
+ * Settles a batch of requests: KEYS from k + 1 and ARGV from a to last. KEYS: per request, per
+ * scope tokv, toks, fly, spend. ARGV: per request its number of scopes, lease, tokens used, cost delta.
+ */
+const SETTLE_FUNCTION = `
+local function settle(k, a, last)
+  while a <= last do
+    local scopes, lease, used, delta = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3]
+    a = a + 4
+    for _ = 1, scopes do
+      local reserved = redis.call('HGET', KEYS[k + 1], lease)
+      if reserved then
+        redis.call('HSET', KEYS[k + 1], lease, used)
+        if redis.call('EXISTS', KEYS[k + 2]) == 1 then redis.call('INCRBY', KEYS[k + 2], used - tonumber(reserved)) end
+      end
+      redis.call('ZREM', KEYS[k + 3], lease)
+      -- A counter lost meanwhile is seeded again from the ledger, which this request's row will be in.
+      if redis.call('EXISTS', KEYS[k + 4]) == 1 then redis.call('INCRBYFLOAT', KEYS[k + 4], delta) end
+      k = k + 4
+    end
+  end
+end
+`;
+
+const SETTLE = `${SETTLE_FUNCTION}
+settle(0, 1, #ARGV)
+return 1
+`;
+
+/**
+ * Settles first (the process's settles queued since its last call: SETTLE's KEYS and ARGV, their
+ * counts in ARGV[1] and ARGV[2]), then admits. Then KEYS: per scope req, tok, tokv, toks, fly,
+ * spend. ARGV: lease, tokens, cost, lease ms, then per scope rpm, tpm, concurrency, budget (0: none).
  * Returns {1, windows per scope…}, {0, scope index, reason, retry ms or -1, windows}, or {2, unseeded indexes…}.
  */
 const ADMIT = `${NOW}
 ${EXPIRE}
+${SETTLE_FUNCTION}
+local settledKeys, settledArgs = tonumber(ARGV[1]), tonumber(ARGV[2])
+settle(0, 3, 2 + settledArgs)
+local KEYS, ARGV = {unpack(KEYS, settledKeys + 1)}, {unpack(ARGV, 3 + settledArgs)}
 local lease, tokens, cost, leaseMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local n = #KEYS / 6
 local unseeded = {}
@@ -130,29 +164,6 @@ end
 return result
 `;
 
-/**
- * Settles a batch of requests. KEYS: per request, per scope tokv, toks, fly, spend. ARGV: per
- * request its number of scopes, lease, tokens used, cost delta.
- */
-const SETTLE = `
-local k = 0
-for a = 1, #ARGV, 4 do
-  local scopes, lease, used, delta = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3]
-  for _ = 1, scopes do
-    local reserved = redis.call('HGET', KEYS[k + 1], lease)
-    if reserved then
-      redis.call('HSET', KEYS[k + 1], lease, used)
-      if redis.call('EXISTS', KEYS[k + 2]) == 1 then redis.call('INCRBY', KEYS[k + 2], used - tonumber(reserved)) end
-    end
-    redis.call('ZREM', KEYS[k + 3], lease)
-    -- A counter lost meanwhile is seeded again from the ledger, which this request's row will be in.
-    if redis.call('EXISTS', KEYS[k + 4]) == 1 then redis.call('INCRBYFLOAT', KEYS[k + 4], delta) end
-    k = k + 4
-  end
-end
-return 1
-`;
-
 /** KEYS: fly sets. ARGV: lease ms, then one lease per key. */
 const RENEW = `${NOW}
 local leaseMs = tonumber(ARGV[1])
@@ -193,6 +204,19 @@ return result
 
 type Reply = (number | string)[];
 
+/**
+ * How long a settle may wait for this process's next admission to travel with before it is sent
+ * alone: about a client's turnaround to its next request.
+ */
+const SETTLE_DELAY_MS = 1;
+
+function settled(batch: readonly QueuedSettle[], error: unknown): void {
+  for (const settle of batch) {
+    if (error === null) settle.resolve();
+    else settle.reject(error);
+  }
+}
+
 interface QueuedSettle {
   readonly scopes: readonly ScopeLimits[];
   /** Its ARGV in the settle script: number of scopes, lease, tokens used, cost delta. */
@@ -215,8 +239,9 @@ const ADDED_BATCH_MS = 86_400_000;
 /** Limit counters shared by every replica and worker through Redis; each step is one Lua script, atomic. */
 export class RedisCounter implements LimitCounter {
   private readonly redis: Redis & LimitScripts;
-  /** Settles not sent yet (see settle). */
+  /** Settles not sent yet (see settle), and the timer that sends them if no admission does first. */
   private settles: QueuedSettle[] = [];
+  private settleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     redis: Redis,
@@ -231,11 +256,25 @@ export class RedisCounter implements LimitCounter {
   }
 
   async admit(scopes: readonly ScopeLimits[], reservation: Reservation, leaseMs: number): Promise<AdmitResult> {
-    // Settles queued before this admission reach Redis before it (one connection keeps the order).
-    this.sendSettles();
     const keys = scopes.flatMap((limits) => this.keysOf(limits));
     const args = scopes.flatMap((limits) => [limits.rpm, limits.tpm, limits.concurrency, limits.budget?.usd ?? 0]);
-    const reply = await this.redis.sluiceAdmit(keys.length, ...keys, reservation.lease, reservation.tokens, reservation.costUsd, leaseMs, ...args);
+    // The settles queued before this admission travel with it, and Redis runs them first.
+    const settles = this.takeSettles();
+    const asked = this.redis.sluiceAdmit(
+      settles.keys.length + keys.length,
+      ...settles.keys,
+      ...keys,
+      settles.keys.length,
+      settles.args.length,
+      ...settles.args,
+      reservation.lease,
+      reservation.tokens,
+      reservation.costUsd,
+      leaseMs,
+      ...args,
+    );
+    if (settles.batch.length > 0) asked.then(() => settled(settles.batch, null), (error: unknown) => settled(settles.batch, error));
+    const reply = await asked;
     const outcome = Number(reply[0]);
     if (outcome === 2) return { admitted: false, unseeded: reply.slice(1).map((i) => scopes[Number(i)]!.scope) };
     if (outcome === 0) {
@@ -262,18 +301,22 @@ export class RedisCounter implements LimitCounter {
   }
 
   /**
-   * Queued, and sent with the other settles of this turn of the event loop in one script call
-   * (before any admission asked for after it, so Redis sees them in the order they happened).
+   * Queued, then sent with the other settles queued meanwhile in one script call: at the head of
+   * this process's next admission (one round trip for both), or alone after SETTLE_DELAY_MS if none
+   * comes first. Sent at once, too, before any renewal, usage read or seeding, so that Redis runs
+   * every step of this process in the order it happened.
    */
   settle(scopes: readonly ScopeLimits[], reservation: Reservation, used: { tokens: number; costUsd: number }): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.settles.length === 0) setImmediate(() => this.sendSettles());
       this.settles.push({ scopes, args: [scopes.length, reservation.lease, used.tokens, used.costUsd - reservation.costUsd], resolve, reject });
+      this.settleTimer ??= setTimeout(() => this.sendSettles(), SETTLE_DELAY_MS);
     });
   }
 
-  private sendSettles(): void {
-    if (this.settles.length === 0) return;
+  /** The queued settles' KEYS and ARGV for the settle script, taken off the queue. */
+  private takeSettles(): { readonly keys: string[]; readonly args: (string | number)[]; readonly batch: readonly QueuedSettle[] } {
+    clearTimeout(this.settleTimer);
+    this.settleTimer = undefined;
     const batch = this.settles;
     this.settles = [];
     const keys = batch.flatMap(({ scopes }) =>
@@ -282,9 +325,15 @@ export class RedisCounter implements LimitCounter {
         return [tokv!, toks!, fly!, spend!];
       }),
     );
-    this.redis.sluiceSettle(keys.length, ...keys, ...batch.flatMap(({ args }) => args)).then(
-      () => batch.forEach(({ resolve }) => resolve()),
-      (error: unknown) => batch.forEach(({ reject }) => reject(error)),
+    return { keys, args: batch.flatMap(({ args }) => args), batch };
+  }
+
+  private sendSettles(): void {
+    if (this.settles.length === 0) return;
+    const { keys, args, batch } = this.takeSettles();
+    this.redis.sluiceSettle(keys.length, ...keys, ...args).then(
+      () => settled(batch, null),
+      (error: unknown) => settled(batch, error),
     );
   }
 
