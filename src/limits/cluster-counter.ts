@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import type { Logger } from 'pino';
 import type { LimitCounter } from './counter.js';
 import { LocalCounter } from './local-counter.js';
 
@@ -12,7 +13,8 @@ const REPLY = 'sluiceLimitReply';
 
 type Operation = Exclude<keyof LimitCounter, 'close'>;
 interface Call {
-  readonly [CALL]: { readonly id: number; readonly op: Operation; readonly args: unknown[] };
+  /** `oneWay`: the worker waits for no answer; the primary answers only a failure. */
+  readonly [CALL]: { readonly id: number; readonly op: Operation; readonly args: unknown[]; readonly oneWay?: true };
 }
 interface Reply {
   readonly [REPLY]: { readonly id: number; readonly result?: unknown; readonly error?: string };
@@ -26,13 +28,17 @@ export function serveLimitsToWorkers(): void {
     if (call === undefined) return;
     const run = counter[call.op] as (...args: unknown[]) => Promise<unknown>;
     run.apply(counter, call.args).then(
-      (result) => worker.isConnected() && worker.send({ [REPLY]: { id: call.id, result } } satisfies Reply),
+      (result) => call.oneWay !== true && worker.isConnected() && worker.send({ [REPLY]: { id: call.id, result } } satisfies Reply),
       (error: unknown) => worker.isConnected() && worker.send({ [REPLY]: { id: call.id, error: String(error) } } satisfies Reply),
     );
   });
 }
 
-/** In a worker: the primary's counter, one message each way per call. */
+/**
+ * In a worker: the primary's counter, one message each way per call, but for settles, which need
+ * no answer (one channel keeps them in order before the worker's next call); a settle the primary
+ * failed is logged when its failure comes back.
+ */
 export class ClusterCounter implements LimitCounter {
   private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private nextId = 0;
@@ -41,16 +47,22 @@ export class ClusterCounter implements LimitCounter {
     if (reply === undefined) return;
     const waiter = this.pending.get(reply.id);
     this.pending.delete(reply.id);
-    if (reply.error !== undefined) waiter?.reject(new Error(`the primary's limit counter failed: ${reply.error}`));
-    else waiter?.resolve(reply.result);
+    const error = reply.error === undefined ? undefined : new Error(`the primary's limit counter failed: ${reply.error}`);
+    if (waiter === undefined) {
+      if (error !== undefined) this.logger.warn({ err: error }, 'settling a request against its limits failed');
+    } else if (error !== undefined) waiter.reject(error);
+    else waiter.resolve(reply.result);
   };
 
-  constructor() {
+  constructor(private readonly logger: Pick<Logger, 'warn'>) {
     process.on('message', this.onMessage);
   }
 
   admit = (...args: Parameters<LimitCounter['admit']>) => this.call('admit', args) as ReturnType<LimitCounter['admit']>;
-  settle = (...args: Parameters<LimitCounter['settle']>) => this.call('settle', args) as ReturnType<LimitCounter['settle']>;
+  settle = (...args: Parameters<LimitCounter['settle']>): Promise<void> =>
+    new Promise((resolve, reject) => {
+      process.send!({ [CALL]: { id: this.nextId++, op: 'settle', args, oneWay: true } } satisfies Call, undefined, undefined, (error: Error | null) => (error === null ? resolve() : reject(error)));
+    });
   renew = (...args: Parameters<LimitCounter['renew']>) => this.call('renew', args) as ReturnType<LimitCounter['renew']>;
   seedSpend = (...args: Parameters<LimitCounter['seedSpend']>) => this.call('seedSpend', args) as ReturnType<LimitCounter['seedSpend']>;
   usage = (...args: Parameters<LimitCounter['usage']>) => this.call('usage', args) as ReturnType<LimitCounter['usage']>;

@@ -22,7 +22,7 @@ const ANSWER_MS = 1_000;
  * unreachable), else this machine's: the cluster primary's for a worker, this process's own otherwise.
  */
 export async function openLimitCounter(options: { redisUrl: string | undefined; redisPrefix: string; logger: Logger }): Promise<OpenCounter> {
-  const local = cluster.isWorker ? new ClusterCounter() : new LocalCounter();
+  const local = cluster.isWorker ? new ClusterCounter(options.logger) : new LocalCounter();
   if (options.redisUrl === undefined) return { counter: local, degradation: () => null };
   // Loaded only when Redis is configured: the client is a sizeable part of an idle worker's memory.
   const { Redis } = await import('ioredis');

@@ -25,8 +25,12 @@ local function expire(req, tok, tokv, toks, fly, now)
   local sum = tonumber(redis.call('GET', toks) or '0')
   local old = redis.call('ZRANGEBYSCORE', tok, '-inf', cutoff)
   if #old > 0 then
-    for _, lease in ipairs(old) do sum = sum - tonumber(redis.call('HGET', tokv, lease) or '0') end
-    for _, lease in ipairs(old) do redis.call('HDEL', tokv, lease) end
+    -- In slices: unpack's arguments are bounded.
+    for from = 1, #old, 1000 do
+      local slice = {unpack(old, from, math.min(from + 999, #old))}
+      for _, tokens in ipairs(redis.call('HMGET', tokv, unpack(slice))) do sum = sum - tonumber(tokens or '0') end
+      redis.call('HDEL', tokv, unpack(slice))
+    end
     redis.call('ZREMRANGEBYSCORE', tok, '-inf', cutoff)
     redis.call('SET', toks, sum, 'PX', ${WINDOW_MS * 2})
   end
@@ -38,37 +42,76 @@ local function oldest(zset, now)
   if #first == 0 then return 0 end
   return tonumber(first[2]) + ${WINDOW_MS} - now
 end
-local function windows(rpm, tpm, req, tok, sum, now)
+-- count: the requests in the window (req's ZCARD), known to the caller when rpm > 0
+local function windows(rpm, tpm, req, tok, count, sum, now)
   local out = {-1, 0, 0, -1, 0, 0}
-  if rpm > 0 then out[1] = rpm; out[2] = math.max(0, rpm - redis.call('ZCARD', req)); out[3] = oldest(req, now) end
+  if rpm > 0 then out[1] = rpm; out[2] = math.max(0, rpm - count); out[3] = oldest(req, now) end
   if tpm > 0 then out[4] = tpm; out[5] = math.max(0, tpm - sum); out[6] = oldest(tok, now) end
   return out
 end
 `;
 
 /**
- * KEYS: per scope req, tok, tokv, toks, fly, spend. ARGV: lease, tokens, cost, lease ms, then per
- * scope rpm, tpm, concurrency, budget (0: none).
+ * Settles a batch of requests: KEYS from k + 1 and ARGV from a to last. KEYS: per request, per
+ * scope tokv, toks, fly, spend. ARGV: per request its number of scopes, lease, tokens used, cost delta.
+ */
+const SETTLE_FUNCTION = `
+local function settle(k, a, last)
+  while a <= last do
+    local scopes, lease, used, delta = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3]
+    a = a + 4
+    for _ = 1, scopes do
+      local reserved = redis.call('HGET', KEYS[k + 1], lease)
+      if reserved then
+        redis.call('HSET', KEYS[k + 1], lease, used)
+        if redis.call('EXISTS', KEYS[k + 2]) == 1 then redis.call('INCRBY', KEYS[k + 2], used - tonumber(reserved)) end
+      end
+      redis.call('ZREM', KEYS[k + 3], lease)
+      -- A counter lost meanwhile is seeded again from the ledger, which this request's row will be in.
+      if redis.call('EXISTS', KEYS[k + 4]) == 1 then redis.call('INCRBYFLOAT', KEYS[k + 4], delta) end
+      k = k + 4
+    end
+  end
+end
+`;
+
+const SETTLE = `${SETTLE_FUNCTION}
+settle(0, 1, #ARGV)
+return 1
+`;
+
+/**
+ * Settles first (the process's settles queued since its last call: SETTLE's KEYS and ARGV, their
+ * counts in ARGV[1] and ARGV[2]), then admits. Then KEYS: per scope req, tok, tokv, toks, fly,
+ * spend. ARGV: lease, tokens, cost, lease ms, then per scope rpm, tpm, concurrency, budget (0: none).
  * Returns {1, windows per scope…}, {0, scope index, reason, retry ms or -1, windows}, or {2, unseeded indexes…}.
  */
 const ADMIT = `${NOW}
 ${EXPIRE}
+${SETTLE_FUNCTION}
+local settledKeys, settledArgs = tonumber(ARGV[1]), tonumber(ARGV[2])
+settle(0, 3, 2 + settledArgs)
+local KEYS, ARGV = {unpack(KEYS, settledKeys + 1)}, {unpack(ARGV, 3 + settledArgs)}
 local lease, tokens, cost, leaseMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local n = #KEYS / 6
 local unseeded = {}
+local spent = {}
 for i = 0, n - 1 do
-  local budget = tonumber(ARGV[5 + i * 4 + 3])
-  if budget > 0 and redis.call('EXISTS', KEYS[i * 6 + 6]) == 0 then table.insert(unseeded, i) end
+  if tonumber(ARGV[5 + i * 4 + 3]) > 0 then
+    spent[i] = redis.call('GET', KEYS[i * 6 + 6])
+    if not spent[i] then table.insert(unseeded, i) end
+  end
 end
 if #unseeded > 0 then return {2, unpack(unseeded)} end
-local sums = {}
+local sums, counts = {}, {}
 for i = 0, n - 1 do
   local k, a = i * 6, 5 + i * 4
   local rpm, tpm, conc, budget = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local sum = expire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], now)
   sums[i] = sum
   local reason, retry = nil, -1
-  if rpm > 0 and redis.call('ZCARD', KEYS[k + 1]) >= rpm then
+  if rpm > 0 then counts[i] = redis.call('ZCARD', KEYS[k + 1]) end
+  if rpm > 0 and counts[i] >= rpm then
     local nth = redis.call('ZRANGE', KEYS[k + 1], -rpm, -rpm, 'WITHSCORES')
     reason, retry = 'rpm', tonumber(nth[2]) + ${WINDOW_MS} - now
   elseif tpm > 0 and sum + tokens > tpm then
@@ -84,12 +127,12 @@ for i = 0, n - 1 do
     end
   elseif conc > 0 and redis.call('ZCARD', KEYS[k + 5]) >= conc then
     reason = 'concurrency'
-  elseif budget > 0 and tonumber(redis.call('GET', KEYS[k + 6])) >= budget then
+  elseif budget > 0 and tonumber(spent[i]) >= budget then
     reason = 'budget'
   end
   if reason then
     local result = {0, i, reason, retry}
-    for _, v in ipairs(windows(rpm, tpm, KEYS[k + 1], KEYS[k + 2], sum, now)) do table.insert(result, v) end
+    for _, v in ipairs(windows(rpm, tpm, KEYS[k + 1], KEYS[k + 2], counts[i], sum, now)) do table.insert(result, v) end
     return result
   end
 end
@@ -98,8 +141,9 @@ for i = 0, n - 1 do
   local k, a = i * 6, 5 + i * 4
   local rpm, tpm, conc, budget = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local sum = sums[i]
+  local count = counts[i]
   if rpm > 0 then
-    redis.call('ZADD', KEYS[k + 1], now, lease)
+    count = count + redis.call('ZADD', KEYS[k + 1], now, lease)
     redis.call('PEXPIRE', KEYS[k + 1], ${WINDOW_MS * 2})
   end
   if tpm > 0 then
@@ -115,26 +159,9 @@ for i = 0, n - 1 do
     redis.call('PEXPIRE', KEYS[k + 5], leaseMs * 2)
   end
   if budget > 0 then redis.call('INCRBYFLOAT', KEYS[k + 6], cost) end
-  for _, v in ipairs(windows(rpm, tpm, KEYS[k + 1], KEYS[k + 2], sum, now)) do table.insert(result, v) end
+  for _, v in ipairs(windows(rpm, tpm, KEYS[k + 1], KEYS[k + 2], count, sum, now)) do table.insert(result, v) end
 end
 return result
-`;
-
-/** KEYS: per scope tokv, toks, fly, spend. ARGV: lease, tokens used, cost delta. */
-const SETTLE = `
-local lease, used, delta = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-for i = 0, #KEYS / 4 - 1 do
-  local k = i * 4
-  local reserved = redis.call('HGET', KEYS[k + 1], lease)
-  if reserved then
-    redis.call('HSET', KEYS[k + 1], lease, used)
-    if redis.call('EXISTS', KEYS[k + 2]) == 1 then redis.call('INCRBY', KEYS[k + 2], used - tonumber(reserved)) end
-  end
-  redis.call('ZREM', KEYS[k + 3], lease)
-  -- A counter lost meanwhile is seeded again from the ledger, which this request's row will be in.
-  if redis.call('EXISTS', KEYS[k + 4]) == 1 then redis.call('INCRBYFLOAT', KEYS[k + 4], delta) end
-end
-return 1
 `;
 
 /** KEYS: fly sets. ARGV: lease ms, then one lease per key. */
@@ -177,6 +204,27 @@ return result
 
 type Reply = (number | string)[];
 
+/**
+ * How long a settle may wait for this process's next admission to travel with before it is sent
+ * alone: about a client's turnaround to its next request.
+ */
+const SETTLE_DELAY_MS = 1;
+
+function settled(batch: readonly QueuedSettle[], error: unknown): void {
+  for (const settle of batch) {
+    if (error === null) settle.resolve();
+    else settle.reject(error);
+  }
+}
+
+interface QueuedSettle {
+  readonly scopes: readonly ScopeLimits[];
+  /** Its ARGV in the settle script: number of scopes, lease, tokens used, cost delta. */
+  readonly args: readonly (string | number)[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
 interface LimitScripts {
   sluiceAdmit(...args: (string | number)[]): Promise<Reply>;
   sluiceSettle(...args: (string | number)[]): Promise<unknown>;
@@ -191,6 +239,9 @@ const ADDED_BATCH_MS = 86_400_000;
 /** Limit counters shared by every replica and worker through Redis; each step is one Lua script, atomic. */
 export class RedisCounter implements LimitCounter {
   private readonly redis: Redis & LimitScripts;
+  /** Settles not sent yet (see settle), and the timer that sends them if no admission does first. */
+  private settles: QueuedSettle[] = [];
+  private settleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     redis: Redis,
@@ -207,7 +258,23 @@ export class RedisCounter implements LimitCounter {
   async admit(scopes: readonly ScopeLimits[], reservation: Reservation, leaseMs: number): Promise<AdmitResult> {
     const keys = scopes.flatMap((limits) => this.keysOf(limits));
     const args = scopes.flatMap((limits) => [limits.rpm, limits.tpm, limits.concurrency, limits.budget?.usd ?? 0]);
-    const reply = await this.redis.sluiceAdmit(keys.length, ...keys, reservation.lease, reservation.tokens, reservation.costUsd, leaseMs, ...args);
+    // The settles queued before this admission travel with it, and Redis runs them first.
+    const settles = this.takeSettles();
+    const asked = this.redis.sluiceAdmit(
+      settles.keys.length + keys.length,
+      ...settles.keys,
+      ...keys,
+      settles.keys.length,
+      settles.args.length,
+      ...settles.args,
+      reservation.lease,
+      reservation.tokens,
+      reservation.costUsd,
+      leaseMs,
+      ...args,
+    );
+    if (settles.batch.length > 0) asked.then(() => settled(settles.batch, null), (error: unknown) => settled(settles.batch, error));
+    const reply = await asked;
     const outcome = Number(reply[0]);
     if (outcome === 2) return { admitted: false, unseeded: reply.slice(1).map((i) => scopes[Number(i)]!.scope) };
     if (outcome === 0) {
@@ -233,21 +300,52 @@ export class RedisCounter implements LimitCounter {
     return { admitted: true, requests, tokens };
   }
 
-  async settle(scopes: readonly ScopeLimits[], reservation: Reservation, used: { tokens: number; costUsd: number }): Promise<void> {
-    const keys = scopes.flatMap((limits) => {
-      const [, , tokv, toks, fly, spend] = this.keysOf(limits);
-      return [tokv!, toks!, fly!, spend!];
+  /**
+   * Queued, then sent with the other settles queued meanwhile in one script call: at the head of
+   * this process's next admission (one round trip for both), or alone after SETTLE_DELAY_MS if none
+   * comes first. Sent at once, too, before any renewal, usage read or seeding, so that Redis runs
+   * every step of this process in the order it happened.
+   */
+  settle(scopes: readonly ScopeLimits[], reservation: Reservation, used: { tokens: number; costUsd: number }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.settles.push({ scopes, args: [scopes.length, reservation.lease, used.tokens, used.costUsd - reservation.costUsd], resolve, reject });
+      this.settleTimer ??= setTimeout(() => this.sendSettles(), SETTLE_DELAY_MS);
     });
-    await this.redis.sluiceSettle(keys.length, ...keys, reservation.lease, used.tokens, used.costUsd - reservation.costUsd);
+  }
+
+  /** The queued settles' KEYS and ARGV for the settle script, taken off the queue. */
+  private takeSettles(): { readonly keys: string[]; readonly args: (string | number)[]; readonly batch: readonly QueuedSettle[] } {
+    clearTimeout(this.settleTimer);
+    this.settleTimer = undefined;
+    const batch = this.settles;
+    this.settles = [];
+    const keys = batch.flatMap(({ scopes }) =>
+      scopes.flatMap((limits) => {
+        const [, , tokv, toks, fly, spend] = this.keysOf(limits);
+        return [tokv!, toks!, fly!, spend!];
+      }),
+    );
+    return { keys, args: batch.flatMap(({ args }) => args), batch };
+  }
+
+  private sendSettles(): void {
+    if (this.settles.length === 0) return;
+    const { keys, args, batch } = this.takeSettles();
+    this.redis.sluiceSettle(keys.length, ...keys, ...args).then(
+      () => settled(batch, null),
+      (error: unknown) => settled(batch, error),
+    );
   }
 
   async renew(leases: readonly { scopes: readonly ScopeLimits[]; lease: string }[], leaseMs: number): Promise<void> {
+    this.sendSettles();
     const pairs = leases.flatMap(({ scopes, lease }) => scopes.filter((limits) => limits.concurrency > 0).map((limits) => [this.keysOf(limits)[4]!, lease] as const));
     if (pairs.length === 0) return;
     await this.redis.sluiceRenew(pairs.length, ...pairs.map(([key]) => key), leaseMs, ...pairs.map(([, lease]) => lease));
   }
 
   async seedSpend(limits: ScopeLimits, spentUsd: number): Promise<void> {
+    this.sendSettles();
     if (limits.budget === null) return;
     const key = this.keysOf(limits)[5]!;
     // NX: a replica seeding late must not overwrite (or add to) what others have counted since.
@@ -260,6 +358,7 @@ export class RedisCounter implements LimitCounter {
   }
 
   async usage(scopes: readonly ScopeLimits[]): Promise<ScopeUsage[]> {
+    this.sendSettles();
     if (scopes.length === 0) return [];
     const keys = scopes.flatMap((limits) => this.keysOf(limits));
     const reply = await this.redis.sluiceUsage(keys.length, ...keys);
@@ -273,13 +372,16 @@ export class RedisCounter implements LimitCounter {
 
   /** Adds spend counted while Redis was out of reach to the periods' counters, once per batch id. */
   async addSpend(batch: string, spends: readonly { readonly scope: ScopeLimits; readonly usd: number }[]): Promise<void> {
+    this.sendSettles();
     const counted = spends.filter(({ scope }) => scope.budget !== null);
     if (counted.length === 0) return;
     const keys = [`${this.prefix}limit:added:${batch}`, ...counted.map(({ scope }) => this.keysOf(scope)[5]!)];
     await this.redis.sluiceAddSpend(keys.length, ...keys, ADDED_BATCH_MS, ...counted.map(({ usd }) => usd));
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.sendSettles();
+  }
 
   private keysOf(limits: ScopeLimits): string[] {
     const base = `${this.prefix}limit:${limits.scope}:`;

@@ -1,7 +1,7 @@
 import type { Selectable, Updateable } from 'kysely';
 import { parseStoredLimits, storedLimits, type Limits } from '../core/key-limits.js';
 import type { ChangeCounters } from './change-counters.js';
-import type { Kysely } from './kysely.js';
+import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import type { KeyRecord, KeysRepository, KeyStatus, NewKey } from './store.js';
 import { byBytes } from './text-order.js';
@@ -22,6 +22,9 @@ const keyColumns = [
   'accounts.limits as account_limits',
   'accounts.disabled as account_disabled',
 ] as const;
+
+/** Keys looked up or updated per statement (well under SQLite's and PostgreSQL's parameter limits). */
+const LOOKUP_CHUNK = 500;
 
 type KeyRow = Omit<Selectable<Database['api_keys']>, 'secret_hash' | 'updated_at'> & { account_name: string; account_limits: string | null; account_disabled: number };
 
@@ -92,9 +95,16 @@ export class SqlKeys implements KeysRepository {
     return (await query.execute()).map(toKeyRecord);
   }
 
-  async findBySecretHash(secretHash: string): Promise<KeyRecord | undefined> {
-    const row = await this.selectKeys().where('api_keys.secret_hash', '=', secretHash).executeTakeFirst();
-    return row && toKeyRecord(row);
+  async findBySecretHashes(secretHashes: readonly string[]): Promise<Map<string, KeyRecord>> {
+    const found = new Map<string, KeyRecord>();
+    for (let start = 0; start < secretHashes.length; start += LOOKUP_CHUNK) {
+      const rows = await this.selectKeys()
+        .select('api_keys.secret_hash')
+        .where('api_keys.secret_hash', 'in', secretHashes.slice(start, start + LOOKUP_CHUNK))
+        .execute();
+      for (const row of rows) found.set(row.secret_hash, toKeyRecord(row));
+    }
+    return found;
   }
 
   setStatus(id: string, status: KeyStatus): Promise<KeyRecord | undefined> {
@@ -111,13 +121,17 @@ export class SqlKeys implements KeysRepository {
     // Keys in id order, so that two processes updating the same keys wait for each other rather than deadlock.
     const ordered = [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     await this.db.transaction().execute(async (tx) => {
-      for (const [id, at] of ordered) {
-        await tx
-          .updateTable('api_keys')
-          .set({ last_used_at: at })
-          .where('id', '=', id)
-          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
-          .execute();
+      // One statement per chunk rather than one per key: a batch of many keys is a few round trips.
+      for (let start = 0; start < ordered.length; start += LOOKUP_CHUNK) {
+        const chunk = ordered.slice(start, start + LOOKUP_CHUNK);
+        if (this.dialect === 'postgres') {
+          // A single UPDATE locks its rows in the plan's order: take the locks in id order first.
+          await sql`SELECT id FROM api_keys WHERE id IN (${sql.join(chunk.map(([id]) => id))}) ORDER BY id FOR UPDATE`.execute(tx);
+        }
+        const times = sql.join(chunk.map(([id, at]) => sql`(${id}, CAST(${at} AS BIGINT))`));
+        await sql`WITH used (id, at) AS (VALUES ${times})
+          UPDATE api_keys SET last_used_at = used.at FROM used
+          WHERE api_keys.id = used.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < used.at)`.execute(tx);
       }
     });
   }

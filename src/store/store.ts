@@ -329,7 +329,8 @@ export interface KeysRepository {
   create(key: NewKey): Promise<KeyRecord>;
   get(id: string): Promise<KeyRecord | undefined>;
   list(filter?: { accountName?: string }): Promise<KeyRecord[]>;
-  findBySecretHash(secretHash: string): Promise<KeyRecord | undefined>;
+  /** The keys whose secret hashes to one of these, by that hash (a hash of no key is absent). */
+  findBySecretHashes(secretHashes: readonly string[]): Promise<Map<string, KeyRecord>>;
   setStatus(id: string, status: KeyStatus): Promise<KeyRecord | undefined>;
   setLimits(id: string, limits: Limits | null): Promise<KeyRecord | undefined>;
   recordUse(lastUsed: ReadonlyMap<string, number>): Promise<void>;
