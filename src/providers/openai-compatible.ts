@@ -5,7 +5,7 @@ import type { EmbeddingResult } from '../generation/embedding.js';
 import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
 import { readErrorBody, UpstreamClient, type Json, type ResponseBody, type SseData, type UpstreamAuth } from './upstream-client.js';
-import { UPSTREAM_TEXT, type RelayedEvent } from '../wire/relay-format.js';
+import { keepUpstreamText, type RelayedEvent } from '../wire/relay-format.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import { endpointsByName } from '../catalogue/model-kind.js';
@@ -520,8 +520,7 @@ export class RelayedChunks implements AsyncIterableIterator<RelayedEvent> {
       this.promptFilter = undefined;
       return merged;
     }
-    (chunk as { [UPSTREAM_TEXT]?: string })[UPSTREAM_TEXT] = data;
-    return chunk;
+    return keepUpstreamText(chunk, data);
   }
 }
 

@@ -67,12 +67,14 @@ export abstract class OpenAIStreamWriter extends ChunkedWriter implements Stream
   /**
    * A relayed chunk as the upstream wrote it, `model` rewritten in place to the public id and its
    * `usage` as the caller's stream has it (`as-is`; `null`: present and null; `absent`), framed as
-   * an event; undefined when that cannot be done on its text alone (no upstream text, a `model`
-   * written otherwise or more than once, a usage that is not null), and the chunk must be serialised again.
+   * an event; undefined when that cannot be done on its text alone (no upstream text, data of
+   * several lines, a `model` written otherwise or more than once, a usage that is not null), and
+   * the chunk must be serialised again.
    */
   protected upstreamEvent(chunk: RelayedEvent, usage: 'as-is' | 'null' | 'absent'): string | undefined {
     let text = chunk[UPSTREAM_TEXT];
-    if (text === undefined || typeof chunk.model !== 'string') return undefined;
+    // Data of several lines (joined by \n) is written again as one.
+    if (text === undefined || typeof chunk.model !== 'string' || text.includes('\n')) return undefined;
     // A key's quotes are never escaped and a string's always are: `"model"` unescaped is a key, or a string that is exactly "model" (then passed over).
     const at = text.indexOf('"model"');
     const upstreamModel = JSON.stringify(chunk.model);

@@ -69,7 +69,8 @@ export function chatCompletionBody(id: string, result: GenerationResult, publicM
  * after, under a stable index), and each choice's finish reason in a delta of its own.
  */
 export class ChatStreamWriter extends OpenAIStreamWriter {
-  private readonly roleSent = new Set<number>();
+  /** The choices whose role went out (a translated stream's; a relayed one's are the upstream's). */
+  private roleSent: Set<number> | undefined;
 
   constructor(sink: AnswerSink,
     publicModel: string, includeUsage: boolean) {
@@ -119,8 +120,8 @@ export class ChatStreamWriter extends OpenAIStreamWriter {
   }
 
   private async ensureRole(choice: number): Promise<void> {
-    if (this.roleSent.has(choice)) return;
-    this.roleSent.add(choice);
+    if (this.roleSent?.has(choice) === true) return;
+    (this.roleSent ??= new Set()).add(choice);
     await this.writeChoice(`{"index":${choice},"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}`);
   }
 

@@ -4,6 +4,7 @@ import { createParser } from 'eventsource-parser';
 import type { ProviderConfig } from '../../../src/config/config-file.js';
 import { chatCompletions } from '../../../src/dialects/openai/chat/operation.js';
 import { legacyCompletions } from '../../../src/dialects/openai/legacy/operation.js';
+import { anthropicMessages } from '../../../src/dialects/anthropic/messages/operation.js';
 import type { Usage } from '../../../src/generation/model.js';
 import type { AnswerContext, Operation, ParsedRequest, StreamReply, WireRequest } from '../../../src/generation/operation.js';
 import { RelayedChunks } from '../../../src/providers/openai-compatible.js';
@@ -12,7 +13,7 @@ import { unreadableUpstream } from '../../../src/core/upstream-errors.js';
 import { writeReply } from '../../../src/pipeline/write.js';
 import { usageFromOpenAI } from '../../../src/wire/openai/usage.js';
 import { ChatReading, CompletionReading } from '../../../src/wire/openai/reading.js';
-import { UPSTREAM_TEXT } from '../../../src/wire/relay-format.js';
+import { keepUpstreamText, UPSTREAM_TEXT } from '../../../src/wire/relay-format.js';
 import { MemorySink } from '../support/memory-sink.js';
 
 /**
@@ -266,5 +267,50 @@ describe('every two-way split of a stream', () => {
       assert.deepEqual(relayed.events, parsed.events, `split at ${at}`);
     }
     assert.deepEqual(parsed.usage, usageFromOpenAI({ prompt_tokens: 20, total_tokens: 27, completion_tokens: 7 }));
+  });
+});
+
+describe("a same-dialect Anthropic Messages stream relayed as the upstream's text", () => {
+  const events: [string, object][] = [
+    ['message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-up', content: [], stop_reason: null, usage: { input_tokens: 12, output_tokens: 1 } } }],
+    ['ping', { type: 'ping' }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Grüße 🌊' } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 4 } }],
+    ['message_stop', { type: 'message_stop' }],
+  ];
+  const text = events.map(([type, data]) => `event: ${type}\r\ndata: ${JSON.stringify(data)}\r\n\r\n`).join('');
+
+  test('the caller and the meter see what the parsed relay gave them, at any byte boundary', async () => {
+    const requestBody = { model: 'public-claude', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'Hi' }] };
+    const asWritten = async (source: AsyncIterable<Readonly<Record<string, unknown>>>) => {
+      const operation = anthropicMessages as unknown as Operation<ParsedRequest>;
+      const request = operation.parse(requestBody, { headers: {}, path: '/v1/messages', query: new URLSearchParams() });
+      const sink = new MemorySink();
+      const reply = operation.answer(request, { kind: 'relaying', events: source }, { provider: { id: 'up' }, sink } as unknown as AnswerContext) as StreamReply<Readonly<Record<string, unknown>>>;
+      const written = await writeReply(reply, sink, (generated) => operation.countUsage(request, generated));
+      return { usage: written.usage, generated: reply.generated(), body: sink.body };
+    };
+    const parsed = await asWritten(
+      (async function* () {
+        for (const [, data] of events) yield JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
+      })(),
+    );
+    for (const size of SIZES) {
+      const client = new UpstreamClient(CONFIG, {});
+      const relayed = await asWritten(
+        (async function* () {
+          for await (const { data } of client.events(body(sliced(text, size)))) {
+            yield keepUpstreamText(client.parseEvent(data), data);
+          }
+        })(),
+      );
+      assert.deepEqual(relayed.usage, parsed.usage, `${size}-byte reads`);
+      assert.deepEqual(relayed.generated, parsed.generated, `${size}-byte reads`);
+      const framed = (body: string) => body.split('\n\n').filter(Boolean).map((event) => { const [head, data] = event.split('\ndata: '); return [head, JSON.parse(data!)]; });
+      assert.deepEqual(framed(relayed.body), framed(parsed.body), `${size}-byte reads`);
+      assert.ok(relayed.body.includes('"model":"public-claude"') && !relayed.body.includes('claude-up'));
+    }
   });
 });
