@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { Socket } from 'node:net';
 import type { TimedResponse } from './timed-response.js';
 
 /**
@@ -28,10 +29,30 @@ export class ResponseSink {
     this.res.writeHead(status, headers);
   }
 
+  /**
+   * A stream's writes go out together until the event loop's next turn (`setImmediate`): the events
+   * a relay writes one by one from one upstream read reach the socket in one system call, not one
+   * each (node:http uncorks after every write, before the next event's promise continues).
+   */
   async write(chunk: string | Uint8Array): Promise<void> {
     if (this.res.destroyed) return;
+    if (!this.corked) {
+      const socket = this.res.socket;
+      if (socket !== null) {
+        socket.cork();
+        this.corked = true;
+        setImmediate(this.uncork, socket);
+      }
+    }
     if (!this.res.write(chunk)) await once(this.res, 'drain', { signal: this.controller.signal });
   }
+
+  private corked = false;
+
+  private readonly uncork = (socket: Socket): void => {
+    this.corked = false;
+    socket.uncork();
+  };
 
   end(chunk?: string | Uint8Array): void {
     if (this.res.writableEnded || this.res.destroyed) return;

@@ -10,6 +10,7 @@ import { listAllPages, listField, optionalString, upstreamModel } from './model-
 import type { UpstreamModel } from '../catalogue/upstream-model.js';
 import { toolArguments, isObject } from '../wire/json.js';
 import { usageFromAnthropic, withUsageDelta } from '../wire/anthropic/usage.js';
+import { keepUpstreamText } from '../wire/relay-format.js';
 
 export const CAPABILITIES: Capabilities = {
   upstream: 'the Anthropic Messages API',
@@ -338,11 +339,13 @@ export class AnthropicProvider extends TranslatingProvider {
     return headers;
   }
 
-  /** The upstream's server-sent events, each parsed once. */
+  /** The upstream's server-sent events, each parsed once and keeping its upstream text (UPSTREAM_TEXT) for a writer of the same wire. */
   private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
     yield* relayedMessagesEvents(
       (async function* (client) {
-        for await (const { data } of client.events(body)) yield client.parseEvent(data);
+        for await (const { data } of client.events(body)) {
+          yield keepUpstreamText(client.parseEvent(data), data);
+        }
       })(this.client),
       this.client,
     );

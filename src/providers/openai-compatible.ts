@@ -4,7 +4,8 @@ import type { ContentPart, DocumentPart, Finish, GeneratedChoice, GenerationRequ
 import type { EmbeddingResult } from '../generation/embedding.js';
 import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
-import { readErrorBody, UpstreamClient, type Json, type ResponseBody, type UpstreamAuth } from './upstream-client.js';
+import { readErrorBody, UpstreamClient, type Json, type ResponseBody, type SseData, type UpstreamAuth } from './upstream-client.js';
+import { keepUpstreamText, type RelayedEvent } from '../wire/relay-format.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
 import { endpointsByName } from '../catalogue/model-kind.js';
@@ -255,39 +256,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
       ? { ...rest, model: call.model.upstreamModel, stream: true, stream_options: { ...(isObject(streamOptions) ? streamOptions : {}), include_usage: true } }
       : { ...rest, model: call.model.upstreamModel, stream: true };
     const response = await this.client.post(path, body, call);
-    return { stream: true, events: this.relayedEvents(response.body) };
-  }
-
-  /**
-   * Each chunk parsed once; an upstream error chunk becomes a thrown GatewayError. Azure opens a
-   * stream with a chunk of no choices whose `id` and `model` are empty, carrying only its prompt
-   * filter results: those move onto the next chunk, so that no caller (nor `parts`, which takes the
-   * stream's id from its first chunk) sees a chunk without an id.
-   */
-  private async *relayedEvents(body: ResponseBody): AsyncGenerator<Json> {
-    let done = false;
-    let promptFilter: unknown;
-    // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
-    for await (const { data } of this.client.events(body)) {
-      if (done) continue;
-      if (data === '[DONE]') {
-        done = true;
-        continue;
-      }
-      const chunk = this.client.parseEvent(data);
-      if (chunk.error !== undefined && chunk.error !== null) throw this.client.midStreamFailure(readErrorBody(data).message);
-      if (chunk.id === '' && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage == null) {
-        promptFilter = chunk.prompt_filter_results;
-        continue;
-      }
-      if (promptFilter !== undefined) {
-        yield { ...chunk, prompt_filter_results: promptFilter };
-        promptFilter = undefined;
-        continue;
-      }
-      yield chunk;
-    }
-    if (!done) throw unreadableUpstream(this.id, 'a stream that ended before [DONE]');
+    return { stream: true, events: new RelayedChunks(this.client, response.body) };
   }
 
   /**
@@ -398,7 +367,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
 
   async stream(call: GenerationCall): Promise<AsyncIterable<StreamPart>> {
     const response = await this.client.post(this.pathOf('/chat/completions', call.model), this.body(call, true), call);
-    return this.parts(this.relayedEvents(response.body));
+    return this.parts(new RelayedChunks(this.client, response.body));
   }
 
   private async *parts(chunks: AsyncIterable<Json>): AsyncGenerator<StreamPart> {
@@ -482,6 +451,76 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
 
   async close(): Promise<void> {
     await this.client.close();
+  }
+}
+
+/**
+ * A chat or legacy completion stream's chunks, each parsed once and carrying its upstream text
+ * (UPSTREAM_TEXT) for a writer of the same wire to pass on; an upstream error chunk becomes a
+ * thrown GatewayError. Azure opens a stream with a chunk of no choices whose `id` and `model` are
+ * empty, carrying only its prompt filter results: those move onto the next chunk (which is then
+ * Sluice's, without its upstream text), so that no caller (nor `parts`, which takes the stream's
+ * id from its first chunk) sees a chunk without an id. An iterator of its own rather than
+ * generators over the body's events: it is on every token's path.
+ */
+export class RelayedChunks implements AsyncIterableIterator<RelayedEvent> {
+  private readonly data: SseData;
+  private done = false;
+  private promptFilter: unknown;
+
+  constructor(
+    private readonly client: UpstreamClient,
+    body: ResponseBody,
+  ) {
+    this.data = client.sseData(body);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<RelayedEvent> {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<RelayedEvent>> {
+    try {
+      for (;;) {
+        const data = this.data.take();
+        if (data === undefined) {
+          // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
+          if (await this.data.fill()) continue;
+          if (!this.done) throw unreadableUpstream(this.client.providerId, 'a stream that ended before [DONE]');
+          return { value: undefined, done: true };
+        }
+        if (this.done) continue;
+        if (data === '[DONE]') {
+          this.done = true;
+          continue;
+        }
+        const chunk = this.chunkOf(data);
+        if (chunk !== undefined) return { value: chunk, done: false };
+      }
+    } catch (error) {
+      this.data.cut();
+      throw error;
+    }
+  }
+
+  return(): Promise<IteratorResult<RelayedEvent>> {
+    this.data.cut();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  private chunkOf(data: string): RelayedEvent | undefined {
+    const chunk = this.client.parseEvent(data);
+    if (chunk.error !== undefined && chunk.error !== null) throw this.client.midStreamFailure(readErrorBody(data).message);
+    if (chunk.id === '' && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage == null) {
+      this.promptFilter = chunk.prompt_filter_results;
+      return undefined;
+    }
+    if (this.promptFilter !== undefined) {
+      const merged = { ...chunk, prompt_filter_results: this.promptFilter };
+      this.promptFilter = undefined;
+      return merged;
+    }
+    return keepUpstreamText(chunk, data);
   }
 }
 

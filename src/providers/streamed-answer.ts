@@ -50,11 +50,17 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
   private failure: unknown;
   private waiting: { resolve: (step: IteratorResult<Buffer>) => void; reject: (error: unknown) => void } | undefined;
 
+  /** The promise's settlers, let go once the headers are in: an open stream keeps nothing of its start. */
+  private answered: ((answer: StreamedAnswer) => void) | undefined;
+  private refused: ((error: unknown) => void) | undefined;
+
   constructor(
     private readonly signal: AbortSignal,
-    private readonly answered: (answer: StreamedAnswer) => void,
-    private readonly refused: (error: unknown) => void,
+    answered: (answer: StreamedAnswer) => void,
+    refused: (error: unknown) => void,
   ) {
+    this.answered = answered;
+    this.refused = refused;
     signal.addEventListener('abort', this.onAbort, { once: true });
   }
 
@@ -71,7 +77,9 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
     this.headersIn = true;
     const { contentLength, retryAfter, errorType } = readAnswerHeaders(headers);
     const contentType = headers['content-type'];
-    this.answered({ statusCode, retryAfter, errorType, contentLength, contentType: Array.isArray(contentType) ? contentType[0] : contentType, body: this });
+    const answered = this.answered;
+    this.answered = this.refused = undefined;
+    answered?.({ statusCode, retryAfter, errorType, contentLength, contentType: Array.isArray(contentType) ? contentType[0] : contentType, body: this });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -98,7 +106,7 @@ class StreamedBody implements Dispatcher.DispatchHandler, AsyncIterableIterator<
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.finish();
     if (!this.headersIn) {
-      this.refused(error);
+      this.refused?.(error);
       return;
     }
     this.failure = error;

@@ -1,4 +1,4 @@
-import { createParser } from 'eventsource-parser';
+import { createParser, type EventSourceParser } from 'eventsource-parser';
 import type { Dispatcher, Pool } from 'undici';
 import { defaultBaseUrl, type ProviderConfig } from '../config/config-file.js';
 import { secretValuesOf } from '../config/secret-values.js';
@@ -296,6 +296,15 @@ export class UpstreamClient {
     }
   }
 
+  /**
+   * The data of a server-sent event stream's events, read a body chunk at a time without a
+   * generator between the body and the reader (a relayed stream's per-token path): the same
+   * parsing, limit and failures as `events`.
+   */
+  sseData(body: ResponseBody): SseData {
+    return new SseData(body, this.providerId, this.maxResponseBytes);
+  }
+
   /** Parses one stream event's JSON, or fails as an unreadable upstream. */
   parseEvent(data: string): Json {
     try {
@@ -380,6 +389,61 @@ export class UpstreamClient {
       path: this.basePath + path.replace(/\?.*$/s, ''),
     };
     return this.vendorFailure?.(failure, errorType) ?? upstreamHttpError(failure);
+  }
+}
+
+/** A body's events' data, taken one by one as they were read (`take`), the body read a chunk at a time (`fill`). */
+export class SseData {
+  private readonly chunks: AsyncIterator<Buffer>;
+  private readonly parser: EventSourceParser;
+  private readonly decoder = new TextDecoder();
+  private readonly pending: string[] = [];
+  private taken = 0;
+  private eventTooLarge = false;
+
+  constructor(
+    body: ResponseBody,
+    private readonly providerId: string,
+    private readonly maxBufferSize: number,
+  ) {
+    this.chunks = body[Symbol.asyncIterator]();
+    this.parser = createParser({
+      onEvent: (event) => this.pending.push(event.data),
+      onError: (error) => (this.eventTooLarge ||= error.type === 'max-buffer-size-exceeded'),
+      maxBufferSize,
+    });
+  }
+
+  /** The next event's data read so far, or undefined when `fill` must read more. */
+  take(): string | undefined {
+    if (this.taken < this.pending.length) return this.pending[this.taken++];
+    if (this.taken > 0) {
+      this.pending.length = 0;
+      this.taken = 0;
+    }
+    return undefined;
+  }
+
+  /** Reads the body's next chunk; false at its end. Transport failures become GatewayErrors; the body is cut on any failure. */
+  async fill(): Promise<boolean> {
+    let step: IteratorResult<Buffer>;
+    try {
+      step = await this.chunks.next();
+    } catch (error) {
+      throw upstreamTransportError(this.providerId, error);
+    }
+    if (step.done === true) return false;
+    this.parser.feed(this.decoder.decode(step.value, { stream: true }));
+    if (this.eventTooLarge) {
+      this.cut();
+      throw unreadableUpstream(this.providerId, `a stream event larger than the gateway's limit of ${this.maxBufferSize} characters (max_response_bytes)`);
+    }
+    return true;
+  }
+
+  /** The rest of the body is not wanted: the request is cut, and its connection with it. */
+  cut(): void {
+    void this.chunks.return?.()?.catch(() => undefined);
   }
 }
 

@@ -45,7 +45,12 @@ function replay<T>(held: T[], iterator: AsyncIterator<T>, ended: boolean): Async
   let index = 0;
   const rest: AsyncIterator<T> = {
     next: () => {
-      if (index < held.length) return Promise.resolve({ done: false, value: held[index++]! });
+      if (index < held.length) {
+        const value = held[index++]!;
+        // Replayed: an open stream keeps none of what was held for it.
+        if (index === held.length) held.length = index = 0;
+        return Promise.resolve({ done: false, value });
+      }
       if (ended) return Promise.resolve({ done: true, value: undefined });
       return iterator.next();
     },

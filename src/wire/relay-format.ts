@@ -44,6 +44,22 @@ export interface Consumption {
   readonly units: BilledUnits;
 }
 
+/**
+ * Where a relayed stream event keeps the upstream's own text of it (its SSE `data`, as it came), so
+ * that the caller's writer, when the caller's wire is the upstream's, can pass that text on with
+ * `model` rewritten in place instead of serialising the parsed event again. A symbol: JSON.stringify
+ * and key listings never see it. Absent on an event Sluice made anew (that one is serialised again).
+ */
+export const UPSTREAM_TEXT: unique symbol = Symbol('upstream text');
+
+/** A relayed stream event, parsed, with its upstream text where it is still the event's own. */
+export type RelayedEvent = Json & { readonly [UPSTREAM_TEXT]?: string };
+
+/** Keeps `text` on the event it was parsed from: not enumerable, so a copy of the event (a spread) or a comparison of events never carries it. */
+export function keepUpstreamText(event: Json, text: string): RelayedEvent {
+  return Object.defineProperty(event, UPSTREAM_TEXT, { value: text });
+}
+
 /** What a relayed stream's events say of usage and of the text generated, read event by event. */
 export interface EventReading {
   see(event: Json): void;

@@ -5,6 +5,7 @@ import { usageOf, type ContentPart, type Finish, type GenerationResult, type Str
 import { ChunkedWriter, type StreamWriter } from '../../reply.js';
 import { anthropicErrorObject } from '../dialect.js';
 import { toolArguments } from '../../../wire/json.js';
+import { UPSTREAM_TEXT, type RelayedEvent } from '../../../wire/relay-format.js';
 
 const ANTHROPIC_STOP_REASONS = new Set(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded']);
 
@@ -205,7 +206,9 @@ export class RelayedMessagesWriter extends AnthropicEventWriter {
       return;
     }
     if (type === 'message_stop') this.stopped = true;
-    await this.event(type, event);
+    // Every other event as the upstream wrote it, where its data is one line; else serialised again.
+    const text = (event as RelayedEvent)[UPSTREAM_TEXT];
+    await this.event(type, text !== undefined && !text.includes('\n') ? text : JSON.stringify(event));
   }
 
   openEmpty(): void {

@@ -1,5 +1,6 @@
 import type { AnswerSink } from '../../../generation/operation.js';
 import type { Finish, GenerationResult, StreamPart, TokenLogprob, Usage } from '../../../generation/model.js';
+import type { RelayedEvent } from '../../../wire/relay-format.js';
 import { OpenAIStreamWriter } from '../streaming.js';
 
 export function wireChatUsage(usage: Usage) {
@@ -68,7 +69,8 @@ export function chatCompletionBody(id: string, result: GenerationResult, publicM
  * after, under a stable index), and each choice's finish reason in a delta of its own.
  */
 export class ChatStreamWriter extends OpenAIStreamWriter {
-  private readonly roleSent = new Set<number>();
+  /** The choices whose role went out (a translated stream's; a relayed one's are the upstream's). */
+  private roleSent: Set<number> | undefined;
 
   constructor(sink: AnswerSink,
     publicModel: string, includeUsage: boolean) {
@@ -99,15 +101,18 @@ export class ChatStreamWriter extends OpenAIStreamWriter {
    * A relayed chunk of an OpenAI-compatible upstream, passed on under the public model id. Usage,
    * which Sluice always asks the upstream for, reaches only a caller that asked for it too.
    */
-  async relayed(chunk: Record<string, unknown>): Promise<void> {
+  async relayed(chunk: RelayedEvent): Promise<void> {
     const usageChunk = Array.isArray(chunk.choices) && chunk.choices.length === 0;
     if (!this.includeUsage) {
       if (usageChunk) return;
-      delete chunk.usage;
     } else if (usageChunk) {
       this.usageWritten = true;
     }
-    await this.write(`data: ${JSON.stringify({ ...chunk, model: this.publicModel })}\n\n`);
+    // The upstream's own text where it serves as it is; else the chunk serialised again.
+    const passed = this.upstreamEvent(chunk, this.includeUsage ? 'as-is' : 'absent');
+    if (passed !== undefined) return this.write(passed);
+    const { usage, ...rest } = chunk;
+    await this.write(`data: ${JSON.stringify(this.includeUsage ? { ...chunk, model: this.publicModel } : { ...rest, model: this.publicModel })}\n\n`);
   }
 
   protected wireUsage(usage: Usage): unknown {
@@ -115,8 +120,8 @@ export class ChatStreamWriter extends OpenAIStreamWriter {
   }
 
   private async ensureRole(choice: number): Promise<void> {
-    if (this.roleSent.has(choice)) return;
-    this.roleSent.add(choice);
+    if (this.roleSent?.has(choice) === true) return;
+    (this.roleSent ??= new Set()).add(choice);
     await this.writeChoice(`{"index":${choice},"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}`);
   }
 

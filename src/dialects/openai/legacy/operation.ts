@@ -60,7 +60,9 @@ export const legacyCompletions: Operation<CompletionRequest> = {
         const writer = new OpenAICompletionStreamWriter(sink, request.model, request.includeUsage);
         return relayedStream(answer.events, writer, new EchoAwareReading(request, new CompletionReading(provider.id)), async (chunk) => {
           if (!writer.hasStarted) writer.open(typeof chunk.id === 'string' ? chunk.id : '', typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000));
-          for (const raw of chunk.choices as unknown[]) await writer.choice(relayedChoice(provider.id, raw));
+          const choices = chunk.choices as unknown[];
+          if (choices.length === 1) return writer.relayed(chunk, relayedChoice(provider.id, choices[0]));
+          for (const raw of choices) await writer.choice(relayedChoice(provider.id, raw));
         });
       }
       case 'generated':

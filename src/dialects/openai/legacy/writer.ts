@@ -1,5 +1,6 @@
 import type { AnswerSink } from '../../../generation/operation.js';
 import type { Usage } from '../../../generation/model.js';
+import type { RelayedEvent } from '../../../wire/relay-format.js';
 import { OpenAIStreamWriter } from '../streaming.js';
 import type { Completion, CompletionChoice } from './completion.js';
 
@@ -44,6 +45,22 @@ export class OpenAICompletionStreamWriter extends OpenAIStreamWriter {
 
   async choice(choice: CompletionChoice): Promise<void> {
     await this.writeChoice(JSON.stringify(wireChoice(choice)));
+  }
+
+  /**
+   * A relayed chunk of one choice: the upstream's own text where it says what Sluice would write
+   * (the stream's id and time, the choice's index, text, logprobs and finish reason all present),
+   * with `model` the public id and `usage` null or absent as the caller asked; else the choice,
+   * written as Sluice writes it. What the upstream adds beside them reaches the caller either way.
+   */
+  async relayed(chunk: RelayedEvent, choice: CompletionChoice): Promise<void> {
+    const raw = choice.extra ?? {};
+    const same =
+      chunk.id === this.streamId && chunk.created === this.created && chunk.object === 'text_completion' &&
+      raw.index === choice.index && raw.logprobs !== undefined && (raw.finish_reason === null || typeof raw.finish_reason === 'string');
+    const passed = same ? this.upstreamEvent(chunk, this.includeUsage ? 'null' : 'absent') : undefined;
+    if (passed === undefined) return this.choice(choice);
+    await this.write(passed);
   }
 
   protected wireUsage(usage: Usage): unknown {
