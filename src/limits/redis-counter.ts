@@ -206,9 +206,13 @@ type Reply = (number | string)[];
 
 /**
  * How long a settle may wait for this process's next admission to travel with before it is sent
- * alone: about a client's turnaround to its next request.
+ * alone: about a client's turnaround to its next request. A settle that frees a concurrency slot
+ * does not wait past the current turn of the event loop: a client's next request may reach another
+ * replica within that millisecond and must find the slot free.
  */
 const SETTLE_DELAY_MS = 1;
+/** Settles in one script call at most, so that a call's arguments stay far below V8's limit on a spread call. */
+const MAX_SETTLES_PER_CALL = 500;
 
 function settled(batch: readonly QueuedSettle[], error: unknown): void {
   for (const settle of batch) {
@@ -242,6 +246,7 @@ export class RedisCounter implements LimitCounter {
   /** Settles not sent yet (see settle), and the timer that sends them if no admission does first. */
   private settles: QueuedSettle[] = [];
   private settleTimer: NodeJS.Timeout | undefined;
+  private settleImmediate: NodeJS.Immediate | undefined;
 
   constructor(
     redis: Redis,
@@ -258,21 +263,29 @@ export class RedisCounter implements LimitCounter {
   async admit(scopes: readonly ScopeLimits[], reservation: Reservation, leaseMs: number): Promise<AdmitResult> {
     const keys = scopes.flatMap((limits) => this.keysOf(limits));
     const args = scopes.flatMap((limits) => [limits.rpm, limits.tpm, limits.concurrency, limits.budget?.usd ?? 0]);
-    // The settles queued before this admission travel with it, and Redis runs them first.
+    // The settles queued before this admission travel with it, and Redis runs them first (too many
+    // for one call go ahead of it, in calls of their own).
+    if (this.settles.length > MAX_SETTLES_PER_CALL) this.sendSettles();
     const settles = this.takeSettles();
-    const asked = this.redis.sluiceAdmit(
-      settles.keys.length + keys.length,
-      ...settles.keys,
-      ...keys,
-      settles.keys.length,
-      settles.args.length,
-      ...settles.args,
-      reservation.lease,
-      reservation.tokens,
-      reservation.costUsd,
-      leaseMs,
-      ...args,
-    );
+    let asked: Promise<Reply>;
+    try {
+      asked = this.redis.sluiceAdmit(
+        settles.keys.length + keys.length,
+        ...settles.keys,
+        ...keys,
+        settles.keys.length,
+        settles.args.length,
+        ...settles.args,
+        reservation.lease,
+        reservation.tokens,
+        reservation.costUsd,
+        leaseMs,
+        ...args,
+      );
+    } catch (error) {
+      settled(settles.batch, error);
+      throw error;
+    }
     if (settles.batch.length > 0) asked.then(() => settled(settles.batch, null), (error: unknown) => settled(settles.batch, error));
     const reply = await asked;
     const outcome = Number(reply[0]);
@@ -303,22 +316,28 @@ export class RedisCounter implements LimitCounter {
   /**
    * Queued, then sent with the other settles queued meanwhile in one script call: at the head of
    * this process's next admission (one round trip for both), or alone after SETTLE_DELAY_MS if none
-   * comes first. Sent at once, too, before any renewal, usage read or seeding, so that Redis runs
-   * every step of this process in the order it happened.
+   * comes first; one that frees a concurrency slot, at the end of this turn of the event loop at the
+   * latest. Sent at once, too, before any renewal, usage read or seeding, so that Redis runs every
+   * step of this process in the order it happened.
    */
   settle(scopes: readonly ScopeLimits[], reservation: Reservation, used: { tokens: number; costUsd: number }): Promise<void> {
     return new Promise((resolve, reject) => {
       this.settles.push({ scopes, args: [scopes.length, reservation.lease, used.tokens, used.costUsd - reservation.costUsd], resolve, reject });
-      this.settleTimer ??= setTimeout(() => this.sendSettles(), SETTLE_DELAY_MS);
+      if (scopes.some((limits) => limits.concurrency > 0)) this.settleImmediate ??= setImmediate(() => this.sendSettles());
+      else this.settleTimer ??= setTimeout(() => this.sendSettles(), SETTLE_DELAY_MS);
     });
   }
 
-  /** The queued settles' KEYS and ARGV for the settle script, taken off the queue. */
+  /** The oldest queued settles (at most MAX_SETTLES_PER_CALL), their KEYS and ARGV for the settle script, taken off the queue. */
   private takeSettles(): { readonly keys: string[]; readonly args: (string | number)[]; readonly batch: readonly QueuedSettle[] } {
-    clearTimeout(this.settleTimer);
-    this.settleTimer = undefined;
-    const batch = this.settles;
-    this.settles = [];
+    const batch = this.settles.length > MAX_SETTLES_PER_CALL ? this.settles.splice(0, MAX_SETTLES_PER_CALL) : this.settles;
+    if (batch === this.settles) {
+      this.settles = [];
+      clearTimeout(this.settleTimer);
+      clearImmediate(this.settleImmediate);
+      this.settleTimer = undefined;
+      this.settleImmediate = undefined;
+    }
     const keys = batch.flatMap(({ scopes }) =>
       scopes.flatMap((limits) => {
         const [, , tokv, toks, fly, spend] = this.keysOf(limits);
@@ -328,13 +347,19 @@ export class RedisCounter implements LimitCounter {
     return { keys, args: batch.flatMap(({ args }) => args), batch };
   }
 
+  /** Every queued settle, oldest first, in as many calls as it takes. */
   private sendSettles(): void {
-    if (this.settles.length === 0) return;
-    const { keys, args, batch } = this.takeSettles();
-    this.redis.sluiceSettle(keys.length, ...keys, ...args).then(
-      () => settled(batch, null),
-      (error: unknown) => settled(batch, error),
-    );
+    while (this.settles.length > 0) {
+      const { keys, args, batch } = this.takeSettles();
+      try {
+        this.redis.sluiceSettle(keys.length, ...keys, ...args).then(
+          () => settled(batch, null),
+          (error: unknown) => settled(batch, error),
+        );
+      } catch (error) {
+        settled(batch, error);
+      }
+    }
   }
 
   async renew(leases: readonly { scopes: readonly ScopeLimits[]; lease: string }[], leaseMs: number): Promise<void> {

@@ -4,7 +4,7 @@ import type { ChangeCounters } from './change-counters.js';
 import { sql, type Kysely } from './kysely.js';
 import type { Database } from './schema.js';
 import type { KeyRecord, KeysRepository, KeyStatus, NewKey } from './store.js';
-import { byBytes } from './text-order.js';
+import { byBytes, compareText } from './text-order.js';
 
 const keyColumns = [
   'api_keys.id',
@@ -119,14 +119,15 @@ export class SqlKeys implements KeysRepository {
     if (lastUsed.size === 0) return;
     // Not a key change for caches: last-used time does not decide whether a key is accepted.
     // Keys in id order, so that two processes updating the same keys wait for each other rather than deadlock.
-    const ordered = [...lastUsed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const ordered = [...lastUsed].sort(([a], [b]) => compareText(a, b));
     await this.db.transaction().execute(async (tx) => {
       // One statement per chunk rather than one per key: a batch of many keys is a few round trips.
       for (let start = 0; start < ordered.length; start += LOOKUP_CHUNK) {
         const chunk = ordered.slice(start, start + LOOKUP_CHUNK);
         if (this.dialect === 'postgres') {
-          // A single UPDATE locks its rows in the plan's order: take the locks in id order first.
-          await sql`SELECT id FROM api_keys WHERE id IN (${sql.join(chunk.map(([id]) => id))}) ORDER BY id FOR UPDATE`.execute(tx);
+          // A single UPDATE locks its rows in the plan's order: take the locks in id order first, by
+          // bytes (the order of the chunks), not the database locale's.
+          await sql`SELECT id FROM api_keys WHERE id IN (${sql.join(chunk.map(([id]) => id))}) ORDER BY ${byBytes('id', 'postgres')} FOR UPDATE`.execute(tx);
         }
         const times = sql.join(chunk.map(([id, at]) => sql`(${id}, CAST(${at} AS BIGINT))`));
         await sql`WITH used (id, at) AS (VALUES ${times})

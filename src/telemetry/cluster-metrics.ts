@@ -26,7 +26,12 @@ export function aggregateWorkers(): Scrape {
   let aggregator: Promise<AggregatorRegistry<RegistryContentType>> | undefined;
   const scrape = async () => {
     aggregator ??= import('prom-client').then((promClient) => new promClient.AggregatorRegistry());
-    return (await aggregator).clusterMetrics();
+    try {
+      return (await aggregator).clusterMetrics();
+    } catch (error) {
+      aggregator = undefined; // a failed load is tried again at the next scrape
+      throw error;
+    }
   };
   cluster.on('message', (worker, message: { type?: string; id: number }) => {
     if (message?.type !== REQUEST) return;

@@ -75,10 +75,13 @@ export abstract class OpenAIStreamWriter extends ChunkedWriter implements Stream
     let text = chunk[UPSTREAM_TEXT];
     // Data of several lines (joined by \n) is written again as one.
     if (text === undefined || typeof chunk.model !== 'string' || text.includes('\n')) return undefined;
-    // A key's quotes are never escaped and a string's always are: `"model"` unescaped is a key, or a string that is exactly "model" (then passed over).
+    // A key's quotes are never escaped and a string's always are: `"model"` unescaped right after `{` or `,` is a key; any
+    // other spelling (escaped, spaced, repeated) is left to serialising again.
     const at = text.indexOf('"model"');
     const upstreamModel = JSON.stringify(chunk.model);
-    if (at === -1 || text.indexOf('"model"', at + 7) !== -1 || !text.startsWith(upstreamModel, at + 8) || text.charCodeAt(at + 7) !== 58 /* : */) return undefined;
+    const before = text.charCodeAt(at - 1);
+    if (at < 1 || (before !== 123 /* { */ && before !== 44) /* , */ || text.indexOf('"model"', at + 7) !== -1 || text.indexOf('odel"') !== at + 2) return undefined;
+    if (!text.startsWith(upstreamModel, at + 8) || text.charCodeAt(at + 7) !== 58 /* : */) return undefined;
     text = text.slice(0, at + 8) + this.publicModelJson + text.slice(at + 8 + upstreamModel.length);
     if (usage === 'as-is') return `data: ${text}\n\n`;
     if (!('usage' in chunk)) {

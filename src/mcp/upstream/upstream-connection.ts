@@ -210,7 +210,16 @@ export class UpstreamConnection implements UpstreamMcpServer {
     if (this.stopped) return;
     this.setState('connecting', this.status.error);
     if (clientSide === undefined) {
-      clientSide = await import('./client-side.js');
+      try {
+        clientSide = await import('./client-side.js');
+      } catch (error) {
+        // Say, files replaced under a running gateway: the server stays down and is tried again later.
+        this.setState('down', 'the gateway could not load its MCP client');
+        const delayMs = this.backoff.failed();
+        this.logger.error({ err: error instanceof Error ? error.message : String(error), retryInMs: delayMs }, 'cannot load the MCP client; trying again after a back-off');
+        this.retryAfter(delayMs);
+        return;
+      }
       if (this.stopped) return;
     }
     const session = this.open();
@@ -313,6 +322,10 @@ export class UpstreamConnection implements UpstreamMcpServer {
       this.withdrawn = true;
       for (const kind of LIST_KINDS) this.emit(kind);
     }
+    this.retryAfter(delayMs);
+  }
+
+  private retryAfter(delayMs: number): void {
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;

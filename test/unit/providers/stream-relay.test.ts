@@ -65,6 +65,11 @@ const CHAT_STREAMS: Readonly<Record<string, string>> = {
     'data: {"error":{"message":"The server had an error","type":"server_error","code":null}}',
     'data: [DONE]',
   ].join('\n\n') + '\n\n',
+  // A key spelled with an escape, and another ending in `\"model`: only a key named model is rewritten, so the upstream's model never shows.
+  modelKeyEscaped: [
+    `data: {"id":"c7","object":"chat.completion.chunk","created":1700000000,"x\\"model":"up-model","\\u006dodel":"up-model","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"logprobs":null,"finish_reason":"stop"}]}`,
+    'data: [DONE]',
+  ].join('\n\n') + '\n\n',
   endsBeforeDone: `data: ${chatHead('c6')}{"index":0,"delta":{"content":"über"},"logprobs":null,"finish_reason":null}]}\n\n`,
 };
 

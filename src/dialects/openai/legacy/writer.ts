@@ -51,7 +51,8 @@ export class OpenAICompletionStreamWriter extends OpenAIStreamWriter {
    * A relayed chunk of one choice: the upstream's own text where it says what Sluice would write
    * (the stream's id and time, the choice's index, text, logprobs and finish reason all present),
    * with `model` the public id and `usage` null or absent as the caller asked; else the choice,
-   * written as Sluice writes it. What the upstream adds beside them reaches the caller either way.
+   * written as Sluice writes it. What the upstream adds inside a choice reaches the caller either
+   * way; what it adds beside the choices (`system_fingerprint`, say) only with its own text.
    */
   async relayed(chunk: RelayedEvent, choice: CompletionChoice): Promise<void> {
     const raw = choice.extra ?? {};
