@@ -108,22 +108,32 @@ const LEDGER_COLUMNS = [
   'unpriced', 'attempts', 'deployment', 'attempt_log', 'bytes_in', 'bytes_out',
 ] as const;
 
+/** The statement's fixed parts, made once: only the tuples (and, on PostgreSQL, their numbered marks) vary with the batch. */
+const LEDGER_INSERT_HEAD = `insert into "usage_ledger" (${LEDGER_COLUMNS.map((c) => `"${c}"`).join(', ')}) values `;
+const SQLITE_LEDGER_TUPLE = `(${LEDGER_COLUMNS.map(() => '?').join(', ')})`;
+
 /**
  * One multi-row INSERT written as text: the ledger takes a batch every flush, and the query
  * builder's per-value parsing was the largest part of its cost on the event loop.
  */
 function ledgerInsert(dialect: 'sqlite' | 'postgres', rows: readonly ReturnType<typeof toLedgerRow>[]): CompiledQuery {
-  const parameters: unknown[] = [];
+  const parameters: unknown[] = new Array(rows.length * LEDGER_COLUMNS.length);
   const tuples: string[] = [];
+  let at = 0;
   for (const row of rows) {
+    if (dialect === 'sqlite') {
+      for (const column of LEDGER_COLUMNS) parameters[at++] = row[column];
+      tuples.push(SQLITE_LEDGER_TUPLE);
+      continue;
+    }
     const marks: string[] = [];
     for (const column of LEDGER_COLUMNS) {
-      parameters.push(row[column]);
-      marks.push(dialect === 'postgres' ? `$${parameters.length}` : '?');
+      parameters[at++] = row[column];
+      marks.push(`$${at}`);
     }
     tuples.push(`(${marks.join(', ')})`);
   }
-  return CompiledQuery.raw(`insert into "usage_ledger" (${LEDGER_COLUMNS.map((c) => `"${c}"`).join(', ')}) values ${tuples.join(', ')}`, parameters);
+  return CompiledQuery.raw(LEDGER_INSERT_HEAD + tuples.join(', '), parameters);
 }
 
 function toLedgerRow(row: UsageRow) {
