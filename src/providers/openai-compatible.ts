@@ -4,7 +4,7 @@ import type { ContentPart, DocumentPart, Finish, GeneratedChoice, GenerationRequ
 import type { EmbeddingResult } from '../generation/embedding.js';
 import type { Capabilities, ConnectionUse, EmbedCall, GenerationCall, ProviderAdapter, RelayCall, RelayResponse, TransferCall, TransferOperation, Transferred, WireOperation } from '../generation/provider.js';
 import { outputLimit } from './translating-provider.js';
-import { readErrorBody, UpstreamClient, type Json, type ResponseBody, type SseData, type UpstreamAuth } from './upstream-client.js';
+import { readErrorBody, UpstreamClient, type Json, type ResponseBody, type SseReader, type UpstreamAuth } from './upstream-client.js';
 import { keepUpstreamText, type RelayedEvent } from '../wire/relay-format.js';
 import { unreadableUpstream } from '../core/upstream-errors.js';
 import { listAllPages, listField, optionalCount, optionalString, upstreamModel } from './model-listing.js';
@@ -464,7 +464,7 @@ export class OpenAICompatibleProvider implements ProviderAdapter {
  * generators over the body's events: it is on every token's path.
  */
 export class RelayedChunks implements AsyncIterableIterator<RelayedEvent> {
-  private readonly data: SseData;
+  private readonly events: SseReader;
   private done = false;
   private promptFilter: unknown;
 
@@ -472,7 +472,7 @@ export class RelayedChunks implements AsyncIterableIterator<RelayedEvent> {
     private readonly client: UpstreamClient,
     body: ResponseBody,
   ) {
-    this.data = client.sseData(body);
+    this.events = client.sseReader(body);
   }
 
   [Symbol.asyncIterator](): AsyncIterableIterator<RelayedEvent> {
@@ -482,10 +482,10 @@ export class RelayedChunks implements AsyncIterableIterator<RelayedEvent> {
   async next(): Promise<IteratorResult<RelayedEvent>> {
     try {
       for (;;) {
-        const data = this.data.take();
+        const data = this.events.take()?.data;
         if (data === undefined) {
           // Read on past [DONE] to the end of the body, so the connection goes back to the pool.
-          if (await this.data.fill()) continue;
+          if (await this.events.fill()) continue;
           if (!this.done) throw unreadableUpstream(this.client.providerId, 'a stream that ended before [DONE]');
           return { value: undefined, done: true };
         }
@@ -498,13 +498,13 @@ export class RelayedChunks implements AsyncIterableIterator<RelayedEvent> {
         if (chunk !== undefined) return { value: chunk, done: false };
       }
     } catch (error) {
-      this.data.cut();
+      this.events.cut();
       throw error;
     }
   }
 
   return(): Promise<IteratorResult<RelayedEvent>> {
-    this.data.cut();
+    this.events.cut();
     return Promise.resolve({ value: undefined, done: true });
   }
 

@@ -276,33 +276,27 @@ export class UpstreamClient {
    * leaving the loop cuts the connection.
    */
   async *events(body: ResponseBody): AsyncGenerator<SseEvent> {
-    const pending: SseEvent[] = [];
-    let eventTooLarge = false;
-    const parser = createParser({
-      onEvent: (event) => pending.push({ event: event.event, data: event.data }),
-      onError: (error) => (eventTooLarge ||= error.type === 'max-buffer-size-exceeded'),
-      maxBufferSize: this.maxResponseBytes,
-    });
-    const decoder = new TextDecoder();
+    const reader = this.sseReader(body);
+    let finished = false;
     try {
-      for await (const bytes of body) {
-        parser.feed(decoder.decode(bytes, { stream: true }));
-        if (eventTooLarge) throw unreadableUpstream(this.providerId, `a stream event larger than the gateway's limit of ${this.maxResponseBytes} characters (max_response_bytes)`);
-        for (let i = 0; i < pending.length; i++) yield pending[i]!;
-        pending.length = 0;
+      for (;;) {
+        const event = reader.take();
+        if (event !== undefined) yield event;
+        else if (!(await reader.fill())) break;
       }
-    } catch (error) {
-      throw upstreamTransportError(this.providerId, error);
+      finished = true;
+    } finally {
+      // Left before the end (the reader stopped, or a failure): the rest of the body is not wanted.
+      if (!finished) reader.cut();
     }
   }
 
   /**
-   * The data of a server-sent event stream's events, read a body chunk at a time without a
-   * generator between the body and the reader (a relayed stream's per-token path): the same
-   * parsing, limit and failures as `events`.
+   * The body's events one by one, read a body chunk at a time: `events` as a generator, or on a
+   * relayed stream's per-token path without a generator between the body and its reader.
    */
-  sseData(body: ResponseBody): SseData {
-    return new SseData(body, this.providerId, this.maxResponseBytes);
+  sseReader(body: ResponseBody): SseReader {
+    return new SseReader(body, this.providerId, this.maxResponseBytes);
   }
 
   /** Parses one stream event's JSON, or fails as an unreadable upstream. */
@@ -392,12 +386,12 @@ export class UpstreamClient {
   }
 }
 
-/** A body's events' data, taken one by one as they were read (`take`), the body read a chunk at a time (`fill`). */
-export class SseData {
+/** A body's server-sent events, taken one by one as they were read (`take`), the body read a chunk at a time (`fill`). */
+export class SseReader {
   private readonly chunks: AsyncIterator<Buffer>;
   private readonly parser: EventSourceParser;
   private readonly decoder = new TextDecoder();
-  private readonly pending: string[] = [];
+  private readonly pending: SseEvent[] = [];
   private taken = 0;
   private eventTooLarge = false;
 
@@ -408,14 +402,14 @@ export class SseData {
   ) {
     this.chunks = body[Symbol.asyncIterator]();
     this.parser = createParser({
-      onEvent: (event) => this.pending.push(event.data),
+      onEvent: (event) => this.pending.push({ event: event.event, data: event.data }),
       onError: (error) => (this.eventTooLarge ||= error.type === 'max-buffer-size-exceeded'),
       maxBufferSize,
     });
   }
 
-  /** The next event's data read so far, or undefined when `fill` must read more. */
-  take(): string | undefined {
+  /** The next event read so far, or undefined when `fill` must read more. */
+  take(): SseEvent | undefined {
     if (this.taken < this.pending.length) return this.pending[this.taken++];
     if (this.taken > 0) {
       this.pending.length = 0;
