@@ -8,11 +8,26 @@
  * way (the unit tests hold each check to its schema's output).
  */
 
+import type { z } from 'zod';
+import { validationError } from './validation.js';
+
 /** A value the fast check does not take; the schema decides. */
 export const NOT_PLAIN: unique symbol = Symbol('not plain');
 
 /** A value's output as the schema would make it, or NOT_PLAIN. */
 export type PlainCheck = (value: unknown) => unknown;
+
+/** For a field the check never takes: any value of it leaves the body to the schema. */
+export const notPlain: PlainCheck = () => NOT_PLAIN;
+
+/** The body as the schema makes it: by the check when it takes it, else by the schema (which words the refusal). */
+export function plainOrSchema<Body>(check: PlainCheck, schema: z.ZodType<Body>, body: object): Body {
+  const plain = check(body);
+  if (plain !== NOT_PLAIN) return plain as Body;
+  const parsed = schema.safeParse(body, { reportInput: true });
+  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
+  return parsed.data;
+}
 
 export function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.js';
 import type { ContentPart, DocumentPart, GenerationRequest, ImagePart, Message, ReasoningEffort, TextPart, ToolChoice } from '../../../generation/model.js';
 import { documentOfFileData } from '../file-input.js';
-import { invalid, logitBiasSchema, metadataSchema, validationError, withoutProtoKey } from '../validation.js';
-import { NOT_PLAIN, plainArray, plainBoolean, plainEither, plainLiteral, plainLooseObject, plainNonEmptyString, plainNullish, plainNumber, plainString, plainTagged, type PlainCheck } from '../plain-body.js';
+import { invalid, logitBiasSchema, metadataSchema, withoutProtoKey } from '../validation.js';
+import { notPlain, plainOrSchema, plainArray, plainBoolean, plainEither, plainLiteral, plainLooseObject, plainNonEmptyString, plainNullish, plainNumber, plainString, plainTagged } from '../plain-body.js';
 
 /**
  * `POST /v1/chat/completions` bodies, with the types and bounds of OpenAI's reference. What real
@@ -100,8 +100,6 @@ type ChatBody = z.infer<typeof chatBodySchema>;
 /** The body, a top-level `__proto__` key refused rather than lost. */
 const chatBodySchemaWithoutProtoKey = withoutProtoKey(chatBodySchema);
 
-/** Left to the schema whenever given (tools, maps, structured formats: their parts need the schema's care). */
-const notPlain: PlainCheck = () => NOT_PLAIN;
 const plainNumberOrNull = (min: number, max: number) => plainNullish(plainNumber(min, max));
 const plainIntegerOrNull = (min: number, max: number) => plainNullish(plainNumber(min, max, true));
 const plainTextPart = plainLooseObject({ type: plainLiteral('text'), text: plainString }, []);
@@ -169,15 +167,6 @@ export const plainChatBody = plainLooseObject(
   ],
 );
 
-/** The body as the schema makes it: by the fast check when it takes it, else by the schema (which throws the error). */
-function validChatBody(body: object): ChatBody {
-  const plain = plainChatBody(body);
-  if (plain !== NOT_PLAIN) return plain as ChatBody;
-  const parsed = chatBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
-  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
-  return parsed.data;
-}
-
 /** The validated body; the generation model is built from it only when the request is translated. */
 export interface ChatRequest {
   readonly model: string;
@@ -189,7 +178,7 @@ export interface ChatRequest {
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseChatRequest(body: unknown): ChatRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const data = validChatBody(body);
+  const data = plainOrSchema(plainChatBody, chatBodySchemaWithoutProtoKey, body);
   const stream = data.stream ?? false;
   if (data.stream_options != null && !stream) throw invalid('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is true.");
   if (data.top_logprobs != null && data.logprobs !== true) throw invalid('top_logprobs', "Invalid 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is given.");

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../core/errors.js';
-import { invalid, logitBiasSchema, validationError, withoutProtoKey } from '../validation.js';
-import { NOT_PLAIN, plainArray, plainBoolean, plainEither, plainLooseObject, plainNonEmptyString, plainNullish, plainNumber, plainString, type PlainCheck } from '../plain-body.js';
+import { invalid, logitBiasSchema, withoutProtoKey } from '../validation.js';
+import { notPlain, plainOrSchema, plainArray, plainBoolean, plainEither, plainLooseObject, plainNonEmptyString, plainNullish, plainNumber, plainString } from '../plain-body.js';
 import type { CompletionRequest } from './completion.js';
 
 /**
@@ -41,10 +41,6 @@ export const completionBodySchema = z.looseObject({
 /** The body, a top-level `__proto__` key refused rather than lost. */
 const completionBodySchemaWithoutProtoKey = withoutProtoKey(completionBodySchema);
 
-type CompletionBody = z.infer<typeof completionBodySchema>;
-
-/** Left to the schema whenever given (a map of token ids: rare, and its keys need the schema's care). */
-const notPlain: PlainCheck = () => NOT_PLAIN;
 const number = (min: number, max: number) => plainNullish(plainNumber(min, max));
 const integer = (min: number, max: number) => plainNullish(plainNumber(min, max, true));
 const stringOrStrings = plainNullish(plainEither(plainString, plainArray(plainString)));
@@ -78,21 +74,12 @@ export const plainCompletionBody = plainLooseObject(
   ['suffix', 'max_tokens', 'temperature', 'top_p', 'n', 'best_of', 'stream', 'stream_options', 'logprobs', 'echo', 'stop', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'user', 'seed'],
 );
 
-/** The body as the schema makes it: by the fast check when it takes it, else by the schema (which throws the error). */
-function validCompletionBody(body: object): CompletionBody {
-  const plain = plainCompletionBody(body);
-  if (plain !== NOT_PLAIN) return plain as CompletionBody;
-  const parsed = completionBodySchemaWithoutProtoKey.safeParse(body, { reportInput: true });
-  if (!parsed.success) throw validationError(parsed.error.issues[0]!);
-  return parsed.data;
-}
-
 /** Parses a JSON body already read; throws a GatewayError naming the parameter at fault. */
 export function parseCompletionRequest(body: unknown): CompletionRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }
-  const data = validCompletionBody(body);
+  const data = plainOrSchema(plainCompletionBody, completionBodySchemaWithoutProtoKey, body);
   const n = data.n ?? 1;
   const stream = data.stream ?? false;
   if (data.best_of != null) {
